@@ -1,0 +1,114 @@
+//! File-system safety: 0750 directories, 0640 files, no symlinks under the dump path, and
+//! atomic replacement of the JSON files.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+pub const DIR_MODE: u32 = 0o750;
+pub const FILE_MODE: u32 = 0o640;
+
+fn refuse_symlink(p: &Path) -> io::Result<bool> {
+    match fs::symlink_metadata(p) {
+        Ok(m) if m.file_type().is_symlink() => Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{} is a symbolic link; msprobe refuses to write through links (use the real path)", p.display()),
+        )),
+        Ok(m) if !m.is_dir() => Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("{} exists and is not a directory", p.display()),
+        )),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates `root` (and missing parents) and then each of `subdirs` below it, mode 0750.
+/// The root and everything below it must not be symlinks.
+pub fn create_dirs(root: &Path, subdirs: &[&str]) -> io::Result<PathBuf> {
+    if !refuse_symlink(root)? {
+        fs::create_dir_all(root)?;
+        fs::set_permissions(root, fs::Permissions::from_mode(DIR_MODE))?;
+        refuse_symlink(root)?;
+    }
+    let mut p = root.to_path_buf();
+    for d in subdirs {
+        p.push(d);
+        if !refuse_symlink(&p)? {
+            match fs::create_dir(&p) {
+                Ok(()) => fs::set_permissions(&p, fs::Permissions::from_mode(DIR_MODE))?,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    refuse_symlink(&p)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// Creates a new file (never replacing one), mode 0640, not following links.
+pub fn create_new(path: &Path) -> io::Result<File> {
+    let f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
+    Ok(f)
+}
+
+/// Opens a file for appending (created 0640 if missing), not following links.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    let f = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
+    Ok(f)
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so readers never see a
+/// half-written JSON file.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    let mut f = create_new(&tmp)?;
+    f.write_all(bytes)?;
+    drop(f);
+    fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn modes_and_symlink_refusal() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("dump");
+        let d = create_dirs(&root, &["step0", "rank"]).unwrap();
+        assert_eq!(fs::metadata(&d).unwrap().mode() & 0o777, DIR_MODE);
+        let f = d.join("x.json");
+        replace_file(&f, b"{}").unwrap();
+        assert_eq!(fs::metadata(&f).unwrap().mode() & 0o777, FILE_MODE);
+        assert!(create_new(&f).is_err(), "never overwrite silently");
+        replace_file(&f, b"{1}").unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"{1}");
+
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&root, &link).unwrap();
+        let e = create_dirs(&link, &["step0"]).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        let inner = root.join("step1");
+        std::os::unix::fs::symlink(t.path(), &inner).unwrap();
+        assert!(create_dirs(&root, &["step1", "rank"]).is_err());
+    }
+}

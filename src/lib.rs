@@ -1,0 +1,22 @@
+//! msprobe-rs: precision-debugging data capture for Ascend NPU training.
+//!
+//! Data flows one way: a capture path (the Python layers through the C ABI in [`ffi`], or the
+//! L2 interposer) builds records with [`record::RecordBuilder`]; the [`recorder::Recorder`]
+//! applies the configuration (steps, ranks, filters) and hands finished records to the
+//! [`writer`], which writes tensor files, a crash-safe journal, and msprobe's JSON files.
+//!
+//! The core (everything but [`ffi`]) is safe Rust and is unit-tested without LD_PRELOAD.
+
+pub mod config;
+pub mod dtype;
+pub mod ffi;
+pub mod fsutil;
+pub mod json;
+pub mod layout;
+pub mod logging;
+pub mod naming;
+pub mod record;
+pub mod recorder;
+pub mod stats;
+pub mod tensorfile;
+pub mod writer;

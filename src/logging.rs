@@ -1,0 +1,86 @@
+//! The `log` backend: msprobe's line format on stderr, level from `MSPROBE_LOG_LEVEL`.
+//!
+//! `MSPROBE_LOG_LEVEL` takes msprobe's numbers (0 debug, 1 info — the default, 2 warning,
+//! 3 error, 4 silent) or the names debug/info/warn/error/off. Lines look like msprobe's:
+//! `2026-12-02 10:00:00 (1234) [INFO] msg`, with control characters replaced by `_`.
+
+use log::{Level, LevelFilter, Log, Metadata, Record};
+
+struct Logger;
+
+fn now_local() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let t = secs as libc::time_t;
+    // SAFETY: `tm` is a plain C struct that localtime_r fully initialises on success; both
+    // pointers are valid for the duration of the call.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return format!("@{secs}");
+        }
+        tm
+    };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+impl Log for Logger {
+    fn enabled(&self, m: &Metadata) -> bool {
+        m.level() <= log::max_level()
+    }
+
+    fn log(&self, r: &Record) {
+        if !self.enabled(r.metadata()) {
+            return;
+        }
+        let level = match r.level() {
+            Level::Error => "ERROR",
+            Level::Warn => "WARNING",
+            Level::Info => "INFO",
+            Level::Debug | Level::Trace => "DEBUG",
+        };
+        let msg: String = r.args().to_string().chars().map(|c| if c.is_control() { '_' } else { c }).collect();
+        eprintln!("{} ({}) [msprobe] [{level}] {msg}", now_local(), std::process::id());
+    }
+
+    fn flush(&self) {}
+}
+
+/// Parses `MSPROBE_LOG_LEVEL`.
+pub fn level_from(v: Option<&str>) -> LevelFilter {
+    match v.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+        Some("0") | Some("debug") => LevelFilter::Debug,
+        Some("2") | Some("warn") | Some("warning") => LevelFilter::Warn,
+        Some("3") | Some("error") => LevelFilter::Error,
+        Some("4") | Some("off") => LevelFilter::Off,
+        Some("trace") => LevelFilter::Trace,
+        _ => LevelFilter::Info,
+    }
+}
+
+/// Installs the logger once (a no-op if the host already installed a `log` backend).
+pub fn init() {
+    static LOGGER: Logger = Logger;
+    if log::set_logger(&LOGGER).is_ok() {
+        log::set_max_level(level_from(std::env::var("MSPROBE_LOG_LEVEL").ok().as_deref()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn levels() {
+        use log::LevelFilter::*;
+        assert_eq!(super::level_from(None), Info);
+        assert_eq!(super::level_from(Some("0")), Debug);
+        assert_eq!(super::level_from(Some("4")), Off);
+        assert_eq!(super::level_from(Some("WARNING")), Warn);
+    }
+}

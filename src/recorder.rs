@@ -1,0 +1,347 @@
+//! A capture session: configuration, step/rank state, per-name counters, filters, and the
+//! hand-off of finished records to the writer. One per process, shared by every capture path.
+
+use crate::config::{Config, Level, OnFull, Task};
+use crate::fsutil;
+use crate::naming;
+use crate::record::{ByteBudget, LeafOptions, RecordBuilder};
+use crate::writer::{Budget, Finished, Header, Writer, TENSOR_DIR};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::Instant;
+
+impl ByteBudget for Budget {
+    fn reserve(&self, n: u64) -> bool {
+        Budget::reserve(self, n)
+    }
+}
+
+#[derive(Default)]
+struct State {
+    step: u64,
+    rank: Option<u64>,
+    counters: HashMap<String, u64>,
+    /// Inside the [scope[0], scope[1]] range.
+    in_scope: bool,
+    /// The rank directory of the current step, once opened.
+    dir: Option<PathBuf>,
+    /// Directories this process has written (an existing one from an earlier run is moved aside).
+    claimed: HashSet<PathBuf>,
+    /// The dump directory could not be created: capture stays off.
+    failed: bool,
+}
+
+/// Totals for the run summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub records: u64,
+    pub tensors: u64,
+    pub files: u64,
+    pub bytes: u64,
+    pub dropped: u64,
+    pub filtered: u64,
+    pub errors: u64,
+    pub capture_ms: u64,
+}
+
+pub struct Recorder {
+    cfg: Config,
+    opts: LeafOptions,
+    enabled: AtomicBool,
+    state: Mutex<State>,
+    writer: Writer,
+    tensors: AtomicU64,
+    filtered: AtomicU64,
+    dropped: AtomicU64,
+    capture_ns: AtomicU64,
+}
+
+impl Recorder {
+    pub fn new(cfg: Config) -> Recorder {
+        let opts = LeafOptions {
+            task: cfg.task,
+            summary_mode: cfg.summary_mode,
+            dialect: cfg.dialect,
+            format: cfg.tensor_format(),
+            data_mode: cfg.data_mode,
+        };
+        let writer = Writer::new(Budget::new(cfg.queue_bytes, cfg.on_full == OnFull::Drop));
+        Recorder {
+            cfg,
+            opts,
+            enabled: AtomicBool::new(false),
+            state: Mutex::new(State::default()),
+            writer,
+            tensors: AtomicU64::new(0),
+            filtered: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            capture_ns: AtomicU64::new(0),
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The hot-path check: one relaxed load.
+    #[inline]
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.load(Relaxed)
+    }
+
+    pub fn current_step(&self) -> u64 {
+        self.lock().step
+    }
+
+    fn selected(&self, st: &State) -> bool {
+        let step_ok = self.cfg.step.is_empty() || self.cfg.step.contains(&st.step);
+        // A process that is not distributed counts as rank 0 for the rank filter.
+        let rank_ok = self.cfg.rank.is_empty() || self.cfg.rank.contains(&st.rank.unwrap_or(0));
+        step_ok && rank_ok && !st.failed
+    }
+
+    /// Whether the step list says the run is over (past max(step)).
+    pub fn finished_steps(&self) -> bool {
+        let st = self.lock();
+        matches!(self.cfg.step.iter().max(), Some(&m) if st.step > m)
+    }
+
+    /// Sets the rank (from the framework or HCCL); the directory becomes `rank{N}`.
+    pub fn set_rank(&self, rank: u64) {
+        let mut st = self.lock();
+        if st.rank != Some(rank) {
+            if st.dir.is_some() {
+                log::warn!("rank set to {rank} after capture began in this step; the next step uses rank{rank}");
+            }
+            st.rank = Some(rank);
+        }
+    }
+
+    pub fn rank(&self) -> Option<u64> {
+        self.lock().rank
+    }
+
+    fn dump_data_dir(&self, st: &State) -> Option<String> {
+        if self.cfg.task != Task::Tensor {
+            return None;
+        }
+        let base = self.cfg.dump_path.to_string_lossy();
+        let base = base.trim_end_matches('/');
+        Some(format!("{base}/{}/{}/{TENSOR_DIR}", naming::step_dir(st.step), naming::rank_dir(st.rank)))
+    }
+
+    /// Opens (creating on disk) the current step's rank directory.
+    fn ensure_dir(&self, st: &mut State) -> Option<PathBuf> {
+        if let Some(d) = &st.dir {
+            return Some(d.clone());
+        }
+        if st.failed {
+            return None;
+        }
+        let step_dir = naming::step_dir(st.step);
+        let rank_dir = naming::rank_dir(st.rank);
+        let dir = self.cfg.dump_path.join(&step_dir).join(&rank_dir);
+        if !st.claimed.contains(&dir) {
+            move_aside_if_used(&dir);
+        }
+        match fsutil::create_dirs(&self.cfg.dump_path, &[&step_dir, &rank_dir]) {
+            Ok(d) => {
+                st.claimed.insert(d.clone());
+                st.dir = Some(d.clone());
+                let header = Header {
+                    task: self.cfg.task.as_str().into(),
+                    level: self.cfg.level.as_str().into(),
+                    dump_data_dir: self.dump_data_dir(st),
+                };
+                self.writer.open(d.clone(), header);
+                Some(d)
+            }
+            Err(e) => {
+                log::error!(
+                    "cannot create the dump directory {}: {e}. Capture is off; the job continues. Set MSPROBE_DUMP_PATH (or dump_path) to a writable directory.",
+                    dir.display()
+                );
+                st.failed = true;
+                self.enabled.store(false, Relaxed);
+                None
+            }
+        }
+    }
+
+    /// Turns capture on for the current step (if the step and rank are selected) and writes
+    /// the step's skeleton files.
+    pub fn start(&self) -> bool {
+        let mut st = self.lock();
+        if !self.selected(&st) {
+            self.enabled.store(false, Relaxed);
+            return false;
+        }
+        let ok = self.ensure_dir(&mut st).is_some();
+        self.enabled.store(ok, Relaxed);
+        ok
+    }
+
+    /// Turns capture off and writes the JSON files of the current step.
+    pub fn stop(&self) {
+        self.enabled.store(false, Relaxed);
+        let st = self.lock();
+        if let Some(d) = &st.dir {
+            self.writer.write(d.clone(), false);
+        }
+    }
+
+    /// Ends the step: writes its JSON files, then resets the counters and the scope range.
+    /// Capture stays in the state it was in (on for L2, where there is no start/stop).
+    pub fn step(&self) {
+        let mut st = self.lock();
+        if let Some(d) = st.dir.take() {
+            self.writer.write(d, true);
+        }
+        st.step += 1;
+        st.counters.clear();
+        st.in_scope = false;
+        if self.cfg.level == Level::L2 {
+            let on = self.selected(&st);
+            self.enabled.store(on, Relaxed);
+        }
+    }
+
+    /// Makes L2 capture (no start/stop calls) follow the step and rank filters.
+    pub fn auto_start(&self) -> bool {
+        let st = self.lock();
+        let on = self.selected(&st);
+        self.enabled.store(on, Relaxed);
+        on
+    }
+
+    /// The next call index for a counter key (`"Functional.linear."`), per step, from 0.
+    pub fn next_index(&self, key: &str) -> u64 {
+        let mut st = self.lock();
+        let c = st.counters.entry(key.to_string()).or_insert(0);
+        let n = *c;
+        *c += 1;
+        n
+    }
+
+    /// msprobe's range/list filter for one record name.
+    fn passes_filters(&self, st: &mut State, name: &str) -> bool {
+        let mut ok = true;
+        if self.cfg.scope.len() == 2 {
+            if name == self.cfg.scope[0] {
+                st.in_scope = true;
+            }
+            ok = st.in_scope;
+            if name == self.cfg.scope[1] {
+                st.in_scope = false;
+            }
+        }
+        if ok && !self.cfg.list.is_empty() {
+            ok = self.cfg.list.iter().any(|l| name.contains(l.as_str()));
+        }
+        ok
+    }
+
+    /// Starts a record, or `None` when capture is off or the record is filtered out.
+    pub fn begin(&self, name: &str) -> Option<RecordBuilder> {
+        if !self.is_enabled() {
+            return None;
+        }
+        let mut st = self.lock();
+        if !self.passes_filters(&mut st, name) {
+            self.filtered.fetch_add(1, Relaxed);
+            return None;
+        }
+        let dir = self.ensure_dir(&mut st)?;
+        let mut b = RecordBuilder::new(name.to_string(), self.opts.clone());
+        b.target = dir;
+        Some(b)
+    }
+
+    /// The budget tensor leaves reserve from.
+    pub fn budget(&self) -> &Budget {
+        &self.writer.budget
+    }
+
+    /// Hands a finished record to the writer.
+    pub fn end(&self, mut b: RecordBuilder) {
+        let body = b.take_body();
+        self.tensors.fetch_add(b.tensors, Relaxed);
+        if b.dropped > 0 {
+            let before = self.dropped.fetch_add(b.dropped, Relaxed);
+            if before == 0 {
+                log::warn!("writer queue full: tensor data is being dropped (counted; see the run summary). Raise MSPROBE_QUEUE_MB or set MSPROBE_ON_QUEUE_FULL=block");
+            }
+        }
+        let target = std::mem::take(&mut b.target);
+        let rec = Finished {
+            name: std::mem::take(&mut b.name),
+            body,
+            files: std::mem::take(&mut b.files),
+            stack: b.stack.take(),
+            parent: b.parent.take(),
+            reserved: b.reserved,
+        };
+        self.writer.record(target, rec);
+    }
+
+    /// Adds time spent capturing (for the summary).
+    pub fn add_capture_time(&self, since: Instant) {
+        self.capture_ns.fetch_add(since.elapsed().as_nanos() as u64, Relaxed);
+    }
+
+    /// Writes the current JSON files and waits for the writer.
+    pub fn flush(&self) {
+        {
+            let st = self.lock();
+            if let Some(d) = &st.dir {
+                self.writer.write(d.clone(), false);
+            }
+        }
+        self.writer.sync();
+    }
+
+    /// Ends the session: final JSON files, writer stopped.
+    pub fn finish(&self) -> Summary {
+        self.enabled.store(false, Relaxed);
+        if let Some(d) = self.lock().dir.take() {
+            self.writer.write(d, true);
+        }
+        self.writer.shutdown();
+        self.summary()
+    }
+
+    pub fn summary(&self) -> Summary {
+        let c = &self.writer.counters;
+        Summary {
+            records: c.records.load(Relaxed),
+            tensors: self.tensors.load(Relaxed),
+            files: c.files.load(Relaxed),
+            bytes: c.bytes.load(Relaxed),
+            dropped: self.dropped.load(Relaxed) + c.dropped.load(Relaxed),
+            filtered: self.filtered.load(Relaxed),
+            errors: c.errors.load(Relaxed),
+            capture_ms: self.capture_ns.load(Relaxed) / 1_000_000,
+        }
+    }
+}
+
+/// A rank directory left by an earlier run is renamed, never overwritten or mixed with ours.
+fn move_aside_if_used(dir: &Path) {
+    let used = std::fs::read_dir(dir).map(|mut it| it.next().is_some()).unwrap_or(false);
+    if !used {
+        return;
+    }
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("rank");
+    let aside = dir.with_file_name(format!("{name}.replaced-{secs}-{}", std::process::id()));
+    match std::fs::rename(dir, &aside) {
+        Ok(()) => log::warn!("{} held a dump from an earlier run; it was moved to {}", dir.display(), aside.display()),
+        Err(e) => log::warn!("{} holds a dump from an earlier run and cannot be moved aside ({e})", dir.display()),
+    }
+}

@@ -1,0 +1,503 @@
+//! The background writer: tensor files, the journal, and dump.json / stack.json / construct.json.
+//!
+//! Capturing threads hand finished records to one writer thread through a bounded crossbeam
+//! channel; tensor bytes in flight are capped by a [`Budget`] that either blocks the capturing
+//! thread or drops (and counts) data. Each record is appended to a journal (`dump.json.journal`,
+//! one JSON line per record, written after the record's tensor files) as soon as it arrives, so
+//! a killed process leaves everything needed to rebuild its JSON files with [`recover_dir`]. The
+//! JSON files themselves are written at step end, at stop and at exit.
+
+use crate::fsutil;
+use crate::json::{self, Json};
+use crate::record::TensorFile;
+use crossbeam_channel::{bounded, Receiver, Sender};
+use indexmap::IndexMap;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+pub const JOURNAL: &str = "dump.json.journal";
+pub const TENSOR_DIR: &str = "dump_tensor_data";
+
+/// The top-level fields of a dump.json.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Header {
+    pub task: String,
+    pub level: String,
+    pub dump_data_dir: Option<String>,
+}
+
+/// A record ready for disk.
+pub struct Finished {
+    pub name: String,
+    pub body: Json,
+    pub files: Vec<TensorFile>,
+    pub stack: Option<Vec<String>>,
+    pub parent: Option<Option<String>>,
+    /// Budget bytes to release once the files are written.
+    pub reserved: u64,
+}
+
+enum Msg {
+    Open { dir: PathBuf, header: Header },
+    Record { dir: PathBuf, rec: Finished },
+    Write { dir: PathBuf, close: bool },
+    Sync(Sender<()>),
+}
+
+/// Counters shared with the recorder for the run summary.
+#[derive(Default, Debug)]
+pub struct Counters {
+    pub records: AtomicU64,
+    pub files: AtomicU64,
+    pub bytes: AtomicU64,
+    pub dropped: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// Cap on tensor bytes queued for the writer.
+pub struct Budget {
+    cap: u64,
+    drop_when_full: bool,
+    used: Mutex<u64>,
+    freed: Condvar,
+}
+
+impl Budget {
+    pub fn new(cap: u64, drop_when_full: bool) -> Budget {
+        Budget { cap, drop_when_full, used: Mutex::new(0), freed: Condvar::new() }
+    }
+
+    /// Reserves `n` bytes; blocks (or refuses, in drop mode) while the cap is reached. A single
+    /// reservation larger than the cap is admitted when nothing else is in flight.
+    pub fn reserve(&self, n: u64) -> bool {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if *used == 0 || *used + n <= self.cap {
+                *used += n;
+                return true;
+            }
+            if self.drop_when_full {
+                return false;
+            }
+            used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    pub fn release(&self, n: u64) {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        *used = used.saturating_sub(n);
+        self.freed.notify_all();
+    }
+
+    pub fn in_flight(&self) -> u64 {
+        *self.used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The state of one rank directory: records in completion order plus stack and construct maps.
+#[derive(Default)]
+pub struct DirState {
+    pub header: Option<Header>,
+    pub records: IndexMap<String, Json>,
+    pub stack: IndexMap<String, Json>,
+    pub construct: IndexMap<String, Json>,
+}
+
+impl DirState {
+    /// Adds a record; a second record with the same name merges into the first key by key
+    /// (msprobe does this for ops whose inputs and outputs are collected at different times).
+    pub fn add(&mut self, name: &str, body: Json, stack: Option<&[String]>, parent: Option<&Option<String>>) {
+        match (self.records.get_mut(name), body) {
+            (Some(Json::Object(old)), Json::Object(new)) => {
+                for (k, v) in new {
+                    match old.iter_mut().find(|(ok, _)| *ok == k) {
+                        Some(slot) => slot.1 = v,
+                        None => old.push((k, v)),
+                    }
+                }
+            }
+            (_, body) => {
+                self.records.insert(name.to_string(), body);
+            }
+        }
+        if let Some(frames) = stack {
+            self.stack.insert(name.to_string(), Json::Array(frames.iter().map(Json::str).collect()));
+        }
+        if let Some(p) = parent {
+            self.construct.insert(name.to_string(), p.clone().map(Json::Str).unwrap_or(Json::Null));
+        }
+    }
+
+    /// dump.json text.
+    pub fn dump_json(&self) -> String {
+        let h = self.header.clone().unwrap_or(Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None });
+        // Stream the (possibly large) data map instead of cloning it into one value.
+        let mut out = String::from("{\n");
+        out.push_str(&format!(" \"task\": {},\n", Json::str(h.task).to_compact()));
+        out.push_str(&format!(" \"level\": {},\n", Json::str(h.level).to_compact()));
+        out.push_str(&format!(
+            " \"dump_data_dir\": {},\n",
+            h.dump_data_dir.map(Json::Str).unwrap_or(Json::Null).to_compact()
+        ));
+        out.push_str(" \"data\": ");
+        write_map(&mut out, &self.records, 1);
+        out.push_str("\n}");
+        out
+    }
+
+    pub fn map_json(map: &IndexMap<String, Json>) -> String {
+        let mut out = String::new();
+        write_map(&mut out, map, 0);
+        out
+    }
+
+    /// Writes dump.json, stack.json and construct.json into `dir`.
+    pub fn write_files(&self, dir: &Path) -> std::io::Result<()> {
+        fsutil::replace_file(&dir.join("dump.json"), self.dump_json().as_bytes())?;
+        fsutil::replace_file(&dir.join("stack.json"), Self::map_json(&self.stack).as_bytes())?;
+        fsutil::replace_file(&dir.join("construct.json"), Self::map_json(&self.construct).as_bytes())?;
+        Ok(())
+    }
+}
+
+fn write_map(out: &mut String, map: &IndexMap<String, Json>, depth: usize) {
+    if map.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    for (i, (k, v)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('\n');
+        out.extend(std::iter::repeat(' ').take(depth + 1));
+        out.push_str(&Json::str(k.clone()).to_compact());
+        out.push_str(": ");
+        v.write_pretty_at(out, depth + 1);
+    }
+    out.push('\n');
+    out.extend(std::iter::repeat(' ').take(depth));
+    out.push('}');
+}
+
+fn header_line(h: &Header) -> String {
+    Json::Object(vec![
+        ("msprobe_journal".into(), Json::Int(1)),
+        ("task".into(), Json::str(h.task.clone())),
+        ("level".into(), Json::str(h.level.clone())),
+        ("dump_data_dir".into(), h.dump_data_dir.clone().map(Json::Str).unwrap_or(Json::Null)),
+    ])
+    .to_compact()
+}
+
+fn record_line(rec: &Finished) -> String {
+    let mut kv = vec![("name".to_string(), Json::str(rec.name.clone())), ("body".to_string(), rec.body.clone())];
+    if let Some(s) = &rec.stack {
+        kv.push(("stack".into(), Json::Array(s.iter().map(Json::str).collect())));
+    }
+    if let Some(p) = &rec.parent {
+        kv.push(("parent".into(), p.clone().map(Json::Str).unwrap_or(Json::Null)));
+    }
+    Json::Object(kv).to_compact()
+}
+
+struct OpenDir {
+    state: DirState,
+    journal: Option<std::fs::File>,
+}
+
+struct Worker {
+    dirs: HashMap<PathBuf, OpenDir>,
+    counters: Arc<Counters>,
+    budget: Arc<Budget>,
+}
+
+impl Worker {
+    fn error(&self, what: &str, e: &dyn std::fmt::Display) {
+        let n = self.counters.errors.fetch_add(1, Relaxed);
+        if n < 5 {
+            log::error!("writer: {what}: {e}");
+        } else if n == 5 {
+            log::error!("writer: more errors; only counting them from now on");
+        }
+    }
+
+    fn open(&mut self, dir: PathBuf, header: Header) {
+        if self.dirs.contains_key(&dir) {
+            return;
+        }
+        let state = DirState { header: Some(header.clone()), ..Default::default() };
+        if let Err(e) = state.write_files(&dir) {
+            self.error(&format!("cannot write skeleton files in {}", dir.display()), &e);
+        }
+        let journal = match fsutil::open_append(&dir.join(JOURNAL)) {
+            Ok(mut f) => {
+                if let Err(e) = writeln!(f, "{}", header_line(&header)) {
+                    self.error("cannot write the journal", &e);
+                }
+                Some(f)
+            }
+            Err(e) => {
+                self.error(&format!("cannot create the journal in {}", dir.display()), &e);
+                None
+            }
+        };
+        self.dirs.insert(dir, OpenDir { state, journal });
+    }
+
+    fn record(&mut self, dir: PathBuf, rec: Finished) {
+        if !self.dirs.contains_key(&dir) {
+            self.open(dir.clone(), Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None });
+        }
+        let mut files_ok = true;
+        if !rec.files.is_empty() {
+            match fsutil::create_dirs(&dir, &[TENSOR_DIR]) {
+                Ok(tdir) => {
+                    for f in &rec.files {
+                        let res = fsutil::create_new(&tdir.join(&f.name)).and_then(|mut h| h.write_all(&f.bytes));
+                        match res {
+                            Ok(()) => {
+                                self.counters.files.fetch_add(1, Relaxed);
+                                self.counters.bytes.fetch_add(f.bytes.len() as u64, Relaxed);
+                            }
+                            Err(e) => {
+                                files_ok = false;
+                                self.error(&format!("cannot write {}", f.name), &e);
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    files_ok = false;
+                    self.error("cannot create dump_tensor_data", &e);
+                }
+            }
+        }
+        self.budget.release(rec.reserved);
+        let line = record_line(&rec);
+        let od = self.dirs.get_mut(&dir).expect("opened above");
+        if let Some(j) = od.journal.as_mut() {
+            // One write per line: a SIGKILL leaves whole lines (plus at most one partial tail).
+            let mut buf = line.into_bytes();
+            buf.push(b'\n');
+            if let Err(e) = j.write_all(&buf) {
+                let msg = e.to_string();
+                self.error("cannot append to the journal", &msg);
+            }
+        }
+        let od = self.dirs.get_mut(&dir).expect("opened above");
+        od.state.add(&rec.name, rec.body, rec.stack.as_deref(), rec.parent.as_ref());
+        if files_ok {
+            self.counters.records.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn write(&mut self, dir: &Path, close: bool) {
+        let Some(od) = self.dirs.get(dir) else { return };
+        match od.state.write_files(dir) {
+            Ok(()) => {
+                if close {
+                    let _ = std::fs::remove_file(dir.join(JOURNAL));
+                }
+            }
+            Err(e) => self.error(&format!("cannot write the JSON files in {}", dir.display()), &e),
+        }
+        if close {
+            self.dirs.remove(dir);
+        }
+    }
+
+    fn run(mut self, rx: Receiver<Msg>) {
+        for msg in rx {
+            match msg {
+                Msg::Open { dir, header } => self.open(dir, header),
+                Msg::Record { dir, rec } => self.record(dir, rec),
+                Msg::Write { dir, close } => self.write(&dir, close),
+                Msg::Sync(done) => {
+                    let _ = done.send(());
+                }
+            }
+        }
+        // Channel closed: the process is ending; finish every open directory.
+        let dirs: Vec<PathBuf> = self.dirs.keys().cloned().collect();
+        for d in dirs {
+            self.write(&d, true);
+        }
+    }
+}
+
+/// The handle capture paths use. The thread starts with the first message.
+pub struct Writer {
+    tx: Mutex<Option<Sender<Msg>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    pub budget: Arc<Budget>,
+    pub counters: Arc<Counters>,
+}
+
+impl Writer {
+    pub fn new(budget: Budget) -> Writer {
+        Writer {
+            tx: Mutex::new(None),
+            thread: Mutex::new(None),
+            budget: Arc::new(budget),
+            counters: Arc::new(Counters::default()),
+        }
+    }
+
+    fn sender(&self) -> Option<Sender<Msg>> {
+        let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        if tx.is_none() {
+            let (s, r) = bounded::<Msg>(4096);
+            let worker = Worker { dirs: HashMap::new(), counters: self.counters.clone(), budget: self.budget.clone() };
+            let handle = std::thread::Builder::new().name("msprobe-writer".into()).spawn(move || worker.run(r));
+            match handle {
+                Ok(h) => {
+                    *self.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+                    *tx = Some(s);
+                }
+                Err(e) => {
+                    log::error!("cannot start the writer thread: {e}");
+                    return None;
+                }
+            }
+        }
+        tx.clone()
+    }
+
+    fn send(&self, m: Msg) {
+        if let Some(tx) = self.sender() {
+            if tx.send(m).is_err() {
+                self.counters.errors.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    pub fn open(&self, dir: PathBuf, header: Header) {
+        self.send(Msg::Open { dir, header });
+    }
+
+    pub fn record(&self, dir: PathBuf, rec: Finished) {
+        self.send(Msg::Record { dir, rec });
+    }
+
+    /// Writes the JSON files of `dir`; `close` also ends the directory (step end).
+    pub fn write(&self, dir: PathBuf, close: bool) {
+        self.send(Msg::Write { dir, close });
+    }
+
+    /// Waits until everything sent so far is on disk.
+    pub fn sync(&self) {
+        let (s, r) = bounded(1);
+        self.send(Msg::Sync(s));
+        let _ = r.recv();
+    }
+
+    /// Closes every directory and stops the thread.
+    pub fn shutdown(&self) {
+        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(tx);
+        if let Some(h) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// What [`recover_dir`] rebuilt.
+#[derive(Debug, Default, PartialEq)]
+pub struct Recovered {
+    pub dirs: usize,
+    pub records: usize,
+    /// Lines that could not be parsed (a write cut by the kill).
+    pub torn_lines: usize,
+}
+
+/// Rebuilds dump.json, stack.json and construct.json from every journal found under `root`.
+pub fn recover_dir(root: &Path) -> std::io::Result<Recovered> {
+    let mut out = Recovered::default();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            let ft = entry.file_type()?;
+            if ft.is_dir() {
+                pending.push(entry.path());
+            } else if ft.is_file() && entry.file_name() == JOURNAL {
+                let (state, n, torn) = read_journal(&entry.path())?;
+                state.write_files(&d)?;
+                out.dirs += 1;
+                out.records += n;
+                out.torn_lines += torn;
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn read_journal(path: &Path) -> std::io::Result<(DirState, usize, usize)> {
+    let text = std::fs::read_to_string(path)?;
+    let mut state = DirState::default();
+    let (mut n, mut torn) = (0, 0);
+    for line in text.lines() {
+        let Ok(v) = json::parse(line) else {
+            torn += 1;
+            continue;
+        };
+        if v.get("msprobe_journal").is_some() {
+            state.header = Some(Header {
+                task: v.get("task").and_then(Json::as_str).unwrap_or("statistics").to_string(),
+                level: v.get("level").and_then(Json::as_str).unwrap_or("L1").to_string(),
+                dump_data_dir: v.get("dump_data_dir").and_then(Json::as_str).map(str::to_string),
+            });
+            continue;
+        }
+        let (Some(name), Some(body)) = (v.get("name").and_then(Json::as_str), v.get("body")) else {
+            torn += 1;
+            continue;
+        };
+        let stack: Option<Vec<String>> = match v.get("stack") {
+            Some(Json::Array(a)) => Some(a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect()),
+            _ => None,
+        };
+        let parent = v.get("parent").map(|p| p.as_str().map(str::to_string));
+        state.add(name, body.clone(), stack.as_deref(), parent.as_ref());
+        n += 1;
+    }
+    Ok((state, n, torn))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_blocks_or_drops() {
+        let b = Budget::new(100, true);
+        assert!(b.reserve(500), "an oversize reservation passes when idle");
+        assert!(!b.reserve(1), "drop mode refuses while full");
+        b.release(500);
+        assert!(b.reserve(60));
+        assert!(!b.reserve(60));
+        let b = Arc::new(Budget::new(100, false));
+        assert!(b.reserve(80));
+        let b2 = b.clone();
+        let t = std::thread::spawn(move || b2.reserve(80));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!t.is_finished(), "block mode waits");
+        b.release(80);
+        assert!(t.join().unwrap());
+    }
+
+    #[test]
+    fn merge_same_name_key_by_key() {
+        let mut s = DirState::default();
+        s.add("Distributed.all_reduce.0.forward", json::parse(r#"{"input_args": [1]}"#).unwrap(), None, None);
+        s.add("Distributed.all_reduce.0.forward", json::parse(r#"{"output": [2]}"#).unwrap(), None, None);
+        assert_eq!(s.records.len(), 1);
+        assert_eq!(s.records[0], json::parse(r#"{"input_args": [1], "output": [2]}"#).unwrap());
+    }
+}
