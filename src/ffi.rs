@@ -504,6 +504,19 @@ pub extern "C" fn msprobe_record_set_parent(r: *mut MsprobeRecord, parent: *cons
     })
 }
 
+/// Sets a construct.json entry outside any record (a module's parent, at module start);
+/// `parent` NULL writes null.
+#[no_mangle]
+pub extern "C" fn msprobe_construct_set(name: *const c_char, parent: *const c_char) -> c_int {
+    with_recorder(|r| {
+        // SAFETY: name and parent are NULL or NUL-terminated strings (header contract).
+        let (n, p) = unsafe { (cstr(name), cstr(parent)) };
+        let Some(n) = n else { return fail("name is NULL") };
+        r.set_construct(n, p);
+        MSPROBE_OK
+    })
+}
+
 /// Finishes the record and hands it to the writer; frees the handle.
 #[no_mangle]
 pub extern "C" fn msprobe_record_end(r: *mut MsprobeRecord) -> c_int {

@@ -263,6 +263,17 @@ impl Recorder {
         Some(b)
     }
 
+    /// Sets a construct.json entry outside a record (module parents at module start).
+    pub fn set_construct(&self, name: &str, parent: Option<&str>) {
+        if !self.is_enabled() {
+            return;
+        }
+        let mut st = self.lock();
+        if let Some(dir) = self.ensure_dir(&mut st) {
+            self.writer.construct(dir, name.to_string(), parent.map(str::to_string));
+        }
+    }
+
     /// The budget tensor leaves reserve from.
     pub fn budget(&self) -> &Budget {
         &self.writer.budget

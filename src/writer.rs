@@ -45,6 +45,7 @@ enum Msg {
     Open { dir: PathBuf, header: Header },
     Record { dir: PathBuf, rec: Finished },
     Write { dir: PathBuf, close: bool },
+    Construct { dir: PathBuf, name: String, parent: Option<String> },
     Sync(Sender<()>),
 }
 
@@ -297,6 +298,18 @@ impl Worker {
         }
     }
 
+    fn construct(&mut self, dir: PathBuf, name: String, parent: Option<String>) {
+        let Some(od) = self.dirs.get_mut(&dir) else { return };
+        if let Some(j) = od.journal.as_mut() {
+            let line = Json::Object(vec![
+                ("construct".into(), Json::str(name.clone())),
+                ("parent".into(), parent.clone().map(Json::Str).unwrap_or(Json::Null)),
+            ]);
+            let _ = j.write_all(format!("{}\n", line.to_compact()).as_bytes());
+        }
+        od.state.construct.insert(name, parent.map(Json::Str).unwrap_or(Json::Null));
+    }
+
     fn write(&mut self, dir: &Path, close: bool) {
         let Some(od) = self.dirs.get(dir) else { return };
         match od.state.write_files(dir) {
@@ -318,6 +331,7 @@ impl Worker {
                 Msg::Open { dir, header } => self.open(dir, header),
                 Msg::Record { dir, rec } => self.record(dir, rec),
                 Msg::Write { dir, close } => self.write(&dir, close),
+                Msg::Construct { dir, name, parent } => self.construct(dir, name, parent),
                 Msg::Sync(done) => {
                     let _ = done.send(());
                 }
@@ -390,6 +404,12 @@ impl Writer {
         self.send(Msg::Write { dir, close });
     }
 
+    /// Adds a construct.json entry on its own (msprobe records a module's parent when the
+    /// module starts, before its record completes).
+    pub fn construct(&self, dir: PathBuf, name: String, parent: Option<String>) {
+        self.send(Msg::Construct { dir, name, parent });
+    }
+
     /// Waits until everything sent so far is on disk.
     pub fn sync(&self) {
         let (s, r) = bounded(1);
@@ -453,6 +473,11 @@ fn read_journal(path: &Path) -> std::io::Result<(DirState, usize, usize)> {
                 level: v.get("level").and_then(Json::as_str).unwrap_or("L1").to_string(),
                 dump_data_dir: v.get("dump_data_dir").and_then(Json::as_str).map(str::to_string),
             });
+            continue;
+        }
+        if let Some(name) = v.get("construct").and_then(Json::as_str) {
+            let parent = v.get("parent").and_then(Json::as_str).map(|p| Json::str(p)).unwrap_or(Json::Null);
+            state.construct.insert(name.to_string(), parent);
             continue;
         }
         let (Some(name), Some(body)) = (v.get("name").and_then(Json::as_str), v.get("body")) else {
