@@ -1,0 +1,187 @@
+//! aclop: tensor descriptors, data buffers, attributes and a few single-op executions.
+use crate::consts::*;
+use crate::dtype::DType;
+use crate::errmsg::fail;
+use crate::ops::{Bin, Op, SV};
+use crate::tensor::TView;
+use crate::trace::{Arg, Role};
+use std::collections::HashMap;
+use std::ffi::CString;
+
+#[derive(Clone, Debug)]
+pub struct Desc {
+    pub dtype: i32,
+    pub format: i32,
+    pub dims: Vec<i64>,
+    pub name: CString,
+    pub storage_format: i32,
+    pub storage_dims: Option<Vec<i64>>,
+    pub const_data: Option<Vec<u8>>,
+    pub placement: i32,
+}
+
+#[derive(Clone, Debug)]
+pub enum AttrVal {
+    Bool(bool),
+    Int(i64),
+    Float(f32),
+    Str(String),
+    DType(i32),
+    ListBool(Vec<bool>),
+    ListInt(Vec<i64>),
+    ListFloat(Vec<f32>),
+    ListStr(Vec<String>),
+    ListDType(Vec<i32>),
+    ListListInt(Vec<Vec<i64>>),
+}
+
+pub type Attr = HashMap<String, AttrVal>;
+
+/// One input/output as passed to an aclop execution.
+pub struct IoT {
+    pub desc: Desc,
+    pub addr: usize,
+    pub size: usize,
+}
+
+impl IoT {
+    fn view(&self) -> Result<TView, i32> {
+        let dt = DType::from_acl(self.desc.dtype).ok_or_else(|| fail(ACL_ERROR_UNSUPPORTED_DATA_TYPE, format!("unsupported dtype {}", self.desc.dtype)))?;
+        let v = TView::contiguous(self.addr, dt, self.desc.dims.clone());
+        if v.numel() * dt.size() > self.size {
+            return Err(fail(ACL_ERROR_INVALID_PARAM, format!("data buffer of {} bytes is smaller than the tensor ({} bytes)", self.size, v.numel() * dt.size())));
+        }
+        Ok(v)
+    }
+    /// Integer values of a small (axes-like) input: const data, host placement, or device memory.
+    fn ints(&self) -> Result<Vec<i64>, i32> {
+        let dt = DType::from_acl(self.desc.dtype).filter(|d| d.is_int()).ok_or_else(|| fail(ACL_ERROR_INVALID_PARAM, "axes must be int32/int64"))?;
+        let n = crate::tensor::numel(&self.desc.dims);
+        let bytes = if let Some(c) = &self.desc.const_data {
+            c.clone()
+        } else if crate::mem::is_device(self.addr) {
+            crate::mem::read(self.addr, n * dt.size())?
+        } else if self.addr != 0 && self.size >= n * dt.size() {
+            // SAFETY: a host-placed aclop input; the caller guarantees `size` readable bytes at `addr`.
+            unsafe { std::slice::from_raw_parts(self.addr as *const u8, n * dt.size()).to_vec() }
+        } else {
+            return Err(fail(ACL_ERROR_INVALID_PARAM, "axes input has no data"));
+        };
+        if bytes.len() < n * dt.size() { return Err(fail(ACL_ERROR_INVALID_PARAM, "axes data too short")); }
+        Ok((0..n).map(|i| dt.get_i64(&bytes[i * dt.size()..])).collect())
+    }
+}
+
+fn abool(a: &Attr, k: &str) -> bool {
+    matches!(a.get(k), Some(AttrVal::Bool(true))) || matches!(a.get(k), Some(AttrVal::Int(v)) if *v != 0)
+}
+
+fn transposed(mut v: TView, t: bool) -> TView {
+    if t && v.shape.len() >= 2 {
+        let n = v.shape.len();
+        v.shape.swap(n - 1, n - 2);
+        v.strides.swap(n - 1, n - 2);
+    }
+    v
+}
+
+fn opfail(e: i32) -> i32 {
+    if e == ACLNN_ERR_PARAM_INVALID || e == ACLNN_ERR_PARAM_NULLPTR { ACL_ERROR_INVALID_PARAM } else { e }
+}
+
+/// Supported op types.
+pub const OP_TYPES: &[&str] = &["Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2", "Cast", "ReduceSum", "ReduceSumD", "BiasAdd", "Relu", "SoftmaxV2"];
+
+/// Build the kernel steps for an aclop op. Returns (steps, trace args).
+pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<(Vec<(Op, Vec<SV>)>, Vec<Arg>), i32> {
+    if !OP_TYPES.contains(&op_type) {
+        return Err(fail(ACL_ERROR_OP_NOT_FOUND, format!("op type {op_type} is not supported by the simulator")));
+    }
+    let (nin, nout): (&[usize], usize) = match op_type {
+        "MatMul" | "MatMulV2" | "BatchMatMul" | "BatchMatMulV2" => (&[2, 3], 1),
+        "Cast" | "Relu" | "ReduceSumD" | "SoftmaxV2" => (&[1], 1),
+        _ => (&[2], 1),
+    };
+    if !nin.contains(&ins.len()) { return Err(fail(ACL_ERROR_OP_INPUT_NOT_MATCH, format!("{op_type}: {} inputs given, {nin:?} expected", ins.len()))); }
+    if outs.len() != nout { return Err(fail(ACL_ERROR_OP_OUTPUT_NOT_MATCH, format!("{op_type}: {} outputs given, {nout} expected", outs.len()))); }
+    let iv: Vec<TView> = ins.iter().map(|x| x.view()).collect::<Result<_, _>>()?;
+    let ov: Vec<TView> = outs.iter().map(|x| x.view()).collect::<Result<_, _>>()?;
+    let mut args: Vec<Arg> = Vec::new();
+    for (i, (x, v)) in ins.iter().zip(&iv).enumerate() {
+        let nm = x.desc.name.to_string_lossy();
+        args.push(Arg { role: Role::Input, name: if nm.is_empty() { format!("x{i}") } else { nm.into_owned() }, view: v.clone() });
+    }
+    for (i, (x, v)) in outs.iter().zip(&ov).enumerate() {
+        let nm = x.desc.name.to_string_lossy();
+        args.push(Arg { role: Role::Output, name: if nm.is_empty() { format!("y{i}") } else { nm.into_owned() }, view: v.clone() });
+    }
+    let t = |v: &TView| SV::T(Some(v.clone()));
+    let y = &ov[0];
+    let mut steps = Vec::new();
+    match op_type {
+        "Add" | "AddV2" | "Sub" | "Mul" | "RealDiv" | "Div" => {
+            let op = match op_type { "Sub" => Bin::Sub, "Mul" => Bin::Mul, "RealDiv" | "Div" => Bin::Div, _ => Bin::Add };
+            steps.push((Op::Binary { op, alpha: 1.0 }, vec![t(&iv[0]), t(&iv[1]), t(y)]));
+        }
+        "MatMul" | "MatMulV2" | "BatchMatMul" | "BatchMatMulV2" => {
+            let (k1, k2) = if op_type.starts_with("Batch") { ("adj_x1", "adj_x2") } else { ("transpose_x1", "transpose_x2") };
+            let a = transposed(iv[0].clone(), abool(attr, k1));
+            let b = transposed(iv[1].clone(), abool(attr, k2));
+            let op = if op_type.starts_with("Batch") { Op::Matmul } else { Op::Mm };
+            steps.push((op, vec![t(&a), t(&b), t(y)]));
+            if iv.len() == 3 {
+                steps.push((Op::InplaceBinary { op: Bin::Add, alpha: 1.0 }, vec![t(y), t(&iv[2])]));
+            }
+        }
+        "Cast" => steps.push((Op::Cast { dtype: y.dtype.acl() }, vec![t(&iv[0]), t(y)])),
+        "Relu" => steps.push((Op::Relu, vec![t(&iv[0]), t(y)])),
+        "SoftmaxV2" => {
+            let dim = match attr.get("axes") { Some(AttrVal::ListInt(v)) if v.len() == 1 => v[0], None => -1, _ => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, "SoftmaxV2: axes must have one element")) };
+            steps.push((Op::Softmax { dim, log: false }, vec![t(&iv[0]), t(y)]));
+        }
+        "ReduceSum" | "ReduceSumD" => {
+            let dims = if op_type == "ReduceSum" {
+                ins[1].ints()?
+            } else {
+                match attr.get("axes") { Some(AttrVal::ListInt(v)) => v.clone(), _ => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, "ReduceSumD needs attr axes")) }
+            };
+            let keep = abool(attr, "keep_dims");
+            steps.push((Op::ReduceSum { dims, keep, dtype: y.dtype.acl(), mean: false }, vec![t(&iv[0]), t(y)]));
+        }
+        "BiasAdd" => {
+            let x = &iv[0];
+            let nchw = matches!(attr.get("data_format"), Some(AttrVal::Str(s)) if s == "NCHW" || s == "NCDHW");
+            let mut b = iv[1].clone();
+            if nchw && x.shape.len() >= 2 {
+                let extra = x.shape.len() - 2;
+                b.shape.extend(std::iter::repeat(1).take(extra));
+                b.strides.extend(std::iter::repeat(1).take(extra));
+            }
+            steps.push((Op::Binary { op: Bin::Add, alpha: 1.0 }, vec![t(x), t(&b), t(y)]));
+        }
+        _ => unreachable!(),
+    }
+    for (op, sv) in &steps {
+        op.validate(sv).map_err(opfail)?;
+    }
+    for a in &args {
+        a.view.check().map_err(opfail)?;
+    }
+    Ok((steps, args))
+}
+
+/// Validate and enqueue an aclop execution.
+pub fn execute(entry: &str, op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr, stream: usize) -> i32 {
+    let Some(st) = crate::stream::get(stream) else { return fail(ACL_ERROR_INVALID_PARAM, format!("invalid stream {stream:#x}")) };
+    let (steps, args) = match plan(op_type, ins, outs, attr) { Ok(x) => x, Err(e) => return e };
+    let name = format!("{entry}:{op_type}");
+    let sid = st.id;
+    let r = st.submit(Box::new(move || {
+        crate::stream::kernel_delay();
+        crate::trace::run_traced(&name, sid, &args, || {
+            for (op, sv) in &steps { op.exec(sv)?; }
+            Ok(())
+        })
+    }));
+    match r { Ok(()) => ACL_SUCCESS, Err(c) => c }
+}

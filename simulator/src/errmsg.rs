@@ -1,0 +1,21 @@
+//! Thread-local "recent error message" (aclGetRecentErrMsg).
+use std::cell::RefCell;
+use std::ffi::CString;
+
+thread_local! {
+    static LAST: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+/// Record an error message for `aclGetRecentErrMsg` and return `code`.
+pub fn fail(code: i32, msg: impl Into<String>) -> i32 {
+    let m = msg.into();
+    crate::simlog!("error {}: {}", code, m);
+    let c = CString::new(format!("EE{:06}: {}", code % 1_000_000, m).replace('\0', " ")).unwrap_or_default();
+    LAST.with(|l| *l.borrow_mut() = Some(c));
+    code
+}
+
+/// Pointer to the last message (valid until the next error on this thread), or NULL.
+pub fn last_ptr() -> *const std::os::raw::c_char {
+    LAST.with(|l| l.borrow().as_ref().map(|c| c.as_ptr()).unwrap_or(std::ptr::null()))
+}

@@ -1,0 +1,142 @@
+//! Strided tensor views over device memory (element-based strides and offset, like nnopbase).
+use crate::consts::*;
+use crate::dtype::DType;
+use crate::mem;
+
+#[derive(Clone, Debug)]
+pub struct TView {
+    /// Storage base address (device); element (0,..,0) is at `addr + offset*itemsize`.
+    pub addr: usize,
+    pub dtype: DType,
+    pub shape: Vec<i64>,
+    pub strides: Vec<i64>,
+    pub offset: i64,
+}
+
+pub fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
+    let mut s = vec![1i64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1].max(1);
+    }
+    s
+}
+
+pub fn numel(shape: &[i64]) -> usize {
+    shape.iter().map(|&d| d.max(0) as usize).product()
+}
+
+impl TView {
+    pub fn contiguous(addr: usize, dtype: DType, shape: Vec<i64>) -> TView {
+        let strides = contiguous_strides(&shape);
+        TView { addr, dtype, shape, strides, offset: 0 }
+    }
+    pub fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+    /// Lowest and one-past-highest element index (relative to the storage base) covered by the view.
+    pub fn elem_span(&self) -> (i64, i64) {
+        if self.numel() == 0 {
+            return (self.offset, self.offset);
+        }
+        let (mut lo, mut hi) = (self.offset, self.offset);
+        for (d, s) in self.shape.iter().zip(&self.strides) {
+            let e = (d - 1) * s;
+            if e < 0 { lo += e } else { hi += e }
+        }
+        (lo, hi + 1)
+    }
+    /// (device address of the first byte, byte length) of the span covered by the view.
+    pub fn byte_span(&self) -> (usize, usize) {
+        let (lo, hi) = self.elem_span();
+        let es = self.dtype.size() as i64;
+        ((self.addr as i64 + lo * es) as usize, ((hi - lo) * es) as usize)
+    }
+    /// Element offsets (relative to span start) in row-major view order.
+    fn offsets(&self) -> Vec<usize> {
+        let (lo, _) = self.elem_span();
+        let n = self.numel();
+        let mut out = Vec::with_capacity(n);
+        if n == 0 { return out; }
+        let nd = self.shape.len();
+        let mut idx = vec![0i64; nd];
+        let mut cur = self.offset - lo;
+        for _ in 0..n {
+            out.push(cur as usize);
+            for k in (0..nd).rev() {
+                idx[k] += 1;
+                cur += self.strides[k];
+                if idx[k] < self.shape[k] { break; }
+                cur -= self.strides[k] * idx[k];
+                idx[k] = 0;
+            }
+        }
+        out
+    }
+    pub fn check(&self) -> Result<(), i32> {
+        if self.shape.len() != self.strides.len() || self.shape.iter().any(|&d| d < 0) {
+            return Err(ACLNN_ERR_PARAM_INVALID);
+        }
+        let (a, l) = self.byte_span();
+        if l > 0 && mem::lookup(a, l).is_none() {
+            return Err(crate::errmsg::fail(ACLNN_ERR_PARAM_INVALID, format!("tensor span {a:#x}+{l} is not inside a device allocation")));
+        }
+        Ok(())
+    }
+    pub fn read_span(&self) -> Result<Vec<u8>, i32> {
+        let (a, l) = self.byte_span();
+        mem::read(a, l).map_err(|_| crate::errmsg::fail(ACLNN_ERR_PARAM_INVALID, format!("tensor span {a:#x}+{l} is not inside a device allocation")))
+    }
+    pub fn crc(&self) -> Result<u32, i32> {
+        Ok(crc32fast::hash(&self.read_span()?))
+    }
+    pub fn read_f64(&self) -> Result<Vec<f64>, i32> {
+        let b = self.read_span()?;
+        let es = self.dtype.size();
+        Ok(self.offsets().into_iter().map(|o| self.dtype.get(&b[o * es..])).collect())
+    }
+    pub fn read_f32(&self) -> Result<Vec<f32>, i32> {
+        Ok(self.read_f64()?.into_iter().map(|v| v as f32).collect())
+    }
+    pub fn read_i64(&self) -> Result<Vec<i64>, i32> {
+        let b = self.read_span()?;
+        let es = self.dtype.size();
+        Ok(self.offsets().into_iter().map(|o| self.dtype.get_i64(&b[o * es..])).collect())
+    }
+    pub fn write_f64(&self, v: &[f64]) -> Result<(), i32> {
+        let (a, _) = self.byte_span();
+        let mut b = self.read_span()?;
+        let es = self.dtype.size();
+        for (o, x) in self.offsets().into_iter().zip(v) {
+            self.dtype.put(&mut b[o * es..], *x);
+        }
+        mem::write(a, &b)
+    }
+    pub fn write_f32(&self, v: &[f32]) -> Result<(), i32> {
+        let (a, _) = self.byte_span();
+        let mut b = self.read_span()?;
+        let es = self.dtype.size();
+        for (o, x) in self.offsets().into_iter().zip(v) {
+            self.dtype.put(&mut b[o * es..], *x as f64);
+        }
+        mem::write(a, &b)
+    }
+}
+
+#[cfg(test)]
+mod t {
+    use super::*;
+    #[test]
+    fn strided_view() {
+        let a = mem::alloc(64).unwrap();
+        let base = TView::contiguous(a, DType::F32, vec![2, 3]);
+        base.write_f32(&[0., 1., 2., 3., 4., 5.]).unwrap();
+        // transpose view
+        let t = TView { addr: a, dtype: DType::F32, shape: vec![3, 2], strides: vec![1, 3], offset: 0 };
+        assert_eq!(t.read_f32().unwrap(), vec![0., 3., 1., 4., 2., 5.]);
+        let o = TView { addr: a, dtype: DType::F32, shape: vec![2], strides: vec![3], offset: 1 };
+        assert_eq!(o.byte_span(), (a + 4, 16));
+        o.write_f32(&[9., 8.]).unwrap();
+        assert_eq!(base.read_f32().unwrap(), vec![0., 9., 2., 3., 8., 5.]);
+        mem::free(a).unwrap();
+    }
+}

@@ -1,0 +1,96 @@
+//! Ground-truth trace (`CANNSIM_TRACE`): one JSON object per launch, written in execution order.
+use crate::tensor::TView;
+use std::fs::File;
+use std::io::Write;
+use std::sync::{Mutex, OnceLock};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role { Input, Output, InOut }
+
+impl Role {
+    fn name(self) -> &'static str {
+        match self { Role::Input => "input", Role::Output => "output", Role::InOut => "inout" }
+    }
+    pub fn writes(self) -> bool { self != Role::Input }
+}
+
+#[derive(Clone, Debug)]
+pub struct Arg {
+    pub role: Role,
+    pub name: String,
+    pub view: TView,
+}
+
+struct Sink {
+    file: File,
+    seq: u64,
+}
+
+fn sink() -> &'static Option<Mutex<Sink>> {
+    static S: OnceLock<Option<Mutex<Sink>>> = OnceLock::new();
+    S.get_or_init(|| {
+        let p = std::env::var("CANNSIM_TRACE").ok().filter(|p| !p.is_empty())?;
+        let p = p.replace("{pid}", &std::process::id().to_string());
+        match std::fs::OpenOptions::new().create(true).append(true).open(&p) {
+            Ok(file) => Some(Mutex::new(Sink { file, seq: 0 })),
+            Err(e) => {
+                eprintln!("[cannsim] cannot open CANNSIM_TRACE={p}: {e}");
+                None
+            }
+        }
+    })
+}
+
+pub fn enabled() -> bool {
+    sink().is_some()
+}
+
+fn jstr(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn ints(v: &[i64]) -> String {
+    format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))
+}
+
+/// Run `f` (the kernel) with tracing of `args` around it when tracing is enabled.
+pub fn run_traced(op: &str, stream: usize, args: &[Arg], f: impl FnOnce() -> Result<(), i32>) -> Result<(), i32> {
+    let Some(s) = sink() else { return f() };
+    let before: Vec<Option<u32>> = args.iter().map(|a| a.view.crc().ok()).collect();
+    let r = f();
+    let after: Vec<Option<u32>> = args.iter().map(|a| if a.role.writes() { a.view.crc().ok() } else { None }).collect();
+    let hex = |c: Option<u32>| c.map(|c| format!("\"{c:08x}\"")).unwrap_or_else(|| "null".into());
+    let mut g = s.lock().unwrap();
+    let seq = g.seq;
+    g.seq += 1;
+    let tensors: Vec<String> = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let (start, len) = a.view.byte_span();
+            format!(
+                "{{\"role\":\"{}\",\"index\":{},\"name\":{},\"addr\":\"{:#x}\",\"span_addr\":\"{:#x}\",\"bytes\":{},\"dtype\":\"{}\",\"acl_dtype\":{},\"shape\":{},\"strides\":{},\"offset\":{},\"crc_before\":{},\"crc_after\":{}}}",
+                a.role.name(), i, jstr(&a.name), a.view.addr, start, len, a.view.dtype.name(), a.view.dtype.acl(),
+                ints(&a.view.shape), ints(&a.view.strides), a.view.offset, hex(before[i]), hex(after[i])
+            )
+        })
+        .collect();
+    let line = format!(
+        "{{\"seq\":{},\"op\":{},\"stream\":\"{:#x}\",\"pid\":{},\"status\":{},\"tensors\":[{}]}}\n",
+        seq, jstr(op), stream, std::process::id(), r.err().unwrap_or(0), tensors.join(",")
+    );
+    let _ = g.file.write_all(line.as_bytes());
+    let _ = g.file.flush();
+    r
+}
