@@ -61,6 +61,21 @@ pub fn create_new(path: &Path) -> io::Result<File> {
     Ok(f)
 }
 
+/// Writes a new file completely under a temporary name, then renames it into place; fails if
+/// `path` exists (never overwrites).
+pub fn write_new_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if fs::symlink_metadata(path).is_ok() {
+        return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists", path.display())));
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = path.with_file_name(format!(".{name}.part"));
+    let _ = fs::remove_file(&tmp);
+    let mut f = create_new(&tmp)?;
+    f.write_all(bytes)?;
+    drop(f);
+    fs::rename(&tmp, path)
+}
+
 /// Opens a file for appending (created 0640 if missing), not following links.
 pub fn open_append(path: &Path) -> io::Result<File> {
     let f = OpenOptions::new()

@@ -93,9 +93,19 @@ fn storage_global(dtype: DType) -> &'static str {
         DType::Bool => "BoolStorage",
         DType::C64 => "ComplexFloatStorage",
         DType::C128 => "ComplexDoubleStorage",
-        DType::U16 => "uint16",
-        DType::U32 => "uint32",
-        DType::U64 => "uint64",
+        // No typed storage class: torch.save writes an UntypedStorage plus the dtype
+        // (`_rebuild_tensor_v3`).
+        DType::U16 | DType::U32 | DType::U64 => "storage\nUntypedStorage",
+    }
+}
+
+/// The dtype global for `_rebuild_tensor_v3`.
+fn v3_dtype(dtype: DType) -> Option<&'static str> {
+    match dtype {
+        DType::U16 => Some("uint16"),
+        DType::U32 => Some("uint32"),
+        DType::U64 => Some("uint64"),
+        _ => None,
     }
 }
 
@@ -147,15 +157,19 @@ fn tensor_pickle(dtype: DType, shape: &[i64]) -> Vec<u8> {
     for i in (0..shape.len().saturating_sub(1)).rev() {
         strides[i] = strides[i + 1] * shape[i + 1].max(1);
     }
+    let v3 = v3_dtype(dtype);
     let mut p = vec![0x80, 2];
-    p.extend_from_slice(b"ctorch._utils\n_rebuild_tensor_v2\n");
-    p.push(b'('); // args of _rebuild_tensor_v2
+    p.extend_from_slice(if v3.is_some() { b"ctorch._utils\n_rebuild_tensor_v3\n" } else { b"ctorch._utils\n_rebuild_tensor_v2\n" });
+    p.push(b'('); // args of _rebuild_tensor_v2/v3
     p.push(b'('); // persistent id tuple
     pickle_str(&mut p, "storage");
-    p.extend_from_slice(format!("ctorch\n{}\n", storage_global(dtype)).as_bytes());
+    let global = storage_global(dtype);
+    let module = if global.contains('\n') { "torch." } else { "torch\n" };
+    p.extend_from_slice(format!("c{module}{global}\n").as_bytes());
     pickle_str(&mut p, "0");
     pickle_str(&mut p, "cpu");
-    pickle_int(&mut p, numel);
+    // Typed storages count elements; an UntypedStorage counts bytes.
+    pickle_int(&mut p, if v3.is_some() { numel * dtype.size() as i64 } else { numel });
     p.push(b't');
     p.push(b'Q'); // BINPERSID
     pickle_int(&mut p, 0); // storage offset
@@ -163,6 +177,9 @@ fn tensor_pickle(dtype: DType, shape: &[i64]) -> Vec<u8> {
     pickle_tuple(&mut p, &strides);
     p.push(0x89); // requires_grad = False (msprobe saves a detached clone)
     p.extend_from_slice(b"ccollections\nOrderedDict\n)R");
+    if let Some(dt) = v3 {
+        p.extend_from_slice(format!("ctorch\n{dt}\n").as_bytes());
+    }
     p.push(b't');
     p.push(b'R');
     p.push(b'.');

@@ -255,13 +255,25 @@ impl Worker {
         if !self.dirs.contains_key(&dir) {
             self.open(dir.clone(), Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None });
         }
+        // The journal line goes first: a record whose data reached disk is always journaled.
+        // Tensor files are then written under a temporary name and renamed, so a file that
+        // exists is complete.
+        let od = self.dirs.get_mut(&dir).expect("opened above");
+        if let Some(j) = od.journal.as_mut() {
+            // One write per line: a SIGKILL leaves whole lines plus at most one torn tail.
+            let mut buf = record_line(&rec).into_bytes();
+            buf.push(b'\n');
+            if let Err(e) = j.write_all(&buf) {
+                let msg = e.to_string();
+                self.error("cannot append to the journal", &msg);
+            }
+        }
         let mut files_ok = true;
         if !rec.files.is_empty() {
             match fsutil::create_dirs(&dir, &[TENSOR_DIR]) {
                 Ok(tdir) => {
                     for f in &rec.files {
-                        let res = fsutil::create_new(&tdir.join(&f.name)).and_then(|mut h| h.write_all(&f.bytes));
-                        match res {
+                        match fsutil::write_new_atomic(&tdir.join(&f.name), &f.bytes) {
                             Ok(()) => {
                                 self.counters.files.fetch_add(1, Relaxed);
                                 self.counters.bytes.fetch_add(f.bytes.len() as u64, Relaxed);
@@ -280,17 +292,6 @@ impl Worker {
             }
         }
         self.budget.release(rec.reserved);
-        let line = record_line(&rec);
-        let od = self.dirs.get_mut(&dir).expect("opened above");
-        if let Some(j) = od.journal.as_mut() {
-            // One write per line: a SIGKILL leaves whole lines (plus at most one partial tail).
-            let mut buf = line.into_bytes();
-            buf.push(b'\n');
-            if let Err(e) = j.write_all(&buf) {
-                let msg = e.to_string();
-                self.error("cannot append to the journal", &msg);
-            }
-        }
         let od = self.dirs.get_mut(&dir).expect("opened above");
         od.state.add(&rec.name, rec.body, rec.stack.as_deref(), rec.parent.as_ref());
         if files_ok {
@@ -434,6 +435,8 @@ pub struct Recovered {
     pub records: usize,
     /// Lines that could not be parsed (a write cut by the kill).
     pub torn_lines: usize,
+    /// Tensor files named by recovered records that never reached disk.
+    pub missing_files: usize,
 }
 
 /// Rebuilds dump.json, stack.json and construct.json from every journal found under `root`.
@@ -449,6 +452,11 @@ pub fn recover_dir(root: &Path) -> std::io::Result<Recovered> {
             } else if ft.is_file() && entry.file_name() == JOURNAL {
                 let (state, n, torn) = read_journal(&entry.path())?;
                 state.write_files(&d)?;
+                let mut names = Vec::new();
+                for body in state.records.values() {
+                    data_names(body, &mut names);
+                }
+                out.missing_files += names.iter().filter(|n| !d.join(TENSOR_DIR).join(n).exists()).count();
                 out.dirs += 1;
                 out.records += n;
                 out.torn_lines += torn;
@@ -456,6 +464,21 @@ pub fn recover_dir(root: &Path) -> std::io::Result<Recovered> {
         }
     }
     Ok(out)
+}
+
+fn data_names(v: &Json, out: &mut Vec<String>) {
+    match v {
+        Json::Array(a) => a.iter().for_each(|x| data_names(x, out)),
+        Json::Object(kv) => {
+            for (k, x) in kv {
+                match (k.as_str(), x) {
+                    ("data_name", Json::Str(s)) => out.push(s.clone()),
+                    _ => data_names(x, out),
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 fn read_journal(path: &Path) -> std::io::Result<(DirState, usize, usize)> {

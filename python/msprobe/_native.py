@@ -1,0 +1,118 @@
+"""ctypes binding of libmsprobe.so's C ABI (include/msprobe.h).
+
+The library is found, in order: already loaded in the process (LD_PRELOAD), ``$MSPROBE_LIB``,
+next to this package (``msprobe/lib/libmsprobe.so``), or the repository's cargo build output.
+Either way there is one recorder per process.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+from typing import Optional, Sequence
+
+_HERE = Path(__file__).resolve().parent
+_REPO = _HERE.parent.parent
+
+
+class MsprobeTensor(ctypes.Structure):
+    _fields_ = [
+        ("dtype", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("offset", ctypes.c_int64),
+        ("data", ctypes.c_void_p),
+        ("storage_bytes", ctypes.c_uint64),
+        ("requires_grad", ctypes.c_int32),
+        ("type_name", ctypes.c_char_p),
+    ]
+
+
+def _candidates() -> list[str]:
+    out = []
+    if os.environ.get("MSPROBE_LIB"):
+        out.append(os.environ["MSPROBE_LIB"])
+    out.append(str(_HERE / "lib" / "libmsprobe.so"))
+    target = Path(os.environ.get("CARGO_TARGET_DIR", _REPO / "target"))
+    out += [str(target / "release" / "libmsprobe.so"), str(target / "debug" / "libmsprobe.so")]
+    return out
+
+
+def _load() -> ctypes.CDLL:
+    preloaded = ctypes.CDLL(None)
+    if hasattr(preloaded, "msprobe_init"):
+        return preloaded
+    for c in _candidates():
+        if os.path.exists(c):
+            return ctypes.CDLL(c)
+    raise OSError("libmsprobe.so not found; build it with `cargo build --release` or set MSPROBE_LIB")
+
+
+lib = _load()
+
+_P = ctypes.c_void_p
+_S = ctypes.c_char_p
+_I = ctypes.c_int
+_SIGS = {
+    "msprobe_init": (_I, [_S]),
+    "msprobe_last_error": (_S, []),
+    "msprobe_start": (_I, []),
+    "msprobe_stop": (_I, []),
+    "msprobe_step": (_I, []),
+    "msprobe_flush": (_I, []),
+    "msprobe_finish": (_I, []),
+    "msprobe_is_enabled": (_I, []),
+    "msprobe_steps_done": (_I, []),
+    "msprobe_current_step": (ctypes.c_int64, []),
+    "msprobe_set_rank": (_I, [ctypes.c_int64]),
+    "msprobe_next_index": (ctypes.c_int64, [_S]),
+    "msprobe_construct_set": (_I, [_S, _S]),
+    "msprobe_record_begin": (_P, [_S]),
+    "msprobe_record_section": (_I, [_P, _S]),
+    "msprobe_record_open": (_I, [_P, _S, _I]),
+    "msprobe_record_close": (_I, [_P]),
+    "msprobe_record_add_tensor": (_I, [_P, _S, ctypes.POINTER(MsprobeTensor)]),
+    "msprobe_record_add_null": (_I, [_P, _S]),
+    "msprobe_record_add_empty": (_I, [_P, _S]),
+    "msprobe_record_add_bool": (_I, [_P, _S, _S, _I]),
+    "msprobe_record_add_int": (_I, [_P, _S, _S, ctypes.c_int64]),
+    "msprobe_record_add_float": (_I, [_P, _S, _S, ctypes.c_double]),
+    "msprobe_record_add_str": (_I, [_P, _S, _S, _S, _S]),
+    "msprobe_record_add_ints": (_I, [_P, _S, _S, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t]),
+    "msprobe_record_set_stack": (_I, [_P, ctypes.POINTER(_S), ctypes.c_size_t]),
+    "msprobe_record_set_parent": (_I, [_P, _S]),
+    "msprobe_record_end": (_I, [_P]),
+    "msprobe_record_abort": (None, [_P]),
+}
+for _name, (_res, _args) in _SIGS.items():
+    _f = getattr(lib, _name)
+    _f.restype = _res
+    _f.argtypes = _args
+
+
+def enc(s: Optional[str]) -> Optional[bytes]:
+    return None if s is None else s.encode()
+
+
+def last_error() -> str:
+    return (lib.msprobe_last_error() or b"").decode()
+
+
+def tensor(dtype: int, shape: Sequence[int], data_ptr: int, storage_bytes: int,
+           strides: Optional[Sequence[int]] = None, offset: int = 0,
+           requires_grad: Optional[bool] = None, type_name: Optional[str] = None) -> MsprobeTensor:
+    """Builds a descriptor; the shape/stride arrays are kept alive on the returned object."""
+    t = MsprobeTensor()
+    t._shape = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+    t._strides = (ctypes.c_int64 * max(len(shape), 1))(*strides) if strides is not None else None
+    t.dtype = dtype
+    t.ndim = len(shape)
+    t.shape = ctypes.cast(t._shape, ctypes.POINTER(ctypes.c_int64))
+    t.strides = ctypes.cast(t._strides, ctypes.POINTER(ctypes.c_int64)) if t._strides is not None else None
+    t.offset = offset
+    t.data = data_ptr
+    t.storage_bytes = storage_bytes
+    t.requires_grad = -1 if requires_grad is None else int(requires_grad)
+    t.type_name = enc(type_name)
+    return t
