@@ -33,13 +33,15 @@ DTYPE_NAMES = {"float32": ACL_FLOAT, "float16": ACL_FLOAT16, "bfloat16": ACL_BF1
 
 def f32_to_bf16_bits(a):
     """float32 array -> uint16 bf16 bit patterns, round to nearest even."""
-    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    a = np.asarray(a, dtype=np.float32)
+    u = np.ascontiguousarray(a).view(np.uint32).astype(np.uint64)
     r = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    return r.astype(np.uint16)
+    return r.astype(np.uint16).reshape(a.shape)
 
 
 def bf16_bits_to_f32(b):
-    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    b = np.asarray(b, dtype=np.uint16)
+    return (np.ascontiguousarray(b).astype(np.uint32) << 16).view(np.float32).reshape(b.shape)
 
 
 def to_device_bytes(a, dtype):
@@ -229,10 +231,12 @@ class Acl:
         assert len(sig) == len(args), f"{name}: expected {len(sig)} args, got {len(args)}"
         cargs, temps = [], []
         for code, a in zip(sig, args):
-            if code == "T":
+            if isinstance(a, C.c_void_p):  # an explicit raw handle
+                cargs.append(a.value)
+            elif code == "T":
                 cargs.append(a.handle if isinstance(a, DevTensor) else a)
             elif code == "S":
-                if isinstance(a, (int, float, bool)):
+                if isinstance(a, (int, float, bool)):  # a Python number -> a temporary aclScalar
                     a = self.scalar(a)
                     temps.append(("aclDestroyScalar", a))
                 cargs.append(a)
