@@ -86,6 +86,10 @@ struct Section {
 pub trait ByteBudget {
     /// Reserves `n` bytes for a tensor file; `false` means drop it (and count it).
     fn reserve(&self, n: u64) -> bool;
+    /// A buffer to encode a file into (recycled by the writer where possible).
+    fn buffer(&self, _n: usize) -> Vec<u8> {
+        Vec::new()
+    }
 }
 
 /// One record under construction.
@@ -308,9 +312,14 @@ impl RecordBuilder {
             let approx = t.data.len() as u64 + 1024;
             let bytes = if budget.reserve(approx) {
                 self.reserved += approx;
+                let buf = budget.buffer(approx as usize);
                 match self.opts.format {
-                    FileFormat::Pt => tensorfile::encode_pt(&file_stem, t.dtype, t.shape, t.data),
-                    FileFormat::Npy => Some(tensorfile::encode_npy(t.dtype, t.shape, t.data)),
+                    FileFormat::Pt => tensorfile::encode_pt_into(buf, &file_stem, t.dtype, t.shape, t.data),
+                    FileFormat::Npy => {
+                        let mut buf = buf;
+                        tensorfile::encode_npy_into(&mut buf, t.dtype, t.shape, t.data);
+                        Some(buf)
+                    }
                 }
             } else {
                 None

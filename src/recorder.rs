@@ -16,6 +16,9 @@ impl ByteBudget for Budget {
     fn reserve(&self, n: u64) -> bool {
         Budget::reserve(self, n)
     }
+    fn buffer(&self, n: usize) -> Vec<u8> {
+        self.take_buffer(n)
+    }
 }
 
 #[derive(Default)]

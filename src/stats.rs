@@ -67,45 +67,61 @@ impl Acc {
         Acc { max: f32::NEG_INFINITY, min: f32::INFINITY, sum: 0.0, sumsq: 0.0, nan: false, non_finite: false, n: 0 }
     }
 
-    /// Folds a block of at most `BLOCK` values (so f32 lane sums stay short).
+    /// Folds a block of at most `BLOCK` values (so f32 lane sums stay short). The inner loop
+    /// only does max/min/add/mul so it vectorises; NaN and ±inf make a lane sum non-finite,
+    /// which sends that block through a scalar re-check.
     fn block(&mut self, xs: &[f32]) {
-        let mut mx = [f32::NEG_INFINITY; LANES];
-        let mut mn = [f32::INFINITY; LANES];
-        let mut s = [0f32; LANES];
-        let mut q = [0f32; LANES];
-        let mut bad = [0u32; LANES];
-        let mut nan = [0u32; LANES];
-        let chunks = xs.chunks_exact(LANES);
-        let tail = chunks.remainder();
-        for c in chunks {
-            for l in 0..LANES {
-                let x = c[l];
-                mx[l] = if x > mx[l] { x } else { mx[l] };
-                mn[l] = if x < mn[l] { x } else { mn[l] };
-                s[l] += x;
-                q[l] += x * x;
-                nan[l] |= (x != x) as u32;
-                bad[l] |= ((x - x) != 0.0) as u32;
-            }
-        }
+        let (mut mx, mut mn, mut s, mut q) = lanes(xs);
+        let tail = &xs[xs.len() / LANES * LANES..];
         for (l, &x) in tail.iter().enumerate() {
             mx[l] = if x > mx[l] { x } else { mx[l] };
             mn[l] = if x < mn[l] { x } else { mn[l] };
             s[l] += x;
             q[l] += x * x;
-            nan[l] |= (x != x) as u32;
-            bad[l] |= ((x - x) != 0.0) as u32;
         }
+        let mut finite = true;
         for l in 0..LANES {
             self.max = if mx[l] > self.max { mx[l] } else { self.max };
             self.min = if mn[l] < self.min { mn[l] } else { self.min };
             self.sum += s[l] as f64;
             self.sumsq += q[l] as f64;
-            self.nan |= nan[l] != 0;
-            self.non_finite |= bad[l] != 0;
+            finite &= s[l].is_finite() && q[l].is_finite();
+        }
+        if !finite {
+            // Rare: NaN, ±inf, or a finite overflow of the f32 lane sums.
+            for &x in xs {
+                self.nan |= x.is_nan();
+                self.non_finite |= !x.is_finite();
+            }
         }
         self.n += xs.len();
     }
+}
+
+type Lanes = ([f32; LANES], [f32; LANES], [f32; LANES], [f32; LANES]);
+
+/// The vector kernel: per-lane max, min, sum and sum of squares over whole 16-element chunks.
+/// Compiled for AVX2/AVX-512 as well as the baseline and picked at run time.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512vl+avx2+fma",
+    "x86_64+avx2+fma",
+    "aarch64+neon"
+))]
+fn lanes(xs: &[f32]) -> Lanes {
+    let mut mx = [f32::NEG_INFINITY; LANES];
+    let mut mn = [f32::INFINITY; LANES];
+    let mut s = [0f32; LANES];
+    let mut q = [0f32; LANES];
+    for c in xs.chunks_exact(LANES) {
+        for l in 0..LANES {
+            let x = c[l];
+            mx[l] = if x > mx[l] { x } else { mx[l] };
+            mn[l] = if x < mn[l] { x } else { mn[l] };
+            s[l] += x;
+            q[l] += x * x;
+        }
+    }
+    (mx, mn, s, q)
 }
 
 /// Calls `f` with consecutive blocks of the tensor's elements converted to f32 (the cast that
@@ -118,6 +134,35 @@ fn for_each_f32_block(dtype: DType, data: &[u8], mut f: impl FnMut(&[f32])) {
             xs.chunks(BLOCK).for_each(f);
             return;
         }
+    }
+    // Aligned storage (the usual case) is reinterpreted in place, which lets the conversion
+    // loops vectorise; unaligned storage falls back to per-element little-endian reads.
+    macro_rules! fast {
+        ($t:ty, $conv:expr) => {
+            if let Ok(xs) = bytemuck::try_cast_slice::<u8, $t>(data) {
+                for c in xs.chunks(BLOCK) {
+                    let out = &mut buf[..c.len()];
+                    for (o, &v) in out.iter_mut().zip(c) {
+                        *o = $conv(v);
+                    }
+                    f(out);
+                }
+                return;
+            }
+        };
+    }
+    match dtype {
+        DType::BF16 => fast!(u16, |v: u16| f32::from_bits((v as u32) << 16)),
+        DType::F64 => fast!(f64, |v: f64| v as f32),
+        DType::I8 => fast!(i8, |v: i8| v as f32),
+        DType::U8 => fast!(u8, |v: u8| v as f32),
+        DType::I16 => fast!(i16, |v: i16| v as f32),
+        DType::U16 => fast!(u16, |v: u16| v as f32),
+        DType::I32 => fast!(i32, |v: i32| v as f32),
+        DType::U32 => fast!(u32, |v: u32| v as f32),
+        DType::I64 => fast!(i64, |v: i64| v as f32),
+        DType::U64 => fast!(u64, |v: u64| v as f32),
+        _ => {}
     }
     for bytes in data.chunks(BLOCK * size) {
         let n = bytes.len() / size;

@@ -57,6 +57,13 @@ fn widen_bf16(data: &[u8]) -> Vec<u8> {
 
 /// Encodes a contiguous tensor as a `.npy` file.
 pub fn encode_npy(dtype: DType, shape: &[i64], data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_npy_into(&mut out, dtype, shape, data);
+    out
+}
+
+/// [`encode_npy`] into a reused buffer (cleared first).
+pub fn encode_npy_into(out: &mut Vec<u8>, dtype: DType, shape: &[i64], data: &[u8]) {
     let shape_txt = match shape.len() {
         0 => "()".to_string(),
         1 => format!("({},)", shape[0]),
@@ -70,12 +77,12 @@ pub fn encode_npy(dtype: DType, shape: &[i64], data: &[u8]) -> Vec<u8> {
     header.push('\n');
     let body: std::borrow::Cow<[u8]> =
         if dtype == DType::BF16 { widen_bf16(data).into() } else { data.into() };
-    let mut out = Vec::with_capacity(10 + header.len() + body.len());
+    out.clear();
+    out.reserve(10 + header.len() + body.len());
     out.extend_from_slice(b"\x93NUMPY\x01\x00");
     out.extend_from_slice(&(header.len() as u16).to_le_bytes());
     out.extend_from_slice(header.as_bytes());
     out.extend_from_slice(&body);
-    out
 }
 
 /// The pickle GLOBAL that names a dtype's storage, as torch.save writes it.
@@ -194,8 +201,10 @@ struct Zip {
 }
 
 impl Zip {
-    fn new(capacity: usize) -> Zip {
-        Zip { buf: Vec::with_capacity(capacity), central: Vec::new(), entries: 0 }
+    fn new(mut buf: Vec<u8>, capacity: usize) -> Zip {
+        buf.clear();
+        buf.reserve(capacity);
+        Zip { buf, central: Vec::new(), entries: 0 }
     }
 
     fn add(&mut self, name: &str, data: &[u8]) {
@@ -268,10 +277,15 @@ pub const PT_MAX_BYTES: usize = u32::MAX as usize - 4096;
 /// Encodes a contiguous tensor as a `torch.save`-compatible file. `stem` is the file name without
 /// `.pt`; torch uses it as the archive's folder name. Returns `None` above [`PT_MAX_BYTES`].
 pub fn encode_pt(stem: &str, dtype: DType, shape: &[i64], data: &[u8]) -> Option<Vec<u8>> {
+    encode_pt_into(Vec::new(), stem, dtype, shape, data)
+}
+
+/// [`encode_pt`] into a reused buffer.
+pub fn encode_pt_into(buf: Vec<u8>, stem: &str, dtype: DType, shape: &[i64], data: &[u8]) -> Option<Vec<u8>> {
     if data.len() > PT_MAX_BYTES {
         return None;
     }
-    let mut z = Zip::new(data.len() + 1024);
+    let mut z = Zip::new(buf, data.len() + 1024);
     z.add(&format!("{stem}/data.pkl"), &tensor_pickle(dtype, shape));
     z.add(&format!("{stem}/.format_version"), b"1");
     z.add(&format!("{stem}/.storage_alignment"), b"64");

@@ -59,17 +59,41 @@ pub struct Counters {
     pub errors: AtomicU64,
 }
 
-/// Cap on tensor bytes queued for the writer.
+/// Cap on tensor bytes queued for the writer, plus a pool of written buffers handed back to
+/// capturing threads: reusing them avoids page-faulting fresh memory for every tensor file.
 pub struct Budget {
     cap: u64,
     drop_when_full: bool,
     used: Mutex<u64>,
     freed: Condvar,
+    pool: Mutex<Vec<Vec<u8>>>,
 }
+
+/// Bytes of idle buffers the pool keeps.
+const POOL_BYTES: usize = 128 << 20;
 
 impl Budget {
     pub fn new(cap: u64, drop_when_full: bool) -> Budget {
-        Budget { cap, drop_when_full, used: Mutex::new(0), freed: Condvar::new() }
+        Budget { cap, drop_when_full, used: Mutex::new(0), freed: Condvar::new(), pool: Mutex::new(Vec::new()) }
+    }
+
+    /// A buffer with at least `n` bytes of capacity when the pool has one.
+    pub fn take_buffer(&self, n: usize) -> Vec<u8> {
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        match pool.iter().position(|b| b.capacity() >= n) {
+            Some(i) => pool.swap_remove(i),
+            None => Vec::new(),
+        }
+    }
+
+    /// Returns a written buffer to the pool (dropped when the pool is full).
+    pub fn give_buffer(&self, mut b: Vec<u8>) {
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        let held: usize = pool.iter().map(Vec::capacity).sum();
+        if held + b.capacity() <= POOL_BYTES {
+            b.clear();
+            pool.push(b);
+        }
     }
 
     /// Reserves `n` bytes; blocks (or refuses, in drop mode) while the cap is reached. A single
@@ -292,6 +316,9 @@ impl Worker {
             }
         }
         self.budget.release(rec.reserved);
+        for f in rec.files {
+            self.budget.give_buffer(f.bytes);
+        }
         let od = self.dirs.get_mut(&dir).expect("opened above");
         od.state.add(&rec.name, rec.body, rec.stack.as_deref(), rec.parent.as_ref());
         if files_ok {
