@@ -1,0 +1,67 @@
+"""HCCL across processes: collectives on 2 and 4 ranks, peer death, timeout, argument errors."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+import cannsim_ctypes as cs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.join(HERE, "..", "..", "examples")
+
+
+def spawn(n, mode, env=None, timeout=60):
+    root = cs.Acl(init=False).hccl_root_info()
+    with tempfile.NamedTemporaryFile(delete=False) as f:
+        f.write(root)
+    e = dict(os.environ, PYTHONPATH=EXAMPLES)
+    e.update(env or {})
+    try:
+        procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "hccl_worker.py"), f.name, str(n), str(r), mode],
+                                  env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(n)]
+        outs = [p.communicate(timeout=timeout) for p in procs]
+    finally:
+        os.unlink(f.name)
+    return [(p.returncode, o, err) for p, (o, err) in zip(procs, outs)]
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_collectives(n):
+    res = spawn(n, "collectives")
+    for r, (code, out, err) in enumerate(res):
+        assert code == 0 and f"rank {r} OK" in out, err
+
+
+def test_peer_death_is_reported():
+    (code, out, err), _ = spawn(2, "die", env={"CANNSIM_HCCL_TIMEOUT_S": "20"})
+    assert code == 0, err
+    lines = dict(l.split(" ", 1) for l in out.splitlines())
+    assert lines["enqueue"] == "0"
+    assert lines["sync"] != "0"
+    assert lines["async"] == "21"  # HCCL_E_REMOTE
+    assert lines["next"] == "21"  # later calls fail fast with the pending error
+    assert lines["fast"] == "True"
+    assert "peer rank 1" in err and "died" in err
+
+
+def test_timeout():
+    (code, out, err), _ = spawn(2, "hang", env={"CANNSIM_HCCL_TIMEOUT_S": "1"})
+    assert code == 0, err
+    assert "async 9 elapsed_ok True" in out  # HCCL_E_TIMEOUT
+    assert "timed out" in err and "rank 1" in err
+
+
+def test_root_info_and_bad_init(acl):
+    import ctypes as C
+    bad = C.create_string_buffer(4108)
+    comm = C.c_void_p()
+    f = acl.fn(acl.hccl, "HcclCommInitRootInfo", C.c_int, [C.c_uint32, C.c_void_p, C.c_uint32, C.POINTER(C.c_void_p)])
+    assert f(2, bad, 0, C.byref(comm)) == 1  # not produced by HcclGetRootInfo
+    assert f(2, None, 0, C.byref(comm)) == 2
+    root = C.create_string_buffer(acl.hccl_root_info(), 4108)
+    assert f(2, root, 5, C.byref(comm)) == 1  # rank >= nRanks
+    one = C.create_string_buffer(acl.hccl_root_info(), 4108)
+    assert f(1, one, 0, C.byref(comm)) == 0 and comm.value
+    assert acl.hccl_call("HcclCommDestroy", [C.c_void_p], comm) == 0
