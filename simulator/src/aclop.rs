@@ -109,11 +109,11 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<(Ve
     let mut args: Vec<Arg> = Vec::new();
     for (i, (x, v)) in ins.iter().zip(&iv).enumerate() {
         let nm = x.desc.name.to_string_lossy();
-        args.push(Arg { role: Role::Input, name: if nm.is_empty() { format!("x{i}") } else { nm.into_owned() }, view: v.clone() });
+        args.push(Arg { role: Role::Input, name: if nm.is_empty() { format!("x{i}") } else { nm.into_owned() }, view: v.clone(), index: i, list_index: None });
     }
     for (i, (x, v)) in outs.iter().zip(&ov).enumerate() {
         let nm = x.desc.name.to_string_lossy();
-        args.push(Arg { role: Role::Output, name: if nm.is_empty() { format!("y{i}") } else { nm.into_owned() }, view: v.clone() });
+        args.push(Arg { role: Role::Output, name: if nm.is_empty() { format!("y{i}") } else { nm.into_owned() }, view: v.clone(), index: ins.len() + i, list_index: None });
     }
     let t = |v: &TView| SV::T(Some(v.clone()));
     let y = &ov[0];

@@ -246,17 +246,17 @@ pub fn launch(op_name: &str, workspace: usize, ws_size: u64, exec: usize, stream
     // Resolve the current views: the executor's copy (kept up to date by aclSet*TensorAddr).
     let vals = slot_values(&e.slots);
     let mut args = Vec::new();
-    for (slot, v) in e.slots.iter().zip(&vals) {
+    for (si, (slot, v)) in e.slots.iter().zip(&vals).enumerate() {
         match v {
             SV::T(Some(t)) => {
                 if let Err(c) = t.check() { return c; }
-                args.push(Arg { role: slot.role, name: slot.name.to_string(), view: t.clone() });
+                args.push(Arg { role: slot.role, name: slot.name.to_string(), view: t.clone(), index: si, list_index: None });
             }
             SV::T(None) => {}
             SV::L(ts) => {
                 for (i, t) in ts.iter().enumerate() {
                     if let Err(c) = t.check() { return c; }
-                    args.push(Arg { role: slot.role, name: format!("{}[{i}]", slot.name), view: t.clone() });
+                    args.push(Arg { role: slot.role, name: format!("{}[{i}]", slot.name), view: t.clone(), index: si, list_index: Some(i) });
                 }
             }
         }

@@ -19,6 +19,10 @@ pub struct Arg {
     pub role: Role,
     pub name: String,
     pub view: TView,
+    /// Position of the argument among the op's tensor arguments (NULL optional ones included).
+    pub index: usize,
+    /// Element index inside a tensor-list argument.
+    pub list_index: Option<usize>,
 }
 
 struct Sink {
@@ -79,9 +83,10 @@ pub fn run_traced(op: &str, stream: usize, args: &[Arg], f: impl FnOnce() -> Res
         .enumerate()
         .map(|(i, a)| {
             let (start, len) = a.view.byte_span();
+            let li = a.list_index.map(|l| format!("\"list_index\":{l},")).unwrap_or_default();
             format!(
-                "{{\"role\":\"{}\",\"index\":{},\"name\":{},\"addr\":\"{:#x}\",\"span_addr\":\"{:#x}\",\"bytes\":{},\"dtype\":\"{}\",\"acl_dtype\":{},\"shape\":{},\"strides\":{},\"offset\":{},\"crc_before\":{},\"crc_after\":{}}}",
-                a.role.name(), i, jstr(&a.name), a.view.addr, start, len, a.view.dtype.name(), a.view.dtype.acl(),
+                "{{\"role\":\"{}\",\"index\":{},{}\"name\":{},\"addr\":\"{:#x}\",\"span_addr\":\"{:#x}\",\"bytes\":{},\"dtype\":\"{}\",\"acl_dtype\":{},\"shape\":{},\"strides\":{},\"offset\":{},\"crc_before\":{},\"crc_after\":{}}}",
+                a.role.name(), a.index, li, jstr(&a.name), a.view.addr, start, len, a.view.dtype.name(), a.view.dtype.acl(),
                 ints(&a.view.shape), ints(&a.view.strides), a.view.offset, hex(before[i]), hex(after[i])
             )
         })

@@ -76,3 +76,22 @@ print(os.getpid())
     assert rec["op"] == "aclopExecuteV2:Relu" and rec["stream"] == "0x0"
     assert [t["role"] for t in rec["tensors"]] == ["input", "output"]
     assert rec["tensors"][1]["crc_after"] is not None
+
+
+def test_trace_indices_count_null_optional_and_lists(tmp_path):
+    code = r"""
+import json, os
+acl = cs.Acl()
+x = acl.tensor(np.arange(8, dtype=np.float32).reshape(2, 4))
+y, mu, rs = acl.tensor(shape=(2, 4)), acl.tensor(shape=(2, 1)), acl.tensor(shape=(2, 1))
+acl.run("LayerNorm", x, [4], None, None, 1e-5, y, mu, rs)
+o = acl.tensor(shape=(4, 4))
+acl.run("Cat", [x, y], 0, o)
+acl.sync()
+recs = [json.loads(l) for l in open(os.environ["CANNSIM_TRACE"])]
+print(json.dumps([[(t["index"], t.get("list_index"), t["name"]) for t in r["tensors"]] for r in recs]))
+"""
+    p = run_py(code, env={"CANNSIM_TRACE": str(tmp_path / "t.jsonl")})
+    got = json.loads(p.stdout.splitlines()[-1])
+    assert got[0] == [[0, None, "input"], [3, None, "out"], [4, None, "meanOutOptional"], [5, None, "rstdOutOptional"]]
+    assert got[1] == [[0, 0, "tensors[0]"], [0, 1, "tensors[1]"], [1, None, "out"]]

@@ -159,9 +159,9 @@ fn view(addr: usize, d: DType, n: usize) -> TView {
 }
 fn io_args(send: Option<(usize, usize)>, recv: Option<(usize, usize)>, d: DType) -> Vec<Arg> {
     match (send, recv) {
-        (Some(s), Some(r)) if s.0 == r.0 && s.1 == r.1 => vec![Arg { role: Role::InOut, name: "buf".into(), view: view(s.0, d, s.1) }],
-        (s, r) => s.map(|s| Arg { role: Role::Input, name: "sendBuf".into(), view: view(s.0, d, s.1) }).into_iter()
-            .chain(r.map(|r| Arg { role: Role::Output, name: "recvBuf".into(), view: view(r.0, d, r.1) })).collect(),
+        (Some(s), Some(r)) if s.0 == r.0 && s.1 == r.1 => vec![Arg { role: Role::InOut, name: "buf".into(), view: view(s.0, d, s.1), index: 0, list_index: None }],
+        (s, r) => s.map(|s| Arg { role: Role::Input, name: "sendBuf".into(), view: view(s.0, d, s.1), index: 0, list_index: None }).into_iter()
+            .chain(r.map(|r| Arg { role: Role::Output, name: "recvBuf".into(), view: view(r.0, d, r.1), index: 1, list_index: None })).collect(),
     }
 }
 
