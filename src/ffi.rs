@@ -79,8 +79,7 @@ unsafe fn cstr<'a>(p: *const c_char) -> Option<&'a str> {
 
 extern "C" fn at_exit() {
     let _ = catch_unwind(|| {
-        if let Some(r) = recorder() {
-            let s = r.finish();
+        if let Some(s) = recorder().and_then(|r| r.finish()) {
             log_summary(&s);
         }
     });
@@ -198,7 +197,9 @@ pub extern "C" fn msprobe_flush() -> c_int {
 #[no_mangle]
 pub extern "C" fn msprobe_finish() -> c_int {
     with_recorder(|r| {
-        log_summary(&r.finish());
+        if let Some(s) = r.finish() {
+            log_summary(&s);
+        }
         MSPROBE_OK
     })
 }

@@ -59,6 +59,7 @@ pub struct Recorder {
     filtered: AtomicU64,
     dropped: AtomicU64,
     capture_ns: AtomicU64,
+    finished: AtomicBool,
 }
 
 impl Recorder {
@@ -81,6 +82,7 @@ impl Recorder {
             filtered: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             capture_ns: AtomicU64::new(0),
+            finished: AtomicBool::new(false),
         }
     }
 
@@ -180,6 +182,9 @@ impl Recorder {
     /// Turns capture on for the current step (if the step and rank are selected) and writes
     /// the step's skeleton files.
     pub fn start(&self) -> bool {
+        if self.finished.load(Relaxed) {
+            return false;
+        }
         let mut st = self.lock();
         if !self.selected(&st) {
             self.enabled.store(false, Relaxed);
@@ -320,14 +325,18 @@ impl Recorder {
         self.writer.sync();
     }
 
-    /// Ends the session: final JSON files, writer stopped.
-    pub fn finish(&self) -> Summary {
+    /// Ends the session: final JSON files, writer stopped. Only the first call does (and
+    /// returns) anything, so an explicit finish and the exit hook do not repeat each other.
+    pub fn finish(&self) -> Option<Summary> {
+        if self.finished.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return None;
+        }
         self.enabled.store(false, Relaxed);
         if let Some(d) = self.lock().dir.take() {
             self.writer.write(d, true);
         }
         self.writer.shutdown();
-        self.summary()
+        Some(self.summary())
     }
 
     pub fn summary(&self) -> Summary {

@@ -137,7 +137,7 @@ fn reproduce(data_case: &str, target_case: &str, out: &Path) -> PathBuf {
         rec.end(b);
     }
     rec.stop();
-    let s = rec.finish();
+    let s = rec.finish().expect("first finish");
     assert_eq!(s.errors, 0);
     assert_eq!(s.dropped, 0);
     out.join("step0/rank")

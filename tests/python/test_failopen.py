@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import run_child
+from recorder_testutil import run_child
 
 BODY = """
 from msprobe import _native as n

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_child
+from recorder_testutil import run_child
 
 # Child-side helper: records a list of (name, torch tensor) as one record per tensor.
 RECORD_TORCH = """

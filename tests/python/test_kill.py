@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import CLI, spawn_child
+from recorder_testutil import CLI, spawn_child
 
 WRITER = """
 import ctypes, numpy as np

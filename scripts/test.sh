@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Every test: Rust unit, golden and integration tests, then the Python suites (recorder files,
+# fail-open, kill/recover, simulator). Builds what they need first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+cargo test -q --release --workspace
+.venv/bin/python -m pytest -q tests/python simulator/tests
