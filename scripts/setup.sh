@@ -8,9 +8,11 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating $VENV"
   "$PY" -m venv "$VENV"
 fi
-stamp="$VENV/.msprobe-setup-v1"
+# Re-install only when scripts/requirements.txt changes.
+stamp="$VENV/.requirements-$(sha256sum scripts/requirements.txt | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  echo "setup: installing Python packages into $VENV (one time)"
+  echo "setup: installing Python packages into $VENV (once per requirements change)"
   "$VENV/bin/pip" install -q --disable-pip-version-check -r scripts/requirements.txt
+  rm -f "$VENV"/.requirements-*
   touch "$stamp"
 fi
