@@ -65,3 +65,35 @@ def test_root_info_and_bad_init(acl):
     one = C.create_string_buffer(acl.hccl_root_info(), 4108)
     assert f(1, one, 0, C.byref(comm)) == 0 and comm.value
     assert acl.hccl_call("HcclCommDestroy", [C.c_void_p], comm) == 0
+
+
+def test_cluster_info_rank_table(tmp_path):
+    table = tmp_path / "rank_table.json"
+    table.write_text('{"version":"1.0","server_count":"1","server_list":[{"server_id":"127.0.0.1","device":['
+                     '{"device_id":"0","device_ip":"192.168.1.1","rank_id":"0"},'
+                     '{"device_id":"1","device_ip":"192.168.1.2","rank_id":"1"}]}],"status":"completed"}')
+    code = r"""
+import sys
+acl = cs.Acl()
+rank = int(sys.argv[1]) if len(sys.argv) > 1 else int(__import__("os").environ["RANK_ID"])
+comm = VP()
+f = acl.fn(acl.hccl, "HcclCommInitClusterInfo", C.c_int, [C.c_char_p, C.c_uint32, C.POINTER(VP)])
+assert f(TABLE.encode(), rank, C.byref(comm)) == 0, acl.errmsg()
+n = C.c_uint32()
+assert acl.hccl_call("HcclGetRankSize", [VP, C.POINTER(C.c_uint32)], comm, C.byref(n)) == 0 and n.value == 2
+s = acl.stream()
+x = acl.tensor(np.full(4, rank + 1, np.float32))
+acl.allreduce(x.ptr, x.ptr, 4, cs.HCCL_FP32, cs.HCCL_SUM, comm, s)
+print(x.numpy(s).tolist())
+assert f(b"/nonexistent/table.json", 0, C.byref(comm)) == 10
+""".replace("TABLE", repr(str(table)))
+    import subprocess
+    from conftest import LIB64
+    env = dict(os.environ, CANNSIM_LIB64=LIB64, PYTHONPATH=EXAMPLES)
+    prelude = "import ctypes as C, numpy as np, cannsim_ctypes as cs\nVP = C.c_void_p\n"
+    procs = [subprocess.Popen([sys.executable, "-c", prelude + code], env=dict(env, RANK_ID=str(r)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        assert out.strip() == "[3.0, 3.0, 3.0, 3.0]"

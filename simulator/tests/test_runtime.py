@@ -221,3 +221,15 @@ def test_callbacks_run_in_stream_order(acl):
     assert acl.call("aclrtLaunchCallback", None, 42, 0, s) == INVALID_PARAM
     acl.sync(s)
     assert seen == [42]
+
+
+def test_memcpy2d(acl):
+    f = acl.fn(acl.rt, "aclrtMemcpy2d", C.c_int, [VP, C.c_size_t, VP, C.c_size_t, C.c_size_t, C.c_size_t, C.c_int])
+    src = np.arange(24, dtype=np.uint8).reshape(4, 6)
+    d = acl.malloc(4 * 8)
+    assert f(d, 8, src.ctypes.data, 6, 4, 4, cs.H2D) == 0  # copy a 4x4 block into rows of pitch 8
+    out = acl.d2h(d, 32).reshape(4, 8)
+    assert (out[:, :4] == src[:, :4]).all()
+    assert f(d, 2, src.ctypes.data, 6, 4, 4, cs.H2D) == INVALID_PARAM  # width > dpitch
+    assert f(d, 8, src.ctypes.data, 6, 4, 5, cs.H2D) == RT_PARAM_INVALID  # rows past the allocation
+    acl.free(d)
