@@ -46,3 +46,14 @@ def test_patterns_driver():
         p = subprocess.run([sys.executable, os.path.join(EX, "patterns.py")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, timeout=120, env=dict(os.environ, **env))
         assert p.returncode == 0 and "patterns OK" in p.stdout, p.stderr
+
+
+def test_transformer_block_gradients_and_training():
+    run = lambda *a: subprocess.run([sys.executable, os.path.join(EX, "transformer.py"), *a], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, timeout=120)
+    p = run("--check")
+    assert p.returncode == 0 and "transformer gradients OK" in p.stdout, p.stderr
+    p = run("--steps", "60")
+    assert p.returncode == 0, p.stderr
+    v = [float(m.group(1)) for m in re.finditer(r"^step \d+ loss ([0-9.]+)$", p.stdout, re.M)]
+    assert len(v) == 60 and sum(v[-5:]) / 5 < 0.5 * sum(v[:5]) / 5, v
