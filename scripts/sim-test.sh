@@ -10,3 +10,4 @@ export CANNSIM_LIB64=$lib64
 "$PY" examples/train.py --steps 30
 "$PY" examples/train.py --steps 30 --ranks 2
 "$PY" examples/patterns.py
+"$PY" examples/transformer.py --steps 60

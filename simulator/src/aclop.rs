@@ -93,7 +93,10 @@ fn opfail(e: i32) -> i32 {
 pub const OP_TYPES: &[&str] = &["Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2", "Cast", "ReduceSum", "ReduceSumD", "BiasAdd", "Relu", "SoftmaxV2"];
 
 /// Build the kernel steps for an aclop op. Returns (steps, trace args).
-pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<(Vec<(Op, Vec<SV>)>, Vec<Arg>), i32> {
+/// Kernel steps of an aclop execution and the tensors to trace.
+pub type Plan = (Vec<(Op, Vec<SV>)>, Vec<Arg>);
+
+pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Plan, i32> {
     if !OP_TYPES.contains(&op_type) {
         return Err(fail(ACL_ERROR_OP_NOT_FOUND, format!("op type {op_type} is not supported by the simulator")));
     }
@@ -154,8 +157,8 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<(Ve
             let mut b = iv[1].clone();
             if nchw && x.shape.len() >= 2 {
                 let extra = x.shape.len() - 2;
-                b.shape.extend(std::iter::repeat(1).take(extra));
-                b.strides.extend(std::iter::repeat(1).take(extra));
+                b.shape.resize(b.shape.len() + extra, 1);
+                b.strides.resize(b.strides.len() + extra, 1);
             }
             steps.push((Op::Binary { op: Bin::Add, alpha: 1.0 }, vec![t(x), t(&b), t(y)]));
         }

@@ -151,7 +151,7 @@ impl Comm {
         let mut spins = 0u32;
         while !cond() {
             let pid = self.slot(peer).pid.load(Ordering::Acquire);
-            let check = spins >= 1000 && spins % 16 == 0;
+            let check = spins >= 1000 && spins & 15 == 0;
             if check && (!pid_alive(pid) || self.slot(peer).left.load(Ordering::Acquire) != 0) {
                 let m = format!("cannsim HCCL: {what}: peer rank {peer} (pid {pid}) of communicator {} has died or left (rank {} waiting)", self.name, self.rank);
                 eprintln!("[cannsim] {m}");

@@ -113,6 +113,12 @@ pub struct Args {
     pub slots: Vec<Slot>,
 }
 
+impl Default for Args {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Args {
     pub fn new() -> Args {
         Args { slots: Vec::new() }

@@ -130,7 +130,9 @@ pub fn bview(v: &TView, shape: &[i64]) -> Result<TView, i32> {
 }
 
 /// Shapes of a (batched) matmul; returns (batch, m, k, n, out_shape).
-fn matmul_shapes(a: &[i64], b: &[i64], strict: Option<usize>) -> Result<(Vec<i64>, i64, i64, i64, Vec<i64>), i32> {
+type MatmulShapes = (Vec<i64>, i64, i64, i64, Vec<i64>);
+
+fn matmul_shapes(a: &[i64], b: &[i64], strict: Option<usize>) -> Result<MatmulShapes, i32> {
     if let Some(r) = strict {
         if a.len() != r || b.len() != r {
             return Err(inv(format!("expected {r}-D operands, got {a:?} and {b:?}")));
@@ -313,8 +315,8 @@ impl Op {
                 if mu.numel() != m || rs.numel() != m { return Err(inv("mean/rstd size mismatch")); }
                 if mask.len() != 3 { return Err(inv("outputMask must have 3 elements")); }
                 if mask[0] { shape_eq(t(s, 6)?, &x.shape, "gradInputOut")?; }
-                if mask[1] { if t(s, 7)?.numel() != n { return Err(inv("gradWeightOut size mismatch")); } }
-                if mask[2] { if t(s, 8)?.numel() != n { return Err(inv("gradBiasOut size mismatch")); } }
+                if mask[1] && t(s, 7)?.numel() != n { return Err(inv("gradWeightOut size mismatch")); }
+                if mask[2] && t(s, 8)?.numel() != n { return Err(inv("gradBiasOut size mismatch")); }
                 Ok(ws_for(x))
             }
             Op::Embedding => {
