@@ -197,6 +197,25 @@ impl Comm {
         Ok(any_more)
     }
 
+    /// Check that every rank is running the same collective (`what`) with the same `value`
+    /// (e.g. the byte count). All ranks see the same posts, so they fail (or succeed) together.
+    pub fn agree(&mut self, what: &str, value: u64) -> Result<(), i32> {
+        let mut post = [0u8; 16];
+        post[..8].copy_from_slice(&(crc32fast::hash(what.as_bytes()) as u64).to_le_bytes());
+        post[8..].copy_from_slice(&value.to_le_bytes());
+        let mut seen = Vec::new();
+        self.step(what, &post, false, |r, b| seen.push((r, b.to_vec())))?;
+        if let Some((r, b)) = seen.iter().find(|(_, b)| b.as_slice() != post) {
+            let v = if b.len() == 16 { u64::from_le_bytes(b[8..].try_into().unwrap()) } else { 0 };
+            let same_op = b.len() == 16 && b[..8] == post[..8];
+            let m = format!("cannsim HCCL: {what}: rank {} and rank {r} disagree ({}; {} vs {})", self.rank,
+                if same_op { "different sizes" } else { "different collectives" }, value, v);
+            eprintln!("[cannsim] {m}");
+            return Err(crate::errmsg::fail(HCCL_E_PARA, m));
+        }
+        Ok(())
+    }
+
     pub fn barrier(&mut self) -> Result<(), i32> {
         self.step("HcclBarrier", &[], false, |_, _| {}).map(|_| ())
     }

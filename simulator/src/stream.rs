@@ -173,8 +173,9 @@ fn events() -> &'static Mutex<HashMap<usize, Arc<Event>>> {
 }
 
 pub fn event_create() -> usize {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0x00e7_0000_0040);
     let e = Arc::new(Event { st: Mutex::default(), cv: Condvar::new() });
-    let h = Arc::as_ptr(&e) as usize;
+    let h = NEXT.fetch_add(0x40, std::sync::atomic::Ordering::Relaxed);
     events().lock().unwrap().insert(h, e);
     h
 }

@@ -40,6 +40,14 @@ def main():
         print("next", h("HcclAllReduce", AR, x.ptr, x.ptr, 16, cs.HCCL_FP32, cs.HCCL_SUM, comm, s))
         print("fast", time.time() - t0 < 10)
         return 0
+    if mode == "mismatch":
+        x = acl.tensor(data(rank, 16))
+        h("HcclAllReduce", AR, x.ptr, x.ptr, 8 * (rank + 1), cs.HCCL_FP32, cs.HCCL_SUM, comm, s)
+        print("sync", acl.call("aclrtSynchronizeStream", s))
+        err = C.c_int32()
+        h("HcclGetCommAsyncError", [VP, C.POINTER(C.c_int32)], comm, C.byref(err))
+        print("async", err.value)
+        return 0
     if mode == "hang":
         if rank == 1:
             time.sleep(4)

@@ -46,6 +46,13 @@ def test_peer_death_is_reported():
     assert "peer rank 1" in err and "died" in err
 
 
+def test_size_mismatch_fails_on_every_rank():
+    for code, out, err in spawn(2, "mismatch", env={"CANNSIM_HCCL_TIMEOUT_S": "10"}):
+        assert code == 0, err
+        assert "sync 507000" in out and "async 1" in out  # HCCL_E_PARA on both ranks, no hang
+        assert "disagree (different sizes" in err
+
+
 def test_timeout():
     (code, out, err), _ = spawn(2, "hang", env={"CANNSIM_HCCL_TIMEOUT_S": "1"})
     assert code == 0, err

@@ -198,6 +198,7 @@ pub extern "C" fn HcclAllReduce(send_buf: H, recv_buf: H, count: u64, data_type:
             Ok(enqueue("HcclAllReduce", comm, stream, io_args(Some((s, n)), Some((rv, n)), d), move |c| {
                 let mine = mem::read(s, bytes)?;
                 let mut acc = vec![0u8; bytes];
+                c.agree("HcclAllReduce", bytes as u64)?;
                 c.exchange("HcclAllReduce", &mine, |r, off, b| reduce_chunk(&mut acc[off..off + b.len()], r, b, d, op))?;
                 mem::write(rv, &acc)
             }))
@@ -220,6 +221,7 @@ pub extern "C" fn HcclReduce(send_buf: H, recv_buf: H, count: u64, data_type: i3
             Ok(enqueue("HcclReduce", comm, stream, io_args(Some((s, n)), rv.map(|r| (r, n)), d), move |c| {
                 let mine = mem::read(s, bytes)?;
                 let mut acc = vec![0u8; bytes];
+                c.agree("HcclReduce", bytes as u64)?;
                 c.exchange("HcclReduce", &mine, |r, off, b| if is_root { reduce_chunk(&mut acc[off..off + b.len()], r, b, d, op) })?;
                 if let Some(rv) = rv { mem::write(rv, &acc)?; }
                 Ok(())
@@ -243,6 +245,7 @@ pub extern "C" fn HcclBroadcast(buf: H, count: u64, data_type: i32, root: u32, c
             Ok(enqueue("HcclBroadcast", comm, stream, args, move |c| {
                 let mine = if is_root { mem::read(b, bytes)? } else { Vec::new() };
                 let mut out = vec![0u8; bytes];
+                c.agree("HcclBroadcast", bytes as u64)?;
                 c.exchange("HcclBroadcast", &mine, |r, off, x| if r == root as usize { out[off..off + x.len()].copy_from_slice(x) })?;
                 if !is_root { mem::write(b, &out)?; }
                 Ok(())
@@ -265,6 +268,7 @@ pub extern "C" fn HcclAllGather(send_buf: H, recv_buf: H, send_count: u64, data_
             Ok(enqueue("HcclAllGather", comm, stream, io_args(Some((s, n)), Some((rv, n * nr)), d), move |c| {
                 let mine = mem::read(s, bytes)?;
                 let mut out = vec![0u8; bytes * nr];
+                c.agree("HcclAllGather", bytes as u64)?;
                 c.exchange("HcclAllGather", &mine, |r, off, x| out[r * bytes + off..r * bytes + off + x.len()].copy_from_slice(x))?;
                 mem::write(rv, &out)
             }))
@@ -288,6 +292,7 @@ pub extern "C" fn HcclReduceScatter(send_buf: H, recv_buf: H, recv_count: u64, d
                 let mine = mem::read(s, rb * nr)?;
                 let mut acc = vec![0u8; rb];
                 let (lo, hi) = (me * rb, (me + 1) * rb);
+                c.agree("HcclReduceScatter", rb as u64)?;
                 c.exchange("HcclReduceScatter", &mine, |r, off, x| {
                     let (a, b) = (off.max(lo), (off + x.len()).min(hi));
                     if a < b { reduce_chunk(&mut acc[a - lo..b - lo], r, &x[a - off..b - off], d, op); }
