@@ -50,7 +50,7 @@ def main():
         return 0
     if mode == "hang":
         if rank == 1:
-            time.sleep(4)
+            time.sleep(2.5)
             return 0
         x = acl.tensor(data(rank, 16))
         t0 = time.time()
