@@ -1,0 +1,89 @@
+"""Explicit API arguments: type checks (raised where the user made the mistake), the JSON
+object handed to ``msprobe_init``, and the few effective settings the hooking code needs.
+
+The recorder (Rust) owns the configuration: defaults < file (``config_path`` or
+``MSPROBE_CONFIG``) < ``MSPROBE_*`` environment < explicit arguments. The Python layers only
+need ``level`` and ``task`` to decide what to hook; :func:`effective` reads them with the same
+precedence (a bad file is the recorder's to report).
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Optional
+
+from .errors import MsprobeException, logger
+
+TASKS = ("statistics", "tensor")
+LEVELS = ("L0", "L1", "mix", "L2")
+
+
+def _fail(msg: str) -> None:
+    logger.error(msg)
+    raise MsprobeException(msg)
+
+
+def check_step(step: Any, key: str = "step") -> None:
+    if not isinstance(step, list):
+        _fail(f"{key} is invalid, it should be a list")
+    for s in step:
+        if isinstance(s, bool) or not isinstance(s, (int, str)):
+            _fail(f"{key} element {s!r} must be an integer or string.")
+        if isinstance(s, int) and s < 0:
+            _fail(f"Each element of {key} must be non-negative, currently it is {s}.")
+        if isinstance(s, str):
+            parts = s.split("-")
+            if len(parts) > 2 or not all(p.strip().isdigit() for p in parts):
+                _fail(f"{key} element {s!r} must be an integer or a range string like \"3-5\".")
+            if len(parts) == 2 and int(parts[0]) > int(parts[1]):
+                _fail(f"{key} element {s!r}: the left boundary ({parts[0]}) cannot be greater than the right boundary ({parts[1]}).")
+
+
+def check_args(config_path: Any = None, task: Any = None, dump_path: Any = None, level: Any = None,
+               step: Any = None) -> None:
+    """Raises MsprobeException (after one error log line) for an argument of the wrong type or value."""
+    if config_path is not None:
+        if not isinstance(config_path, str):
+            _fail("config_path is invalid, it should be a string")
+        if not os.path.isfile(config_path):
+            _fail(f"config_path {config_path!r} is not an existing file")
+    if task is not None and task not in TASKS:
+        _fail(f"task is invalid, it should be one of {list(TASKS)}")
+    if dump_path is not None and not isinstance(dump_path, str):
+        _fail("dump_path is invalid, it should be a string")
+    if level is not None and level not in LEVELS:
+        _fail(f"level is invalid, it should be one of {list(LEVELS)}")
+    if step is not None:
+        check_step(step)
+
+
+def init_args(framework: str, config_path: Optional[str] = None, **explicit: Any) -> str:
+    """The JSON object for ``msprobe_init``: framework, config_path and the non-None arguments."""
+    args: dict[str, Any] = {"framework": framework}
+    if config_path is not None:
+        args["config_path"] = config_path
+    args.update({k: v for k, v in explicit.items() if v is not None})
+    return json.dumps(args)
+
+
+def _file_value(config_path: Optional[str], key: str) -> Optional[Any]:
+    path = config_path if config_path is not None else os.environ.get("MSPROBE_CONFIG") or None
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return data.get(key) if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def effective(key: str, explicit: Optional[Any], config_path: Optional[str], default: Any) -> Any:
+    """explicit argument > MSPROBE_{KEY} > config file > default (the recorder's precedence)."""
+    if explicit is not None:
+        return explicit
+    env = os.environ.get("MSPROBE_" + key.upper(), "").strip()
+    if env:
+        return env
+    v = _file_value(config_path, key)
+    return default if v is None else v

@@ -1,0 +1,207 @@
+"""L1 API wrapping from the user-editable support list (support_wrap_ops.yaml).
+
+Each listed API is replaced by a plain function that, for the outermost call only (nested
+wrapped calls run unwrapped, msprobe §6.1), takes the next index of ``{Prefix}.{api}.``,
+records the inputs (before the op runs: see README "PyTorch layer"), calls the original,
+records the output, and hooks the ``grad_fn`` of the first output tensor for the backward record.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import torch
+
+from msprobe.core.errors import logger
+from msprobe.core.native import lib
+
+from . import record
+from .state import state
+
+YAML = Path(__file__).with_name("support_wrap_ops.yaml")
+# 1.1.1 neutralises dropout after wrapping, so these are never recorded (msprobe-format.md §3).
+_NEVER = {"functional": {"dropout", "dropout2d", "dropout3d"}}
+
+
+def load_support_list(path: Optional[str] = None) -> dict[str, list[str]]:
+    """Reads the yaml support list (``category:`` lines followed by ``- name`` items)."""
+    p = Path(path or os.environ.get("MSPROBE_SUPPORT_WRAP_OPS") or YAML)
+    text = p.read_text(encoding="utf-8")
+    try:
+        import yaml  # type: ignore
+        data = yaml.safe_load(text) or {}
+        return {str(k): [str(x) for x in (v or [])] for k, v in data.items()}
+    except ImportError:
+        pass
+    out: dict[str, list[str]] = {}
+    cur: Optional[list[str]] = None
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        if not line[0].isspace() and line.endswith(":"):
+            cur = out.setdefault(line[:-1].strip(), [])
+        elif line.strip().startswith("- ") and cur is not None:
+            cur.append(line.strip()[2:].strip().strip("'\""))
+    return out
+
+
+def _first_tensor(v: Any) -> Optional[torch.Tensor]:
+    if isinstance(v, torch.Tensor):
+        return v
+    if isinstance(v, (list, tuple)):
+        return _first_tensor(v[0]) if len(v) else None
+    if isinstance(v, dict):
+        for x in v.values():
+            t = _first_tensor(x)
+            if t is not None:
+                return t
+    return None
+
+
+def _backward_hook(name: str) -> Callable:
+    def hook(grad_inputs: tuple, grad_outputs: tuple) -> None:
+        local = state.local
+        prev = local.busy
+        local.busy = True
+        try:
+            record.record_backward(name, grad_outputs, grad_inputs)
+            state.note_construct(name, state.parent())
+        finally:
+            local.busy = prev
+    return hook
+
+
+def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) -> Any:
+    local = state.local
+    local.busy = True
+    try:
+        n = lib.msprobe_next_index(key)
+        if not lib.msprobe_is_enabled():
+            return orig(*args, **kwargs)
+        name = f"{prefix}{n}.forward"
+        r = lib.msprobe_record_begin(name.encode())
+        kept = False
+        if r:
+            kept = record.add_inputs(r, args, kwargs)
+            record.set_stack(r, sys._getframe(1))
+        try:
+            out = orig(*args, **kwargs)
+        except BaseException:
+            if r:
+                lib.msprobe_record_abort(r)
+            raise
+        if r:
+            kept = record.add_output(r, out) or kept
+            record.finish(r, kept)
+        state.note_construct(name, state.parent())
+        t = _first_tensor(out)
+        if t is not None and t.grad_fn is not None:
+            t.grad_fn.register_hook(_backward_hook(f"{prefix}{n}.backward"))
+        return out
+    finally:
+        local.busy = False
+
+
+def _make_wrapper(orig: Callable, prefix: str) -> Callable:
+    key = prefix.encode()
+    local = state.local
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if local.busy:
+            return orig(*args, **kwargs)
+        return _call(orig, prefix, key, args, kwargs)
+
+    try:
+        functools.update_wrapper(wrapper, orig)
+    except (AttributeError, TypeError):
+        pass
+    wrapper.__wrapped_by_msprobe__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _owners(category: str) -> list[tuple[Any, str]]:
+    """(namespace object, record prefix) per category."""
+    if category == "functional":
+        return [(torch.nn.functional, "Functional")]
+    if category == "tensor":
+        return [(torch.Tensor, "Tensor")]
+    if category == "torch":
+        return [(torch, "Torch")]
+    if category == "_VF":
+        return [(torch._VF, "VF")]
+    if category == "distributed":
+        if not torch.distributed.is_available():
+            return []
+        import torch.distributed.distributed_c10d as c10d
+        return [(torch.distributed, "Distributed"), (c10d, "Distributed")]
+    if category == "torch_npu":
+        if importlib.util.find_spec("torch_npu") is None:
+            return []
+        import torch_npu  # type: ignore
+        return [(torch_npu, "NPU")]
+    return []
+
+
+def _resolve(owner: Any, dotted: str) -> Optional[tuple[Any, str, Any]]:
+    parts = dotted.split(".")
+    obj = owner
+    for p in parts[:-1]:
+        obj = getattr(obj, p, None)
+        if obj is None:
+            return None
+    orig = getattr(obj, parts[-1], None)
+    if orig is None or not callable(orig):
+        return None
+    return obj, parts[-1], orig
+
+
+class ApiWrapper:
+    """Installs and restores the wrappers (msprobe's api_modularity / api_originality)."""
+
+    def __init__(self, support: Optional[dict[str, list[str]]] = None) -> None:
+        self.support = support
+        self.targets: list[tuple[Any, str, Any, Callable]] = []   # (owner, attr, original, wrapper)
+        self.installed = False
+
+    def _build(self) -> None:
+        support = self.support if self.support is not None else load_support_list()
+        for category, names in support.items():
+            owners = _owners(category)
+            if not owners and category not in ("torch_npu", "distributed"):
+                logger.warning(f"support list category {category!r} is unknown; ignored")
+            skip = _NEVER.get(category, set())
+            for owner, prefix in owners:
+                for api in dict.fromkeys(names):
+                    if api in skip:
+                        continue
+                    found = _resolve(owner, api)
+                    if found is None:
+                        continue
+                    obj, attr, orig = found
+                    if getattr(orig, "__wrapped_by_msprobe__", False):
+                        continue
+                    self.targets.append((obj, attr, orig, _make_wrapper(orig, f"{prefix}.{api}.")))
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        if not self.targets:
+            self._build()
+        for obj, attr, _, wrapper in self.targets:
+            setattr(obj, attr, wrapper)
+        self.installed = True
+
+    def restore(self) -> None:
+        if not self.installed:
+            return
+        for obj, attr, orig, _ in self.targets:
+            setattr(obj, attr, orig)
+        self.installed = False
+
+
+api_wrapper = ApiWrapper()

@@ -1,0 +1,123 @@
+"""PrecisionDebugger, module_dump / module_dump_end (msprobe 1.1.1's API, §2.1, §3)."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+
+from msprobe.core import config
+from msprobe.core.errors import MsprobeException, logger
+from msprobe.core.native import init_recorder, lib
+
+from .api_wrap import api_wrapper
+from .module_hooks import hook_model, hook_module, patch_backward_hook
+from .state import state
+
+
+def _check_model(model: Any) -> None:
+    if model is not None and not isinstance(model, torch.nn.Module):
+        msg = f"model must be a torch.nn.Module, got {type(model).__name__}"
+        logger.error(msg)
+        raise MsprobeException(msg)
+
+
+class PrecisionDebugger:
+    """Process-wide singleton: later constructions return the first instance unchanged."""
+
+    _instance: Optional["PrecisionDebugger"] = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "PrecisionDebugger":
+        if cls._instance is None:
+            inst = super().__new__(cls)
+            inst._initialized = False
+            cls._instance = inst
+        return cls._instance
+
+    def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
+                 dump_path: Optional[str] = None, level: Optional[str] = None,
+                 model: Optional[torch.nn.Module] = None, step: Optional[list] = None) -> None:
+        if self._initialized:
+            return
+        config.check_args(config_path=config_path, task=task, dump_path=dump_path, level=level, step=step)
+        _check_model(model)
+        self.level = str(config.effective("level", level, config_path, "L1"))
+        self.task = str(config.effective("task", task, config_path, "statistics"))
+        rc = init_recorder(config.init_args("pytorch", config_path, task=task, dump_path=dump_path,
+                                            level=level, step=step))
+        # rc 1: a recorder already runs in this process (e.g. preloaded and started): share it.
+        self.off = rc < 0  # bad config: the recorder logged it; capture stays off, the job runs on
+        self.model = model
+        self._hooked: set[int] = set()
+        self._handles: list = []
+        self._started = False
+        self._ended = False
+        self._initialized = True
+        state.construct = self.level in ("L0", "mix")
+
+    def start(self, model: Optional[torch.nn.Module] = None) -> None:
+        if self.off or self._ended:
+            return
+        if model is not None:
+            _check_model(model)
+            self.model = model
+        if self.level in ("L0", "mix") and self.model is None:
+            logger.error(f"For level {self.level}, PrecisionDebugger or start interface must receive a 'model' argument.")
+            raise MsprobeException("missing the parameter 'model'")
+        if lib.msprobe_steps_done():
+            api_wrapper.restore()
+            self._ended = True
+            logger.info("msprobe ends successfully.")
+            return
+        if not self._started:
+            self._started = True
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                lib.msprobe_set_rank(torch.distributed.get_rank())
+        if self.level in ("L0", "mix") and id(self.model) not in self._hooked:
+            self._hooked.add(id(self.model))
+            self._handles += hook_model(self.model)
+        if self.level in ("L1", "mix"):
+            api_wrapper.install()
+        lib.msprobe_start()
+
+    def stop(self) -> None:
+        if self.off:
+            return
+        lib.msprobe_stop()
+
+    def step(self) -> None:
+        if self.off:
+            return
+        lib.msprobe_step()
+        state.reset_step()
+
+    def forward_backward_dump_end(self) -> None:
+        """Later forward calls are not recorded; backward hooks already set still record."""
+        if self.off:
+            return
+        logger.info("Data needed ends here.")
+        api_wrapper.restore()
+
+
+_module_dump: dict[str, Any] = {}
+
+
+def module_dump(module: torch.nn.Module, dump_name: str) -> None:
+    """Records `module` alone as ``Module.{dump_name}.{Class}.{forward|backward}.{n}``: the
+    wrapped APIs are restored (nothing inside the module is recorded) until module_dump_end."""
+    if not isinstance(module, torch.nn.Module):
+        logger.error("The parameter module in module_dump must be a torch.nn.Module.")
+        raise MsprobeException("The parameter module in module_dump must be a torch.nn.Module.")
+    if not isinstance(dump_name, str):
+        logger.error("The parameter dump_name in module_dump must be a str.")
+        raise MsprobeException("The parameter dump_name in module_dump must be a str.")
+    _module_dump["reinstall"] = api_wrapper.installed
+    api_wrapper.restore()
+    patch_backward_hook()
+    _module_dump["handles"] = hook_module(module, f"Module.{dump_name}.{type(module).__name__}.")
+
+
+def module_dump_end() -> None:
+    for h in _module_dump.pop("handles", []):
+        h.remove()
+    if _module_dump.pop("reinstall", False):
+        api_wrapper.install()

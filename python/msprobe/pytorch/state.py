@@ -1,0 +1,46 @@
+"""Per-process hooking state shared by the API wrappers and the module hooks."""
+from __future__ import annotations
+
+import threading
+from typing import Optional
+
+from msprobe.core.native import lib
+
+
+class _Local(threading.local):
+    busy: bool = False   # inside a wrapped API call or one of our hooks: wrapped APIs run plain
+
+
+class State:
+    def __init__(self) -> None:
+        self.local = _Local()
+        self.construct = False           # level L0 / mix: construct.json is kept
+        self.module_stack: list[str] = []
+        self.pending: list[tuple[str, Optional[str]]] = []   # module parents not yet merged
+
+    def parent(self) -> Optional[str]:
+        return self.module_stack[-1] if self.module_stack else None
+
+    def pop_module(self, name: str) -> None:
+        st = self.module_stack
+        for i in range(len(st) - 1, -1, -1):
+            if st[i] == name:
+                del st[i]
+                return
+
+    def note_construct(self, name: str, parent: Optional[str]) -> None:
+        """msprobe merges {record: parent} and then the module-parent map at every collection,
+        so the record's entry comes first and modules started since then follow."""
+        if not self.construct or not lib.msprobe_is_enabled():
+            return
+        lib.msprobe_construct_set(name.encode(), None if parent is None else parent.encode())
+        for m, p in self.pending:
+            lib.msprobe_construct_set(m.encode(), None if p is None else p.encode())
+        self.pending.clear()
+
+    def reset_step(self) -> None:
+        self.module_stack.clear()
+        self.pending.clear()
+
+
+state = State()

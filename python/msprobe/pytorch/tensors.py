@@ -1,0 +1,120 @@
+"""torch values → record leaves. CPU tensors go by pointer (storage base, offset, strides: no
+copy, no ``.contiguous()``/``.numpy()``); CUDA/NPU tensors are copied to the host first.
+Statistics, CRC and ``.pt`` files are computed by the recorder while the call lasts."""
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any, Optional
+
+import torch
+
+from msprobe.core.errors import logger
+from msprobe.core.native import MsprobeTensor, lib
+from msprobe.core.values import ValueEncoder, add_ints
+
+# aclDataType numbers (include/msprobe.h).
+ACL_DTYPE = {
+    torch.float32: 0, torch.float16: 1, torch.int8: 2, torch.int32: 3, torch.uint8: 4, torch.int16: 6,
+    torch.uint16: 7, torch.uint32: 8, torch.int64: 9, torch.uint64: 10, torch.float64: 11, torch.bool: 12,
+    torch.complex64: 16, torch.complex128: 17, torch.bfloat16: 27,
+}
+_MAX_DIMS = 64
+_tls = threading.local()
+_warned: set[str] = set()
+
+
+def _descriptor() -> MsprobeTensor:
+    d = getattr(_tls, "desc", None)
+    if d is None:
+        d = MsprobeTensor()
+        d._shape = (ctypes.c_int64 * _MAX_DIMS)()
+        d._strides = (ctypes.c_int64 * _MAX_DIMS)()
+        d.shape = ctypes.cast(d._shape, ctypes.POINTER(ctypes.c_int64))
+        d.strides = ctypes.cast(d._strides, ctypes.POINTER(ctypes.c_int64))
+        d.type_name = None
+        _tls.desc = d
+    return d
+
+
+def _warn_once(what: str) -> None:
+    if what not in _warned:
+        _warned.add(what)
+        logger.warning(f"{what}: recorded as null.")
+
+
+def add_tensor(r: int, key: Optional[bytes], t: torch.Tensor) -> None:
+    """One tensor leaf. The descriptor is per thread and reused: the recorder is done with it
+    (and with the tensor memory) when msprobe_record_add_tensor returns."""
+    code = ACL_DTYPE.get(t.dtype)
+    if code is None or t.layout != torch.strided or t.is_meta:
+        _warn_once(f"tensor of dtype {t.dtype}, layout {t.layout}, device {t.device} is not supported")
+        lib.msprobe_record_add_null(r, key)
+        return
+    requires_grad = t.requires_grad
+    if not t.is_cpu:  # CUDA (bench side), NPU: a host copy, kept alive until the call returns
+        t = t.detach().cpu()
+    if t.is_conj():
+        t = t.resolve_conj()
+    if t.is_neg():
+        t = t.resolve_neg()
+    nd = t.dim()
+    if nd > _MAX_DIMS:
+        _warn_once(f"tensor with {nd} dimensions")
+        lib.msprobe_record_add_null(r, key)
+        return
+    st = t.untyped_storage()
+    d = _descriptor()
+    d.dtype = code
+    d.ndim = nd
+    if nd:
+        d._shape[:nd] = t.shape
+        d._strides[:nd] = t.stride()
+    d.offset = t.storage_offset()
+    d.data = st.data_ptr()
+    d.storage_bytes = st.nbytes()
+    d.requires_grad = 1 if requires_grad else 0
+    lib.msprobe_record_add_tensor(r, key, ctypes.byref(d))
+
+
+def _device_str(v: Any) -> str:
+    return f"{v.type}:{v.index}" if isinstance(v, torch.device) else str(v)
+
+
+def _special(r: int, k: Optional[bytes], v: Any, last_key: Optional[str]) -> bool:
+    """torch's special values (msprobe-format.md §5.7)."""
+    if last_key == "device":
+        lib.msprobe_record_add_str(r, k, b"torch.device", _device_str(v).encode(), None)
+    elif last_key == "dtype":
+        lib.msprobe_record_add_str(r, k, b"torch.dtype", str(v).encode(), None)
+    elif isinstance(v, torch.Size):
+        add_ints(r, k, b"torch.Size", list(v))
+    elif isinstance(v, torch.memory_format):
+        lib.msprobe_record_add_str(r, k, b"torch.memory_format", str(v).split(".")[-1].encode(), b"format")
+    elif isinstance(v, (torch.dtype, torch.device)):
+        lib.msprobe_record_add_empty(r, k)
+    elif _is_process_group(v):
+        # msprobe writes {"type": "torch.ProcessGroup", "group_ranks": [...], "group_id": md5};
+        # the C ABI has no leaf with two custom keys, so group_ranks is left out (see README).
+        import hashlib
+        ranks = _group_ranks(v)
+        lib.msprobe_record_add_str(r, k, b"torch.ProcessGroup", hashlib.md5(str(ranks).encode()).hexdigest().encode(),
+                                   b"group_id")
+    else:
+        return False
+    return True
+
+
+def _is_process_group(v: Any) -> bool:
+    pg = getattr(getattr(torch, "distributed", None), "ProcessGroup", None)
+    return pg is not None and isinstance(v, pg)
+
+
+def _group_ranks(g: Any) -> list[int]:
+    try:
+        return list(torch.distributed.get_process_group_ranks(g))
+    except Exception:
+        return []
+
+
+encoder = ValueEncoder((torch.Tensor,), add_tensor, _special)

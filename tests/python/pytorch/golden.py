@@ -1,0 +1,114 @@
+"""Comparison of our dumps with msprobe 1.1.1's samples (the independent truth).
+
+Same record names in the same order, same keys in the same order, equal non-numeric fields,
+equal CRCs and data_name, statistics within tolerance (f32/f64/int: 1e-6 relative + 1e-6 x
+max|x| of the leaf; f16/bf16: one rounding step of the dtype).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+SAMPLES = Path("/work/shared/reference/samples/msprobe-1.1.1-pytorch")
+FRAME = re.compile(r"^File .+, line \d+, in .+, \n .+$", re.S)
+STATS = ("Max", "Min", "Mean", "Norm", "Max_except_inf_nan", "Min_except_inf_nan")
+# In-place records whose input_args[0] we record before the op (1.1.1: after). README "PyTorch layer".
+INPLACE = re.compile(r"^Tensor\.(\w+_|__i\w+__)\.\d+\.forward$")
+
+
+def load(p: Path) -> Any:
+    return json.loads(p.read_text())
+
+
+def _close(a: Any, b: Any, dtype: str, scale: float) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+        return a == b
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    if dtype in ("torch.float16", "torch.bfloat16"):
+        eps = 2.0 ** -10 if dtype == "torch.float16" else 2.0 ** -7
+        return abs(a - b) <= eps * max(abs(a), abs(b), scale) + 1e-7
+    return abs(a - b) <= 1e-6 * abs(b) + 1e-6 * scale
+
+
+def compare_tree(ours: Any, ref: Any, path: str, errs: list[str], skip_stats: bool = False) -> None:
+    if isinstance(ref, dict) and isinstance(ours, dict):
+        if list(ours.keys()) != list(ref.keys()):
+            errs.append(f"{path}: keys {list(ours.keys())} != {list(ref.keys())}")
+            return
+        if ref.get("type") == "torch.Tensor" and "dtype" in ref:
+            scale = max((abs(ref[k]) for k in ("Max", "Min") if isinstance(ref.get(k), (int, float))
+                         and not isinstance(ref.get(k), bool) and math.isfinite(ref[k])), default=0.0)
+            for k, v in ref.items():
+                if k in STATS:
+                    if not skip_stats and not _close(ours[k], v, ref["dtype"], scale):
+                        errs.append(f"{path}.{k}: {ours[k]!r} != {v!r}")
+                elif ours[k] != v:
+                    errs.append(f"{path}.{k}: {ours[k]!r} != {v!r}")
+            return
+        for k in ref:
+            compare_tree(ours[k], ref[k], f"{path}.{k}", errs, skip_stats)
+    elif isinstance(ref, list) and isinstance(ours, list):
+        if len(ours) != len(ref):
+            errs.append(f"{path}: length {len(ours)} != {len(ref)}")
+            return
+        for i, (o, r) in enumerate(zip(ours, ref)):
+            compare_tree(o, r, f"{path}[{i}]", errs, skip_stats)
+    elif isinstance(ref, float) and isinstance(ours, (int, float)):
+        if not _close(ours, ref, "", 0.0):
+            errs.append(f"{path}: {ours!r} != {ref!r}")
+    elif ours != ref:
+        errs.append(f"{path}: {ours!r} != {ref!r}")
+
+
+def compare_dump(ours_dir: Path, ref_dir: Path, skip: Optional[Callable[[str], bool]] = None) -> list[str]:
+    """All differences between two rank directories (empty = match)."""
+    errs: list[str] = []
+    o, r = load(ours_dir / "dump.json"), load(ref_dir / "dump.json")
+    if list(o) != list(r):
+        errs.append(f"top-level keys {list(o)} != {list(r)}")
+    for k in ("task", "level"):
+        if o.get(k) != r.get(k):
+            errs.append(f"{k}: {o.get(k)} != {r.get(k)}")
+    rd, od = r.get("dump_data_dir"), o.get("dump_data_dir")
+    if (rd is None) != (od is None) or (rd and not od.endswith(rd.replace("<dump_path>", ""))):
+        errs.append(f"dump_data_dir {od} vs {rd}")
+    if list(o["data"]) != list(r["data"]):
+        errs.append(f"records {list(o['data'])} != {list(r['data'])}")
+        return errs
+    for name, body in r["data"].items():
+        if skip and skip(name):
+            continue
+        if INPLACE.match(name) and "input_args" in body:
+            compare_tree(o["data"][name]["input_args"][:1], body["input_args"][:1], name + ".input_args", errs, True)
+            rest_o = dict(o["data"][name], input_args=o["data"][name]["input_args"][1:])
+            rest_r = dict(body, input_args=body["input_args"][1:])
+            compare_tree(rest_o, rest_r, name, errs)
+        else:
+            compare_tree(o["data"][name], body, name, errs)
+    oc, rc = load(ours_dir / "construct.json"), load(ref_dir / "construct.json")
+    if list(oc.items()) != list(rc.items()):
+        errs.append(f"construct.json {list(oc.items())} != {list(rc.items())}")
+    errs += compare_stack(load(ours_dir / "stack.json"), load(ref_dir / "stack.json"))
+    return errs
+
+
+def compare_stack(ours: dict, ref: dict) -> list[str]:
+    """Same records in the same order, msprobe's frame format, and the same function names from
+    the user side (the innermost msprobe-internal frames differ by construction)."""
+    errs = []
+    if list(ours) != list(ref):
+        return [f"stack.json records {list(ours)} != {list(ref)}"]
+    for name, frames in ref.items():
+        of = ours[name]
+        if not all(isinstance(f, str) and FRAME.match(f) for f in of):
+            errs.append(f"stack {name}: bad frame format {of[:1]}")
+        fn = lambda fs: [f.split(", in ", 1)[1].split(",", 1)[0] for f in fs if "msprobe" not in f.split(", line")[0]]
+        if fn(of) != fn(frames):
+            errs.append(f"stack {name}: functions {fn(of)} != {fn(frames)}")
+    return errs
