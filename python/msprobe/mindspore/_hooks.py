@@ -1,0 +1,425 @@
+"""The capture paths: Cell hooks (L0), API wrappers and Primitive hooks (L1), jit functions, and the
+backward bookkeeping of API/Primitive calls.
+
+Backward of an API or Primitive call (msprobe's method): each tensor input and output of the call
+is passed through ``ops.HookBackward``. In PyNative backward the output hooks of a call fire first
+(gradients w.r.t. its outputs), then the call's own backward, then its input hooks (gradients w.r.t.
+the inputs that are differentiated). Both lists keep the order in which the gradients arrived, as
+msprobe's do (for BiasAdd: the bias gradient, then the input gradient). The call's backward record is written when all its input
+gradients arrived, or as soon as anything else happens in backward (another call's hook, a Cell
+hook, stop/step) — inputs that are not differentiated never get a gradient.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from mindspore import Tensor, ops
+
+from msprobe._native import lib
+from . import _record as R
+from ._record import State, TENSOR_TYPES, logger
+
+try:
+    from mindspore.common.api import _pynative_executor
+except Exception:  # pragma: no cover
+    _pynative_executor = None
+
+
+def _requires_grad() -> bool:
+    try:
+        return bool(_pynative_executor.requires_grad())
+    except Exception:
+        return True
+
+
+_errors_logged: set = set()
+
+
+def _log_once(where: str, e: BaseException) -> None:
+    k = (where, type(e))
+    if k not in _errors_logged:
+        _errors_logged.add(k)
+        logger.warning(f"msprobe: {where} failed and was skipped: {type(e).__name__}: {e}")
+
+
+# ------------------------------------------------------------------------------- backward bookkeeping
+class _Op:
+    __slots__ = ("name", "outs", "ins", "n_in")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.outs: dict = {}
+        self.ins: dict = {}
+        self.n_in = 0
+
+
+_pending: Optional[_Op] = None
+
+
+def flush_pending() -> None:
+    global _pending
+    op = _pending
+    if op is None:
+        return
+    _pending = None
+    State.depth += 1
+    try:
+        R.backward_record(op.name, list(op.outs.values()), list(op.ins.values()))
+    except Exception as e:
+        _log_once("backward record " + op.name, e)
+    finally:
+        State.depth -= 1
+
+
+def _first(grad: Any) -> Any:
+    return grad[0] if isinstance(grad, tuple) and grad else grad
+
+
+def _make_hook(op: _Op, idx: int, is_input: bool):
+    def hook(grad):
+        global _pending
+        if _pending is not op:
+            flush_pending()
+            _pending = op
+        if is_input:
+            op.ins[idx] = _first(grad)
+            if len(op.ins) >= op.n_in:
+                flush_pending()
+        else:
+            op.outs[idx] = _first(grad)
+        return None
+    return hook
+
+
+def _hook_inputs(args: tuple, op: _Op) -> tuple:
+    out = []
+    n = 0
+    for a in args:
+        if isinstance(a, TENSOR_TYPES):
+            out.append(ops.HookBackward(_make_hook(op, n, True))(a))
+            n += 1
+        else:
+            out.append(a)
+    op.n_in = n
+    return tuple(out)
+
+
+def _hook_outputs(out: Any, op: _Op) -> Any:
+    if isinstance(out, TENSOR_TYPES):
+        return ops.HookBackward(_make_hook(op, 0, False))(out)
+    if isinstance(out, tuple) and any(isinstance(t, TENSOR_TYPES) for t in out):
+        res = []
+        for i, t in enumerate(out):
+            res.append(ops.HookBackward(_make_hook(op, i, False))(t) if isinstance(t, TENSOR_TYPES) else t)
+        return type(out)(res) if type(out) is tuple else type(out)(*res)
+    return out
+
+
+def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool):
+    """Runs one wrapped call with capture on (State.depth already raised by the caller)."""
+    n = R.next_index(key)
+    base = f"{key}.{n}"
+    op = None
+    if not inplace and _requires_grad():
+        try:
+            op = _Op(base + ".backward")
+            args = _hook_inputs(args, op)
+        except Exception as e:
+            _log_once("input hook of " + base, e)
+            op = None
+    out = orig(*args, **kwargs)
+    try:
+        R.forward_record(base + ".forward", args, kwargs, out)
+    except Exception as e:
+        _log_once("forward record " + base, e)
+    if op is not None and op.n_in:
+        try:
+            out = _hook_outputs(out, op)
+        except Exception as e:
+            _log_once("output hook of " + base, e)
+    return out
+
+
+# ------------------------------------------------------------------------------------------- APIs
+def _is_inplace(name: str) -> bool:
+    if name.startswith("__"):
+        return name.startswith("__i") and name not in ("__invert__", "__index__", "__int__", "__init__", "__iter__")
+    return name.endswith("_")
+
+
+def make_api_wrapper(prefix: str, name: str, orig):
+    key = f"{prefix}.{name}"
+    inplace = _is_inplace(name)
+
+    def wrapper(*args, **kwargs):
+        if not State.enabled or State.depth:
+            return orig(*args, **kwargs)
+        State.depth += 1
+        try:
+            return _call_recorded(key, orig, args, kwargs, inplace)
+        finally:
+            State.depth -= 1
+
+    wrapper.__name__ = getattr(orig, "__name__", name)
+    wrapper.__doc__ = getattr(orig, "__doc__", None)
+    wrapper.__wrapped__ = orig
+    return wrapper
+
+
+_GROUPS = [  # (yaml key, prefix, target getter)
+    ("ops", "Functional", lambda: __import__("mindspore").ops),
+    ("tensor", "Tensor", lambda: Tensor),
+    ("mint.ops", "Mint", lambda: __import__("mindspore").mint),
+    ("mint.nn.functional", "MintFunctional", lambda: __import__("mindspore.mint.nn.functional", fromlist=["x"])),
+    ("communication.comm_func", "Distributed",
+     lambda: __import__("mindspore.communication.comm_func", fromlist=["x"])),
+]
+
+
+def _load_yaml(path: str) -> dict:
+    try:
+        import yaml  # type: ignore
+        with open(path, encoding="utf-8") as f:
+            return yaml.safe_load(f) or {}
+    except ImportError:
+        pass
+    out: dict = {}
+    cur = None
+    with open(path, encoding="utf-8") as f:   # the simple "key:\n  - name" subset
+        for line in f:
+            s = line.split("#", 1)[0].rstrip()
+            if not s.strip():
+                continue
+            if not s.startswith((" ", "-")) and s.endswith(":"):
+                cur = out.setdefault(s[:-1].strip(), [])
+            elif s.strip().startswith("- ") and cur is not None:
+                cur.append(s.strip()[2:].strip().strip("'\""))
+    return out
+
+
+class ApiRegistry:
+    def __init__(self) -> None:
+        self.ori: list = []      # (target, attr, original)
+        self.hooked: list = []   # (target, attr, wrapper)
+        self.installed = False
+
+    def _build(self) -> None:
+        path = os.environ.get("MSPROBE_MS_WRAP_OPS") or os.path.join(os.path.dirname(__file__), "support_wrap_ops.yaml")
+        lists = _load_yaml(path)
+        for key, prefix, get in _GROUPS:
+            try:
+                target = get()
+            except Exception:
+                continue
+            for name in lists.get(key) or []:
+                orig = target.__dict__.get(name) if isinstance(target, type) else None
+                if orig is None:
+                    orig = getattr(target, name, None)
+                if orig is None or not callable(orig) or getattr(orig, "__wrapped__", None) is not None:
+                    continue
+                self.ori.append((target, name, orig))
+                self.hooked.append((target, name, make_api_wrapper(prefix, name, orig)))
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        if not self.hooked:
+            self._build()
+        for target, name, w in self.hooked:
+            try:
+                setattr(target, name, w)
+            except Exception:
+                pass
+        self.installed = True
+
+    def uninstall(self) -> None:
+        if not self.installed:
+            return
+        for target, name, o in self.ori:
+            try:
+                setattr(target, name, o)
+            except Exception:
+                pass
+        self.installed = False
+
+
+api_registry = ApiRegistry()
+
+
+# ------------------------------------------------------------------------------------- Primitives
+_prim_swapped: list = []   # (primitive, original class)
+
+
+def hook_primitives(model) -> None:
+    seen = {id(p) for p, _ in _prim_swapped}
+    for _, cell in model.cells_and_names():
+        prims = getattr(cell, "_primitives", None) or {}
+        for attr, prim in list(prims.items()):
+            if prim is None or attr.startswith("_") or id(prim) in seen:
+                continue
+            cls = type(prim)
+            if cls.__name__ == "CellBackwardHook" or getattr(cls, "_msprobe_orig", None) is not None:
+                continue
+            seen.add(id(prim))
+            orig_call = cls.__call__
+            key = f"Primitive.{attr}.{cls.__name__}"
+
+            def __call__(self, *args, _key=key, _orig=orig_call, **kwargs):
+                if not State.enabled or State.depth:
+                    return _orig(self, *args, **kwargs)
+                State.depth += 1
+                try:
+                    return _call_recorded(_key, lambda *a, **k: _orig(self, *a, **k), args, kwargs, False)
+                finally:
+                    State.depth -= 1
+
+            try:
+                new_cls = type(cls.__name__, (cls,), {"__call__": __call__, "_msprobe_orig": cls,
+                                                       "__module__": cls.__module__})
+                prim.__class__ = new_cls
+                _prim_swapped.append((prim, cls))
+            except Exception as e:
+                _log_once("hooking primitive " + key, e)
+
+
+def unhook_primitives() -> None:
+    for prim, cls in _prim_swapped:
+        try:
+            prim.__class__ = cls
+        except Exception:
+            pass
+    _prim_swapped.clear()
+
+
+# ------------------------------------------------------------------------------------------ Cells
+_cell_handles: list = []
+_hooked_cells: set = set()
+
+
+def hook_cells(model) -> None:
+    for name, cell in model.cells_and_names():
+        if cell is model or not name or id(cell) in _hooked_cells:
+            continue
+        _hooked_cells.add(id(cell))
+        prefix = f"Cell.{name}.{cell.__class__.__name__}"
+        _cell_handles.extend(_register_cell(cell, prefix))
+
+
+def _register_cell(cell, prefix: str) -> list:
+    fkey, bkey = prefix + ".forward", prefix + ".backward"
+    cid = id(cell)
+
+    def pre(c, args):
+        if not State.enabled:
+            return None
+        n = R.next_index(fkey)
+        State.fwd_stack.append(f"{fkey}.{n}")
+        State.fwd_owner.append(cid)
+        return None
+
+    def fwd(c, args, output):
+        if not State.fwd_owner or State.fwd_owner[-1] != cid:
+            return None
+        State.fwd_owner.pop()
+        name = State.fwd_stack.pop()
+        State.depth += 1
+        try:
+            R.forward_record(name, args, {}, output)
+        except Exception as e:
+            _log_once("forward record " + name, e)
+        finally:
+            State.depth -= 1
+        return None
+
+    def bpre(c, grad_output):
+        if not State.enabled:
+            return None
+        flush_pending()
+        n = R.next_index(bkey)
+        State.bwd_stack.append(f"{bkey}.{n}")
+        State.bwd_owner.append(cid)
+        return None
+
+    def bwd(c, grad_input, grad_output):
+        flush_pending()
+        if not State.bwd_owner or State.bwd_owner[-1] != cid:
+            return None
+        State.bwd_owner.pop()
+        name = State.bwd_stack.pop()
+        State.depth += 1
+        try:
+            R.backward_record(name, R.as_list(grad_output), R.as_list(grad_input))
+        except Exception as e:
+            _log_once("backward record " + name, e)
+        finally:
+            State.depth -= 1
+        return None
+
+    return [cell.register_forward_pre_hook(pre), cell.register_forward_hook(fwd),
+            cell.register_backward_pre_hook(bpre), cell.register_backward_hook(bwd)]
+
+
+def unhook_cells() -> None:
+    for h in _cell_handles:
+        try:
+            h.remove()
+        except Exception:
+            pass
+    _cell_handles.clear()
+    _hooked_cells.clear()
+
+
+# -------------------------------------------------------------------------------------------- jit
+_jit_orig = None
+
+
+def hook_jit() -> None:
+    """``Jit.{name}.{n}.forward`` for functions compiled with ``mindspore.jit`` and called in PyNative
+    (msprobe's JitDump; n counts from 1 as there). Calls inside the compiled function are not recorded,
+    and neither are Cell methods that MindSpore compiles (``self.obj`` set, e.g. an optimizer)."""
+    global _jit_orig
+    if _jit_orig is not None:
+        return
+    try:
+        from mindspore.graph.api import _JitExecutor
+    except Exception:
+        try:
+            from mindspore.common.api import _JitExecutor  # type: ignore
+        except Exception:
+            return
+    _jit_orig = (_JitExecutor, _JitExecutor.__call__)
+    orig = _JitExecutor.__call__
+
+    def __call__(self, *args, **kwargs):
+        if not State.enabled or State.depth:
+            return orig(self, *args, **kwargs)
+        State.depth += 1
+        try:
+            out = orig(self, *args, **kwargs)
+            fn = getattr(self, "fn", None)
+            name = getattr(fn, "__name__", None) or "JitFunction"
+            if "<" in name:
+                name = name[:name.index("<")] or "JitFunction"
+            # Cell methods compiled by MindSpore itself (e.g. the optimizer's construct) are not
+            # user jit functions: msprobe's samples have no record for them.
+            if args and getattr(self, "obj", None) is None:
+                rec_args = args
+                jname = f"Jit.{name}.{R.next_index('Jit.' + name) + 1}.forward"
+                try:
+                    R.forward_record(jname, rec_args, {}, out)
+                except Exception as e:
+                    _log_once("forward record " + jname, e)
+            return out
+        finally:
+            State.depth -= 1
+
+    _JitExecutor.__call__ = __call__
+
+
+def unhook_jit() -> None:
+    global _jit_orig
+    if _jit_orig is not None:
+        cls, orig = _jit_orig
+        cls.__call__ = orig
+        _jit_orig = None

@@ -1,0 +1,200 @@
+"""``PrecisionDebugger`` for MindSpore (PyNative): msprobe 1.1.1's API, recording through the Rust
+recorder (``msprobe._native``)."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Optional
+
+import mindspore as ms
+
+from msprobe._native import last_error, lib
+from . import _hooks as H
+from ._record import State, logger
+
+LEVELS = ("L0", "L1", "mix", "L2")
+
+
+class MsprobeException(Exception):
+    """API misuse, with msprobe's message prefix."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__("[msprobe] 无效参数：" + detail)
+        self.detail = detail
+
+
+def _effective(key: str, explicit: Any, config_path: Optional[str], default: Any) -> Any:
+    """explicit argument > MSPROBE_{KEY} > config file > default: the recorder's precedence, for the
+    few settings the hooking side needs."""
+    if explicit is not None:
+        return explicit
+    env = os.environ.get("MSPROBE_" + key.upper(), "").strip()
+    if env:
+        return env
+    path = config_path if config_path is not None else (os.environ.get("MSPROBE_CONFIG") or None)
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            if isinstance(data, dict) and data.get(key) is not None:
+                return data[key]
+        except (OSError, ValueError):
+            pass
+    return default
+
+
+def _graph_mode() -> bool:
+    try:
+        return ms.get_context("mode") == ms.GRAPH_MODE
+    except Exception:
+        return False
+
+
+def _launch_blocking() -> None:
+    """Synchronous op launch (``mindspore.runtime.launch_blocking``). Every captured tensor is read on
+    the host, and with MindSpore's asynchronous launch each read waits 3-5 ms for the launch pipeline
+    on this CPU; launched synchronously, a read costs microseconds and the numbers are the same.
+    Effective when called before the first operator runs; MSPROBE_MS_LAUNCH_BLOCKING=0 turns it off."""
+    try:
+        ms.runtime.launch_blocking()
+    except Exception:
+        pass
+
+
+class PrecisionDebugger:
+    """One per process (a second construction returns the first instance, as msprobe's does)."""
+    _instance: Optional["PrecisionDebugger"] = None
+
+    def __new__(cls, *args, **kwargs):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+            cls._instance._initialized = False
+        return cls._instance
+
+    def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
+                 dump_path: Optional[str] = None, level: Optional[str] = None, step: Optional[list] = None,
+                 model: Any = None) -> None:
+        if self._initialized:
+            return
+        if config_path is not None and (not isinstance(config_path, str) or not os.path.isfile(config_path)):
+            logger.error(f"config_path {config_path!r} is not an existing file")
+            raise MsprobeException(f"config_path {config_path!r} is not an existing file")
+        if level is not None and level not in LEVELS:
+            raise MsprobeException(f"level is invalid, it should be one of {list(LEVELS)}")
+        args: dict = {"framework": "mindspore"}
+        if config_path is not None:
+            args["config_path"] = config_path
+        for k, v in (("task", task), ("dump_path", dump_path), ("level", level), ("step", step)):
+            if v is not None:
+                args[k] = v
+        rc = lib.msprobe_init(json.dumps(args).encode())
+        self.ok = rc in (0, 1)
+        if not self.ok:
+            logger.error(f"msprobe: configuration rejected, capture stays off: {last_error()}")
+        self.level = _effective("level", level, config_path, "L1")
+        self.task = _effective("task", task, config_path, "statistics")
+        self.model = model
+        if self.level in ("L0", "L1", "mix") and os.environ.get("MSPROBE_MS_LAUNCH_BLOCKING", "1") != "0":
+            _launch_blocking()
+        self.hooked = False
+        self.ended = False
+        self.dump_end = False
+        self._initialized = True
+
+    # ------------------------------------------------------------------------------------ lifecycle
+    def _check_mode(self) -> None:
+        if self.level in ("L0", "L1", "mix") and _graph_mode():
+            msg = (f"msprobe: level {self.level} is not supported in GRAPH_MODE: MindSpore compiles the whole graph, "
+                   "so there are no Python API or Cell calls to hook (msprobe: \"Data dump is not supported in "
+                   "graph_kbyk mode when dump level is api\"). Use PYNATIVE_MODE for L0/L1/mix, or level L2 "
+                   "with the kernel-level interposer: LD_PRELOAD=/path/to/libmsprobe.so MSPROBE_LEVEL=L2 python ...")
+            logger.error(msg)
+            raise MsprobeException(msg)
+
+    def start(self, model: Any = None) -> None:
+        self._check_mode()
+        if not self.ok or self.ended:
+            return
+        if model is not None:
+            self.model = model
+        if self.level in ("L0", "mix") and self.model is None:
+            logger.error(f"For level {self.level}, PrecisionDebugger or start interface must receive a 'model' argument.")
+            raise MsprobeException("missing the parameter 'model'")
+        if self.level == "L2":
+            lib.msprobe_start()
+            return
+        if lib.msprobe_steps_done() == 1:
+            self._end()
+            return
+        rc = lib.msprobe_start()
+        if rc != 1:
+            State.enabled = False
+            return
+        self._install()
+        State.construct = self.level in ("L0", "mix")
+        State.enabled = True
+
+    def _install(self) -> None:
+        if self.level in ("L1", "mix"):
+            if not self.dump_end:
+                H.api_registry.install()
+            H.hook_jit()
+            if self.model is not None:
+                H.hook_primitives(self.model)
+        if self.level in ("L0", "mix") and self.model is not None:
+            H.hook_cells(self.model)
+        self.dump_end = False
+        self.hooked = True
+
+    def _reset_stacks(self) -> None:
+        H.flush_pending()
+        for s in (State.fwd_stack, State.bwd_stack, State.fwd_owner, State.bwd_owner):
+            s.clear()
+
+    def stop(self) -> None:
+        if not self.ok or self.ended or self.level == "L2":
+            if self.level == "L2":
+                lib.msprobe_stop()
+            return
+        self._reset_stacks()
+        State.enabled = False
+        lib.msprobe_stop()
+
+    def step(self) -> None:
+        if not self.ok or self.ended:
+            return
+        self._reset_stacks()
+        State.enabled = False
+        lib.msprobe_step()
+        if self.dump_end:   # forward_backward_dump_end lasts until the next start()
+            H.api_registry.install()
+            self.dump_end = False
+        if lib.msprobe_steps_done() == 1:
+            self._end()
+
+    def forward_backward_dump_end(self) -> None:
+        """L1 only: later forward calls are not recorded (the original APIs are restored); backward hooks
+        already placed still record. The next start() wraps the APIs again."""
+        if not self.ok or self.ended:
+            return
+        if self.level != "L1":
+            logger.warning("forward_backward_dump_end() only applies to level L1; ignored.")
+            return
+        if not State.enabled:
+            logger.error("debugger.forward_backward_dump_end() should be called between debugger.start() and "
+                         "debugger.stop()")
+            raise Exception("debugger.stop() is already called. ")
+        logger.info("msprobe: debugger.forward_backward_dump_end() is set successfully. ")
+        H.api_registry.uninstall()
+        H.unhook_primitives()
+        H.unhook_jit()
+        self.dump_end = True
+
+    def _end(self) -> None:
+        State.enabled = False
+        H.api_registry.uninstall()
+        H.unhook_primitives()
+        H.unhook_cells()
+        H.unhook_jit()
+        self.ended = True
+        logger.info("msprobe ends successfully.")
