@@ -114,6 +114,12 @@ pub struct Config {
     /// Cap on tensor bytes queued for the writer.
     pub queue_bytes: u64,
     pub on_full: OnFull,
+    /// L2: a launch whose record name contains this ends the step (after its
+    /// `step_end_count`-th match).
+    pub step_end_op: Option<String>,
+    pub step_end_count: u64,
+    /// L2: every this many captured launches end the step.
+    pub step_launches: Option<u64>,
 }
 
 impl Default for Config {
@@ -132,6 +138,9 @@ impl Default for Config {
             dialect: Dialect::PyTorch,
             queue_bytes: 1 << 30,
             on_full: OnFull::Block,
+            step_end_op: None,
+            step_end_count: 1,
+            step_launches: None,
         }
     }
 }
@@ -195,6 +204,9 @@ pub const ENV_KEYS: &[(&str, &str, bool)] = &[
     ("MSPROBE_FRAMEWORK", "framework", false),
     ("MSPROBE_QUEUE_MB", "queue_mb", false),
     ("MSPROBE_ON_QUEUE_FULL", "on_queue_full", false),
+    ("MSPROBE_STEP_END_OP", "step_end_op", false),
+    ("MSPROBE_STEP_END_COUNT", "step_end_count", false),
+    ("MSPROBE_STEP_LAUNCHES", "step_launches", false),
     ("MSPROBE_SCOPE", "scope", true),
     ("MSPROBE_LIST", "list", true),
     ("MSPROBE_DATA_MODE", "data_mode", true),
@@ -236,7 +248,9 @@ fn env_value(key: &str, raw: &str) -> Json {
                     .collect(),
             )
         }
-        "queue_mb" => raw.parse::<i128>().map(Json::Int).unwrap_or_else(|_| Json::str(raw)),
+        "queue_mb" | "step_end_count" | "step_launches" => {
+            raw.parse::<i128>().map(Json::Int).unwrap_or_else(|_| Json::str(raw))
+        }
         _ => Json::str(raw),
     }
 }
@@ -450,6 +464,18 @@ fn apply_common(cfg: &mut Config, key: &str, v: &Json, src: &Source) -> Result<(
                 _ => OnFull::Block,
             }
         }
+        "step_end_op" => match v {
+            Json::Str(s) if !s.is_empty() => cfg.step_end_op = Some(s.clone()),
+            _ => return Err(bad(src, key, v, "it must be a non-empty op name (substring of the kernel record name, e.g. \"ApplyAdamW\")")),
+        },
+        "step_end_count" => match v {
+            Json::Int(n) if *n >= 1 => cfg.step_end_count = *n as u64,
+            _ => return Err(bad(src, key, v, "it must be an integer >= 1")),
+        },
+        "step_launches" => match v {
+            Json::Int(n) if *n >= 1 => cfg.step_launches = Some(*n as u64),
+            _ => return Err(bad(src, key, v, "it must be an integer >= 1")),
+        },
         "enable_dataloader" | "is_deterministic" => match v {
             Json::Bool(false) => {}
             Json::Bool(true) => log::warn!("config: '{key}: true' is not supported by msprobe-rs and is ignored"),
@@ -460,7 +486,7 @@ fn apply_common(cfg: &mut Config, key: &str, v: &Json, src: &Source) -> Result<(
                 src,
                 key,
                 v,
-                "this key is unknown; known keys are task, level, dump_path, rank, step, framework, queue_mb, on_queue_full, enable_dataloader and the task sections \"statistics\" and \"tensor\"",
+                "this key is unknown; known keys are task, level, dump_path, rank, step, framework, queue_mb, on_queue_full, step_end_op, step_end_count, step_launches, enable_dataloader and the task sections \"statistics\" and \"tensor\"",
             ))
         }
     }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod dtype;
 pub mod ffi;
 pub mod fsutil;
+pub mod interposer;
 pub mod json;
 pub mod layout;
 pub mod logging;

@@ -2,7 +2,8 @@
 //!
 //! `MSPROBE_LOG_LEVEL` takes msprobe's numbers (0 debug, 1 info — the default, 2 warning,
 //! 3 error, 4 silent) or the names debug/info/warn/error/off. Lines look like msprobe's:
-//! `2026-12-02 10:00:00 (1234) [INFO] msg`, with control characters replaced by `_`.
+//! `2026-12-02 10:00:00 (1234) [msprobe] [INFO] msg`, with control characters other than newlines
+//! replaced by `_`.
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
@@ -46,7 +47,10 @@ impl Log for Logger {
             Level::Info => "INFO",
             Level::Debug | Level::Trace => "DEBUG",
         };
-        let msg: String = r.args().to_string().chars().map(|c| if c.is_control() { '_' } else { c }).collect();
+        // Control characters are replaced (log injection); newlines of our own multi-line blocks
+        // (the run summary) are kept.
+        let msg: String =
+            r.args().to_string().chars().map(|c| if c.is_control() && c != '\n' { '_' } else { c }).collect();
         eprintln!("{} ({}) [msprobe] [{level}] {msg}", now_local(), std::process::id());
     }
 

@@ -310,6 +310,11 @@ impl Recorder {
     }
 
     /// Adds time spent capturing (for the summary).
+    pub fn add_capture_nanos(&self, d: std::time::Duration) {
+        self.capture_ns.fetch_add(d.as_nanos() as u64, Relaxed);
+    }
+
+    /// Adds time spent capturing since `since` (for the summary).
     pub fn add_capture_time(&self, since: Instant) {
         self.capture_ns.fetch_add(since.elapsed().as_nanos() as u64, Relaxed);
     }

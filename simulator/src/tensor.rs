@@ -89,6 +89,17 @@ impl TView {
     pub fn crc(&self) -> Result<u32, i32> {
         Ok(crc32fast::hash(&self.read_span()?))
     }
+    /// CRC-32 of the view's elements in row-major order (what a contiguous copy of the view
+    /// holds), as opposed to [`crc`](Self::crc) over the whole byte span including gaps.
+    pub fn crc_elements(&self) -> Result<u32, i32> {
+        let b = self.read_span()?;
+        let es = self.dtype.size();
+        let mut h = crc32fast::Hasher::new();
+        for o in self.offsets() {
+            h.update(&b[o * es..o * es + es]);
+        }
+        Ok(h.finalize())
+    }
     pub fn read_f64(&self) -> Result<Vec<f64>, i32> {
         let b = self.read_span()?;
         let es = self.dtype.size();

@@ -72,8 +72,11 @@ fn ints(v: &[i64]) -> String {
 pub fn run_traced(op: &str, stream: usize, args: &[Arg], f: impl FnOnce() -> Result<(), i32>) -> Result<(), i32> {
     let Some(s) = sink() else { return f() };
     let before: Vec<Option<u32>> = args.iter().map(|a| a.view.crc().ok()).collect();
+    let before_view: Vec<Option<u32>> = args.iter().map(|a| a.view.crc_elements().ok()).collect();
     let r = f();
     let after: Vec<Option<u32>> = args.iter().map(|a| if a.role.writes() { a.view.crc().ok() } else { None }).collect();
+    let after_view: Vec<Option<u32>> =
+        args.iter().map(|a| if a.role.writes() { a.view.crc_elements().ok() } else { None }).collect();
     let hex = |c: Option<u32>| c.map(|c| format!("\"{c:08x}\"")).unwrap_or_else(|| "null".into());
     let mut g = s.lock().unwrap();
     let seq = g.seq;
@@ -85,9 +88,10 @@ pub fn run_traced(op: &str, stream: usize, args: &[Arg], f: impl FnOnce() -> Res
             let (start, len) = a.view.byte_span();
             let li = a.list_index.map(|l| format!("\"list_index\":{l},")).unwrap_or_default();
             format!(
-                "{{\"role\":\"{}\",\"index\":{},{}\"name\":{},\"addr\":\"{:#x}\",\"span_addr\":\"{:#x}\",\"bytes\":{},\"dtype\":\"{}\",\"acl_dtype\":{},\"shape\":{},\"strides\":{},\"offset\":{},\"crc_before\":{},\"crc_after\":{}}}",
+                "{{\"role\":\"{}\",\"index\":{},{}\"name\":{},\"addr\":\"{:#x}\",\"span_addr\":\"{:#x}\",\"bytes\":{},\"dtype\":\"{}\",\"acl_dtype\":{},\"shape\":{},\"strides\":{},\"offset\":{},\"crc_before\":{},\"crc_after\":{},\"crc_view_before\":{},\"crc_view_after\":{}}}",
                 a.role.name(), a.index, li, jstr(&a.name), a.view.addr, start, len, a.view.dtype.name(), a.view.dtype.acl(),
-                ints(&a.view.shape), ints(&a.view.strides), a.view.offset, hex(before[i]), hex(after[i])
+                ints(&a.view.shape), ints(&a.view.strides), a.view.offset, hex(before[i]), hex(after[i]),
+                hex(before_view[i]), hex(after_view[i])
             )
         })
         .collect();

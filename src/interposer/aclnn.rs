@@ -1,0 +1,432 @@
+//! aclnn wrappers: nnopbase object hooks, generated phase-1 wrappers, generic phase-2 wrappers.
+
+use super::meta::{self, Bound, ExecState, Obj, Role, TensorMeta};
+use super::state::{capturing, op_capturing};
+use crate::dtype::DType;
+use crate::json::Json;
+use crate::record::value_leaf;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::{AtomicPtr, Ordering::*};
+
+/// A phase-1 argument as the generated wrappers see it (every kind a CANN header can declare;
+/// the bundled declarations use a subset).
+#[allow(dead_code)]
+pub enum Arg {
+    Tensor(*const c_void, Role),
+    TensorList(*const c_void, Role),
+    Scalar(*const c_void),
+    IntArray(*const c_void),
+    FloatArray(*const c_void),
+    BoolArray(*const c_void),
+    Str(*const c_void),
+    DType(i64),
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Opaque,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    One,
+    Two,
+}
+
+/// An op with a generated wrapper: its name without `aclnn` and its phase-1 parameter names.
+pub struct OpInfo {
+    pub op: &'static str,
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub params: &'static [&'static str],
+}
+
+include!(concat!(env!("OUT_DIR"), "/aclnn_gen.rs"));
+
+/// Binds phase-1 arguments to the executor (called by the generated wrappers).
+fn bind_executor(k: usize, executor: *const c_void, args: &[Arg]) {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let bound: Vec<Bound> = args.iter().map(bind_arg).collect();
+        meta::executors().insert(executor as usize, ExecState { args: bound, repeatable: false });
+    }));
+    if r.is_err() {
+        log::warn!("internal error binding aclnn{} arguments; this launch will not be captured", OPS[k].op);
+    }
+}
+
+fn bind_arg(a: &Arg) -> Bound {
+    let v = |p: *const c_void| meta::value(p as usize).unwrap_or(Json::Null);
+    match *a {
+        Arg::Tensor(p, role) => Bound::Tensor(p as usize, role),
+        Arg::TensorList(p, role) => Bound::List(p as usize, role),
+        Arg::Scalar(p) | Arg::IntArray(p) | Arg::FloatArray(p) | Arg::BoolArray(p) => Bound::Value(v(p)),
+        Arg::Str(p) => Bound::Value(if p.is_null() {
+            Json::Null
+        } else {
+            // SAFETY: a `char*` phase-1 argument is a NUL-terminated host string for the call.
+            let s = unsafe { CStr::from_ptr(p as *const c_char) }.to_string_lossy().into_owned();
+            value_leaf("str", Json::Str(s))
+        }),
+        Arg::DType(d) => Bound::Value(value_leaf("aclDataType", Json::Int(d as i128))),
+        Arg::Bool(b) => Bound::Value(value_leaf("bool", Json::Bool(b))),
+        Arg::Int(i) => Bound::Value(value_leaf("int", Json::Int(i as i128))),
+        Arg::Float(f) => Bound::Value(value_leaf("float", Json::Float(f))),
+        Arg::Opaque => Bound::Value(Json::Null),
+    }
+}
+
+type P2Fn = unsafe extern "C" fn(*mut c_void, u64, *mut c_void, *mut c_void) -> i32;
+
+/// Phase 2 of op `K`: `aclnnXxx(workspace, workspaceSize, executor, stream)`.
+unsafe extern "C" fn phase2<const K: usize>(ws: *mut c_void, size: u64, ex: *mut c_void, stream: *mut c_void) -> i32 {
+    // SAFETY: REAL_P2[K] holds the real phase-2 function (same signature for every op), stored
+    // before this wrapper was handed out.
+    let real: P2Fn = unsafe { std::mem::transmute::<*mut c_void, P2Fn>(REAL_P2[K].load(Relaxed)) };
+    if !op_capturing(K) {
+        // SAFETY: the caller's arguments, unchanged.
+        return unsafe { real(ws, size, ex, stream) };
+    }
+    super::capture::aclnn_launch(K, ex as usize, stream, || {
+        // SAFETY: as above.
+        unsafe { real(ws, size, ex, stream) }
+    })
+}
+
+/// Wraps a phase-1 or phase-2 symbol of an op with a generated wrapper.
+pub(crate) fn wrap_op(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {
+    let (k, phase) = find(name)?;
+    let slot = match phase {
+        Phase::One => &REAL_P1[k],
+        Phase::Two => &REAL_P2[k],
+    };
+    let w = wrapper(k, phase);
+    if found == w {
+        return Some(w);
+    }
+    match slot.compare_exchange(std::ptr::null_mut(), found, AcqRel, Acquire) {
+        Ok(_) => Some(w),
+        Err(prev) if prev == found => Some(w),
+        // A second implementation of the same name (a custom op library): not wrapped.
+        Err(_) => None,
+    }
+}
+
+// ---- nnopbase object hooks ----
+
+macro_rules! real_slot {
+    ($slot:ident) => {
+        static $slot: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    };
+}
+
+/// Calls the real function stored in `$slot` with signature `$ty`.
+macro_rules! call_real {
+    ($slot:ident, $ty:ty, $($arg:expr),*) => {{
+        // SAFETY: the slot holds the real function of this name, whose C signature is $ty.
+        let f: $ty = unsafe { std::mem::transmute::<*mut c_void, $ty>($slot.load(Relaxed)) };
+        // SAFETY: the caller's arguments, unchanged.
+        unsafe { f($($arg),*) }
+    }};
+}
+
+fn guarded(what: &str, f: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+        log::warn!("internal error in the {what} hook; capture of related launches may be incomplete");
+    }
+}
+
+/// Reads `n` values of `T` from a host pointer.
+///
+/// # Safety
+/// `p` must be NULL or point to `n` readable `T`s.
+unsafe fn host_slice<T: Copy>(p: *const T, n: u64) -> Vec<T> {
+    if p.is_null() || n == 0 {
+        return Vec::new();
+    }
+    // SAFETY: per the function contract.
+    unsafe { std::slice::from_raw_parts(p, n as usize) }.to_vec()
+}
+
+fn scalar_leaf(dtype: i32, bytes: &[u8]) -> Json {
+    let Some(dt) = DType::from_acl(dtype) else {
+        return value_leaf("aclScalar", Json::Null);
+    };
+    match crate::stats::tensor_stats(dt, true, &bytes[..dt.size().min(bytes.len())]).max {
+        crate::stats::Stat::Float(f) => value_leaf("float", Json::Float(f)),
+        crate::stats::Stat::Int(i) => value_leaf("int", Json::Int(i)),
+        crate::stats::Stat::Bool(b) => value_leaf("bool", Json::Bool(b)),
+        crate::stats::Stat::Null => value_leaf("complex", Json::Null),
+    }
+}
+
+real_slot!(CREATE_TENSOR);
+type CreateTensorFn =
+    unsafe extern "C" fn(*const i64, u64, i32, *const i64, i64, i32, *const i64, u64, *mut c_void) -> *mut c_void;
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn create_tensor(
+    view_dims: *const i64,
+    n: u64,
+    dtype: i32,
+    stride: *const i64,
+    offset: i64,
+    format: i32,
+    storage_dims: *const i64,
+    m: u64,
+    data: *mut c_void,
+) -> *mut c_void {
+    let t = call_real!(CREATE_TENSOR, CreateTensorFn, view_dims, n, dtype, stride, offset, format, storage_dims, m, data);
+    if !t.is_null() && capturing() {
+        guarded("aclCreateTensor", || {
+            // SAFETY: the real call accepted these arrays of n dims.
+            let shape = unsafe { host_slice(view_dims, n) };
+            let strides = (!stride.is_null()).then(|| unsafe { host_slice(stride, n) });
+            let m = TensorMeta { dtype, shape, strides, offset, addr: data as usize };
+            meta::objects().insert(t as usize, Obj::Tensor(m));
+        });
+    }
+    t
+}
+
+real_slot!(INIT_TENSOR);
+type InitTensorFn =
+    unsafe extern "C" fn(*mut c_void, *const i64, u64, i32, *const i64, i64, i32, *const i64, u64, *mut c_void) -> i32;
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn init_tensor(
+    t: *mut c_void,
+    view_dims: *const i64,
+    n: u64,
+    dtype: i32,
+    stride: *const i64,
+    offset: i64,
+    format: i32,
+    storage_dims: *const i64,
+    m: u64,
+    data: *mut c_void,
+) -> i32 {
+    let rc = call_real!(INIT_TENSOR, InitTensorFn, t, view_dims, n, dtype, stride, offset, format, storage_dims, m, data);
+    if rc == 0 && capturing() {
+        guarded("aclInitTensor", || {
+            // SAFETY: the real call accepted these arrays of n dims.
+            let shape = unsafe { host_slice(view_dims, n) };
+            let strides = (!stride.is_null()).then(|| unsafe { host_slice(stride, n) });
+            let m = TensorMeta { dtype, shape, strides, offset, addr: data as usize };
+            meta::objects().insert(t as usize, Obj::Tensor(m));
+        });
+    }
+    rc
+}
+
+real_slot!(CREATE_SCALAR);
+unsafe extern "C" fn create_scalar(value: *mut c_void, dtype: i32) -> *mut c_void {
+    let s = call_real!(CREATE_SCALAR, unsafe extern "C" fn(*mut c_void, i32) -> *mut c_void, value, dtype);
+    if !s.is_null() && !value.is_null() && capturing() {
+        guarded("aclCreateScalar", || {
+            let size = DType::from_acl(dtype).map(|d| d.size()).unwrap_or(0) as u64;
+            // SAFETY: the scalar's value points at one element of `dtype` (copied at creation).
+            let bytes = unsafe { host_slice(value as *const u8, size) };
+            meta::objects().insert(s as usize, Obj::Value(scalar_leaf(dtype, &bytes)));
+        });
+    }
+    s
+}
+
+macro_rules! array_hook {
+    ($fn:ident, $slot:ident, $t:ty, $leaf:expr) => {
+        real_slot!($slot);
+        unsafe extern "C" fn $fn(value: *const $t, size: u64) -> *mut c_void {
+            let a = call_real!($slot, unsafe extern "C" fn(*const $t, u64) -> *mut c_void, value, size);
+            if !a.is_null() && capturing() {
+                guarded(stringify!($fn), || {
+                    // SAFETY: the array holds `size` elements (copied by nnopbase at creation).
+                    let v = unsafe { host_slice(value, size) };
+                    let items = v.into_iter().map($leaf).collect();
+                    meta::objects().insert(a as usize, Obj::Value(Json::Array(items)));
+                });
+            }
+            a
+        }
+    };
+}
+array_hook!(create_int_array, CREATE_INT_ARRAY, i64, |x: i64| value_leaf("int", Json::Int(x as i128)));
+array_hook!(create_float_array, CREATE_FLOAT_ARRAY, f32, |x: f32| value_leaf("float", Json::Float(x as f64)));
+array_hook!(create_bool_array, CREATE_BOOL_ARRAY, bool, |x: bool| value_leaf("bool", Json::Bool(x)));
+
+real_slot!(CREATE_TENSOR_LIST);
+unsafe extern "C" fn create_tensor_list(value: *const *const c_void, size: u64) -> *mut c_void {
+    let l = call_real!(CREATE_TENSOR_LIST, unsafe extern "C" fn(*const *const c_void, u64) -> *mut c_void, value, size);
+    if !l.is_null() && capturing() {
+        guarded("aclCreateTensorList", || {
+            // SAFETY: the list holds `size` tensor pointers (copied by nnopbase at creation).
+            let v = unsafe { host_slice(value, size) };
+            meta::objects().insert(l as usize, Obj::List(v.into_iter().map(|p| p as usize).collect()));
+        });
+    }
+    l
+}
+
+macro_rules! destroy_hook {
+    ($fn:ident, $slot:ident) => {
+        real_slot!($slot);
+        unsafe extern "C" fn $fn(obj: *const c_void) -> i32 {
+            if capturing() {
+                guarded(stringify!($fn), || meta::forget(obj as usize));
+            }
+            call_real!($slot, unsafe extern "C" fn(*const c_void) -> i32, obj)
+        }
+    };
+}
+destroy_hook!(destroy_tensor, DESTROY_TENSOR);
+destroy_hook!(destroy_scalar, DESTROY_SCALAR);
+destroy_hook!(destroy_int_array, DESTROY_INT_ARRAY);
+destroy_hook!(destroy_float_array, DESTROY_FLOAT_ARRAY);
+destroy_hook!(destroy_bool_array, DESTROY_BOOL_ARRAY);
+destroy_hook!(destroy_tensor_list, DESTROY_TENSOR_LIST);
+
+real_slot!(SET_REPEATABLE);
+unsafe extern "C" fn set_repeatable(ex: *mut c_void) -> i32 {
+    let rc = call_real!(SET_REPEATABLE, unsafe extern "C" fn(*mut c_void) -> i32, ex);
+    if rc == 0 && capturing() {
+        guarded("aclSetAclOpExecutorRepeatable", || {
+            if let Some(s) = meta::executors().get_mut(&(ex as usize)) {
+                s.repeatable = true;
+            }
+        });
+    }
+    rc
+}
+
+real_slot!(DESTROY_EXECUTOR);
+unsafe extern "C" fn destroy_executor(ex: *mut c_void) -> i32 {
+    if capturing() {
+        guarded("aclDestroyAclOpExecutor", || {
+            meta::executors().remove(&(ex as usize));
+        });
+    }
+    call_real!(DESTROY_EXECUTOR, unsafe extern "C" fn(*mut c_void) -> i32, ex)
+}
+
+macro_rules! set_addr_hook {
+    ($fn:ident, $slot:ident) => {
+        real_slot!($slot);
+        unsafe extern "C" fn $fn(ex: *mut c_void, index: usize, tensor: *mut c_void, addr: *mut c_void) -> i32 {
+            let rc = call_real!($slot, unsafe extern "C" fn(*mut c_void, usize, *mut c_void, *mut c_void) -> i32, ex, index, tensor, addr);
+            if rc == 0 && capturing() {
+                guarded(stringify!($fn), || meta::set_addr(tensor as usize, addr as usize));
+            }
+            rc
+        }
+    };
+}
+set_addr_hook!(set_input_addr, SET_INPUT_ADDR);
+set_addr_hook!(set_output_addr, SET_OUTPUT_ADDR);
+set_addr_hook!(set_tensor_addr, SET_TENSOR_ADDR);
+set_addr_hook!(set_input_addr_cap, SET_INPUT_ADDR_CAP);
+set_addr_hook!(set_output_addr_cap, SET_OUTPUT_ADDR_CAP);
+set_addr_hook!(set_tensor_addr_cap, SET_TENSOR_ADDR_CAP);
+
+macro_rules! set_dyn_addr_hook {
+    ($fn:ident, $slot:ident) => {
+        real_slot!($slot);
+        unsafe extern "C" fn $fn(ex: *mut c_void, ir: usize, rel: usize, list: *mut c_void, addr: *mut c_void) -> i32 {
+            let rc = call_real!($slot, unsafe extern "C" fn(*mut c_void, usize, usize, *mut c_void, *mut c_void) -> i32, ex, ir, rel, list, addr);
+            if rc == 0 && capturing() {
+                guarded(stringify!($fn), || meta::set_list_addr(list as usize, rel, addr as usize));
+            }
+            rc
+        }
+    };
+}
+set_dyn_addr_hook!(set_dyn_input_addr, SET_DYN_INPUT_ADDR);
+set_dyn_addr_hook!(set_dyn_output_addr, SET_DYN_OUTPUT_ADDR);
+set_dyn_addr_hook!(set_dyn_tensor_addr, SET_DYN_TENSOR_ADDR);
+set_dyn_addr_hook!(set_dyn_input_addr_cap, SET_DYN_INPUT_ADDR_CAP);
+set_dyn_addr_hook!(set_dyn_output_addr_cap, SET_DYN_OUTPUT_ADDR_CAP);
+set_dyn_addr_hook!(set_dyn_tensor_addr_cap, SET_DYN_TENSOR_ADDR_CAP);
+
+real_slot!(SET_RAW_ADDR);
+unsafe extern "C" fn set_raw_addr(tensor: *mut c_void, addr: *mut c_void) -> i32 {
+    let rc = call_real!(SET_RAW_ADDR, unsafe extern "C" fn(*mut c_void, *mut c_void) -> i32, tensor, addr);
+    if rc == 0 && capturing() {
+        guarded("aclSetRawTensorAddr", || meta::set_addr(tensor as usize, addr as usize));
+    }
+    rc
+}
+
+// torch_npu's executor cache would skip phase 1 (no arguments to bind). While capture is armed,
+// the cache is reported unusable and every lookup misses (cann-abi.md §6.1).
+unsafe extern "C" fn can_use_pta_cache(_api: *const c_char) -> bool {
+    false
+}
+unsafe extern "C" fn pta_get_exec_cache(_hash: u64, _ws: *mut u64) -> *mut c_void {
+    std::ptr::null_mut()
+}
+unsafe extern "C" fn pta_find_exec_cache(_buf: *const u8, _len: usize, _ws: *mut u64) -> *mut c_void {
+    std::ptr::null_mut()
+}
+
+/// Wraps an nnopbase object or executor function.
+pub(crate) fn wrap_meta(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {
+    let (slot, w): (Option<&AtomicPtr<c_void>>, *mut c_void) = match name {
+        b"aclCreateTensor" => (Some(&CREATE_TENSOR), create_tensor as *mut c_void),
+        b"aclInitTensor" => (Some(&INIT_TENSOR), init_tensor as *mut c_void),
+        b"aclCreateScalar" => (Some(&CREATE_SCALAR), create_scalar as *mut c_void),
+        b"aclCreateIntArray" => (Some(&CREATE_INT_ARRAY), create_int_array as *mut c_void),
+        b"aclCreateFloatArray" => (Some(&CREATE_FLOAT_ARRAY), create_float_array as *mut c_void),
+        b"aclCreateBoolArray" => (Some(&CREATE_BOOL_ARRAY), create_bool_array as *mut c_void),
+        b"aclCreateTensorList" => (Some(&CREATE_TENSOR_LIST), create_tensor_list as *mut c_void),
+        b"aclDestroyTensor" => (Some(&DESTROY_TENSOR), destroy_tensor as *mut c_void),
+        b"aclDestroyScalar" => (Some(&DESTROY_SCALAR), destroy_scalar as *mut c_void),
+        b"aclDestroyIntArray" => (Some(&DESTROY_INT_ARRAY), destroy_int_array as *mut c_void),
+        b"aclDestroyFloatArray" => (Some(&DESTROY_FLOAT_ARRAY), destroy_float_array as *mut c_void),
+        b"aclDestroyBoolArray" => (Some(&DESTROY_BOOL_ARRAY), destroy_bool_array as *mut c_void),
+        b"aclDestroyTensorList" => (Some(&DESTROY_TENSOR_LIST), destroy_tensor_list as *mut c_void),
+        b"aclSetAclOpExecutorRepeatable" => (Some(&SET_REPEATABLE), set_repeatable as *mut c_void),
+        b"aclDestroyAclOpExecutor" => (Some(&DESTROY_EXECUTOR), destroy_executor as *mut c_void),
+        b"aclSetInputTensorAddr" => (Some(&SET_INPUT_ADDR), set_input_addr as *mut c_void),
+        b"aclSetOutputTensorAddr" => (Some(&SET_OUTPUT_ADDR), set_output_addr as *mut c_void),
+        b"aclSetTensorAddr" => (Some(&SET_TENSOR_ADDR), set_tensor_addr as *mut c_void),
+        b"AclSetInputTensorAddr" => (Some(&SET_INPUT_ADDR_CAP), set_input_addr_cap as *mut c_void),
+        b"AclSetOutputTensorAddr" => (Some(&SET_OUTPUT_ADDR_CAP), set_output_addr_cap as *mut c_void),
+        b"AclSetTensorAddr" => (Some(&SET_TENSOR_ADDR_CAP), set_tensor_addr_cap as *mut c_void),
+        b"aclSetDynamicInputTensorAddr" => (Some(&SET_DYN_INPUT_ADDR), set_dyn_input_addr as *mut c_void),
+        b"aclSetDynamicOutputTensorAddr" => (Some(&SET_DYN_OUTPUT_ADDR), set_dyn_output_addr as *mut c_void),
+        b"aclSetDynamicTensorAddr" => (Some(&SET_DYN_TENSOR_ADDR), set_dyn_tensor_addr as *mut c_void),
+        b"AclSetDynamicInputTensorAddr" => (Some(&SET_DYN_INPUT_ADDR_CAP), set_dyn_input_addr_cap as *mut c_void),
+        b"AclSetDynamicOutputTensorAddr" => (Some(&SET_DYN_OUTPUT_ADDR_CAP), set_dyn_output_addr_cap as *mut c_void),
+        b"AclSetDynamicTensorAddr" => (Some(&SET_DYN_TENSOR_ADDR_CAP), set_dyn_tensor_addr_cap as *mut c_void),
+        b"aclSetRawTensorAddr" => (Some(&SET_RAW_ADDR), set_raw_addr as *mut c_void),
+        b"CanUsePTACache" => (None, can_use_pta_cache as *mut c_void),
+        b"PTAGetExecCache" => (None, pta_get_exec_cache as *mut c_void),
+        b"PTAFindExecCache" => (None, pta_find_exec_cache as *mut c_void),
+        _ => return None,
+    };
+    if found == w {
+        return Some(w);
+    }
+    match slot {
+        None => Some(w),
+        Some(s) => match s.compare_exchange(std::ptr::null_mut(), found, AcqRel, Acquire) {
+            Ok(_) => Some(w),
+            Err(prev) if prev == found => Some(w),
+            Err(_) => None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The generated table covers every op the simulator implements and names their parameters.
+    #[test]
+    fn generated_table() {
+        for op in ["Add", "Mm", "Relu", "NLLLoss", "LayerNormBackward", "ApplyAdamW", "InplaceAdd", "Cat"] {
+            let (k, p) = find(format!("aclnn{op}GetWorkspaceSize").as_bytes()).unwrap();
+            assert_eq!(p, Phase::One);
+            assert_eq!(OPS[k].op, op);
+            assert_eq!(find(format!("aclnn{op}").as_bytes()), Some((k, Phase::Two)));
+            assert!(!wrapper(k, Phase::One).is_null() && !wrapper(k, Phase::Two).is_null());
+        }
+        let (k, _) = find(b"aclnnLayerNormGetWorkspaceSize").unwrap();
+        assert_eq!(OPS[k].params[0], "input");
+        assert_eq!(find(b"aclnnNoSuchOp"), None);
+    }
+}

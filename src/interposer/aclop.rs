@@ -1,0 +1,343 @@
+//! aclop wrappers: `aclopExecute(V2)`, `aclopCompileAndExecute(V2)` and `aclopCast`, captured
+//! from their descriptors and data buffers, plus the attribute setters (an `aclopAttr` has no
+//! getters, cann-abi.md §4.4).
+//!
+//! torch_npu links `aclopCompileAndExecute` and the `aclopSetAttr*` setters directly (PLT), so
+//! those names are also exported from libmsprobe ([`exports`]); everything else arrives through
+//! the dlsym hook.
+
+use super::capture::{kernel_launch, KArg};
+use super::meta::{self, Obj, Role, TensorMeta};
+use super::real::RealFn;
+use super::state::{self, capturing};
+use crate::json::Json;
+use crate::record::value_leaf;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{AtomicPtr, Ordering::*};
+
+type P = *mut c_void;
+
+static GET_DESC_TYPE: RealFn = RealFn::new(c"aclGetTensorDescType");
+static GET_DESC_NUM_DIMS: RealFn = RealFn::new(c"aclGetTensorDescNumDims");
+static GET_DESC_DIM_V2: RealFn = RealFn::new(c"aclGetTensorDescDimV2");
+static GET_BUF_ADDR: RealFn = RealFn::new(c"aclGetDataBufferAddr");
+static GET_BUF_SIZE: RealFn = RealFn::new(c"aclGetDataBufferSizeV2");
+
+/// The getters the capture calls, by name (remembered when clients look them up).
+pub(crate) fn observed(name: &[u8]) -> Option<&'static RealFn> {
+    match name {
+        b"aclGetTensorDescType" => Some(&GET_DESC_TYPE),
+        b"aclGetTensorDescNumDims" => Some(&GET_DESC_NUM_DIMS),
+        b"aclGetTensorDescDimV2" => Some(&GET_DESC_DIM_V2),
+        b"aclGetDataBufferAddr" => Some(&GET_BUF_ADDR),
+        b"aclGetDataBufferSizeV2" => Some(&GET_BUF_SIZE),
+        _ => None,
+    }
+}
+
+/// A descriptor + buffer as a contiguous view (origin dims over the buffer).
+fn desc_tensor(desc: P, buf: P, role: Role) -> KArg {
+    if desc.is_null() || buf.is_null() {
+        return KArg::Missing(role);
+    }
+    let (t, nd, dim, addr) = (GET_DESC_TYPE.get(), GET_DESC_NUM_DIMS.get(), GET_DESC_DIM_V2.get(), GET_BUF_ADDR.get());
+    if t.is_null() || nd.is_null() || dim.is_null() || addr.is_null() {
+        return KArg::Missing(role);
+    }
+    // SAFETY: the pointers are the real acl_base getters with these C signatures, called on the
+    // caller's live descriptor and buffer.
+    unsafe {
+        let dtype = std::mem::transmute::<P, unsafe extern "C" fn(P) -> c_int>(t)(desc);
+        let n = std::mem::transmute::<P, unsafe extern "C" fn(P) -> usize>(nd)(desc);
+        if n > 64 {
+            return KArg::Missing(role); // unknown rank
+        }
+        let get_dim = std::mem::transmute::<P, unsafe extern "C" fn(P, usize, *mut i64) -> c_int>(dim);
+        let mut shape = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut d = 0i64;
+            if get_dim(desc, i, &mut d) != 0 {
+                return KArg::Missing(role);
+            }
+            shape.push(d);
+        }
+        let a = std::mem::transmute::<P, unsafe extern "C" fn(P) -> P>(addr)(buf);
+        KArg::Tensor(TensorMeta { dtype, shape, strides: None, offset: 0, addr: a as usize }, role)
+    }
+}
+
+fn attrs(attr: P) -> KArg {
+    let kv = match meta::objects().get(&(attr as usize)) {
+        Some(Obj::Value(Json::Object(kv))) => kv.clone(),
+        _ => Vec::new(),
+    };
+    KArg::Value(Json::Object(kv))
+}
+
+/// # Safety
+/// `descs`/`bufs` must hold `n` pointers (or be NULL with n = 0).
+unsafe fn tensors(n: c_int, descs: *const P, bufs: *const P, role: Role) -> Vec<KArg> {
+    (0..n.max(0) as usize)
+        .map(|i| {
+            if descs.is_null() || bufs.is_null() {
+                return KArg::Missing(role);
+            }
+            // SAFETY: per the function contract, i < n.
+            let (d, b) = unsafe { (*descs.add(i), *bufs.add(i)) };
+            desc_tensor(d, b, role)
+        })
+        .collect()
+}
+
+/// Captures one aclop execution; the attribute values become the record's last input leaf.
+#[allow(clippy::too_many_arguments)]
+fn execute(op_type: *const c_char, n_in: c_int, in_desc: *const P, inputs: *const P, n_out: c_int, out_desc: *const P, outputs: *const P, attr: P, stream: P, real: impl FnOnce() -> i32) -> i32 {
+    let Some(l2) = state::l2().filter(|_| capturing()) else { return real() };
+    let op = if op_type.is_null() {
+        "unknown".to_string()
+    } else {
+        // SAFETY: opType is the caller's NUL-terminated op type name.
+        unsafe { CStr::from_ptr(op_type) }.to_string_lossy().into_owned()
+    };
+    // SAFETY: the arrays hold n_in / n_out entries (aclop contract).
+    let mut args = unsafe { tensors(n_in, in_desc, inputs, Role::In) };
+    args.push(attrs(attr));
+    // SAFETY: as above.
+    args.extend(unsafe { tensors(n_out, out_desc, outputs, Role::Out) });
+    kernel_launch(&l2, "Aclop", &op, args, stream, real)
+}
+
+macro_rules! slot {
+    ($s:ident) => {
+        static $s: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    };
+}
+
+type ExecFn = unsafe extern "C" fn(*const c_char, c_int, *const P, *const P, c_int, *const P, *const P, P, P) -> c_int;
+type CompileExecFn =
+    unsafe extern "C" fn(*const c_char, c_int, *const P, *const P, c_int, *const P, *const P, P, c_int, c_int, *const c_char, P) -> c_int;
+
+macro_rules! exec_hook {
+    ($fn:ident, $slot:ident) => {
+        slot!($slot);
+        #[allow(clippy::too_many_arguments)]
+        unsafe extern "C" fn $fn(op: *const c_char, ni: c_int, id: *const P, i: *const P, no: c_int, od: *const P, o: *const P, attr: P, stream: P) -> c_int {
+            // SAFETY: the slot holds the real function of this name (signature ExecFn).
+            let f: ExecFn = unsafe { std::mem::transmute::<P, ExecFn>($slot.load(Relaxed)) };
+            // SAFETY: the caller's arguments, unchanged.
+            execute(op, ni, id, i, no, od, o, attr, stream, || unsafe { f(op, ni, id, i, no, od, o, attr, stream) })
+        }
+    };
+}
+exec_hook!(execute_v1, EXECUTE);
+exec_hook!(execute_v2, EXECUTE_V2);
+
+macro_rules! compile_exec_hook {
+    ($fn:ident, $slot:ident) => {
+        slot!($slot);
+        #[allow(clippy::too_many_arguments)]
+        unsafe extern "C" fn $fn(op: *const c_char, ni: c_int, id: *const P, i: *const P, no: c_int, od: *const P, o: *const P, attr: P, engine: c_int, flag: c_int, path: *const c_char, stream: P) -> c_int {
+            // SAFETY: the slot holds the real function of this name (signature CompileExecFn).
+            let f: CompileExecFn = unsafe { std::mem::transmute::<P, CompileExecFn>($slot.load(Relaxed)) };
+            // SAFETY: the caller's arguments, unchanged.
+            execute(op, ni, id, i, no, od, o, attr, stream, || unsafe { f(op, ni, id, i, no, od, o, attr, engine, flag, path, stream) })
+        }
+    };
+}
+compile_exec_hook!(compile_execute, COMPILE_EXECUTE);
+compile_exec_hook!(compile_execute_v2, COMPILE_EXECUTE_V2);
+
+slot!(CAST);
+unsafe extern "C" fn cast(src_desc: P, src: P, dst_desc: P, dst: P, truncate: u8, stream: P) -> c_int {
+    type F = unsafe extern "C" fn(P, P, P, P, u8, P) -> c_int;
+    // SAFETY: the slot holds the real aclopCast.
+    let f: F = unsafe { std::mem::transmute::<P, F>(CAST.load(Relaxed)) };
+    let Some(l2) = state::l2().filter(|_| capturing()) else {
+        // SAFETY: the caller's arguments, unchanged.
+        return unsafe { f(src_desc, src, dst_desc, dst, truncate, stream) };
+    };
+    let args = vec![
+        desc_tensor(src_desc, src, Role::In),
+        KArg::Value(value_leaf("int", Json::Int(truncate as i128))),
+        desc_tensor(dst_desc, dst, Role::Out),
+    ];
+    // SAFETY: as above.
+    kernel_launch(&l2, "Aclop", "Cast", args, stream, || unsafe { f(src_desc, src, dst_desc, dst, truncate, stream) })
+}
+
+// ---- attributes ----
+
+fn set_attr(attr: P, name: *const c_char, v: Json) {
+    if attr.is_null() || name.is_null() || !capturing() {
+        return;
+    }
+    // SAFETY: attrName is the caller's NUL-terminated attribute name.
+    let k = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+    let mut objs = meta::objects();
+    let e = objs.entry(attr as usize).or_insert_with(|| Obj::Value(Json::Object(Vec::new())));
+    if let Obj::Value(Json::Object(kv)) = e {
+        match kv.iter_mut().find(|(n, _)| *n == k) {
+            Some(slot) => slot.1 = v,
+            None => kv.push((k, v)),
+        }
+    }
+}
+
+macro_rules! attr_hook {
+    ($fn:ident, $slot:ident, $t:ty, $leaf:expr) => {
+        slot!($slot);
+        unsafe extern "C" fn $fn(attr: P, name: *const c_char, v: $t) -> c_int {
+            type F = unsafe extern "C" fn(P, *const c_char, $t) -> c_int;
+            // SAFETY: the slot holds the real setter of this name.
+            let f: F = unsafe { std::mem::transmute::<P, F>($slot.load(Relaxed)) };
+            // SAFETY: the caller's arguments, unchanged.
+            let rc = unsafe { f(attr, name, v) };
+            if rc == 0 {
+                let _ = std::panic::catch_unwind(|| set_attr(attr, name, $leaf(v)));
+            }
+            rc
+        }
+    };
+}
+attr_hook!(set_attr_bool, SET_ATTR_BOOL, u8, |v: u8| value_leaf("bool", Json::Bool(v != 0)));
+attr_hook!(set_attr_int, SET_ATTR_INT, i64, |v: i64| value_leaf("int", Json::Int(v as i128)));
+attr_hook!(set_attr_float, SET_ATTR_FLOAT, f32, |v: f32| value_leaf("float", Json::Float(v as f64)));
+attr_hook!(set_attr_dtype, SET_ATTR_DTYPE, c_int, |v: c_int| value_leaf("aclDataType", Json::Int(v as i128)));
+attr_hook!(set_attr_string, SET_ATTR_STRING, *const c_char, |v: *const c_char| {
+    if v.is_null() {
+        Json::Null
+    } else {
+        // SAFETY: attrValue is the caller's NUL-terminated string.
+        value_leaf("str", Json::Str(unsafe { CStr::from_ptr(v) }.to_string_lossy().into_owned()))
+    }
+});
+
+slot!(SET_ATTR_LIST_INT);
+unsafe extern "C" fn set_attr_list_int(attr: P, name: *const c_char, n: c_int, v: *const i64) -> c_int {
+    type F = unsafe extern "C" fn(P, *const c_char, c_int, *const i64) -> c_int;
+    // SAFETY: the slot holds the real aclopSetAttrListInt.
+    let f: F = unsafe { std::mem::transmute::<P, F>(SET_ATTR_LIST_INT.load(Relaxed)) };
+    // SAFETY: the caller's arguments, unchanged.
+    let rc = unsafe { f(attr, name, n, v) };
+    if rc == 0 && !v.is_null() && n >= 0 {
+        let _ = std::panic::catch_unwind(|| {
+            // SAFETY: the setter accepted n values at v.
+            let vals = unsafe { std::slice::from_raw_parts(v, n as usize) };
+            set_attr(attr, name, Json::Array(vals.iter().map(|x| value_leaf("int", Json::Int(*x as i128))).collect()));
+        });
+    }
+    rc
+}
+
+slot!(DESTROY_ATTR);
+unsafe extern "C" fn destroy_attr(attr: P) {
+    if capturing() {
+        let _ = std::panic::catch_unwind(|| meta::forget(attr as usize));
+    }
+    type F = unsafe extern "C" fn(P);
+    // SAFETY: the slot holds the real aclopDestroyAttr.
+    let f: F = unsafe { std::mem::transmute::<P, F>(DESTROY_ATTR.load(Relaxed)) };
+    // SAFETY: the caller's argument, unchanged.
+    unsafe { f(attr) }
+}
+
+/// Wraps an aclop function.
+pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {
+    if let Some(f) = observed(name) {
+        f.observe(found);
+        return Some(found);
+    }
+    let (slot, w): (&AtomicPtr<c_void>, *mut c_void) = match name {
+        b"aclopExecute" => (&EXECUTE, execute_v1 as *mut c_void),
+        b"aclopExecuteV2" => (&EXECUTE_V2, execute_v2 as *mut c_void),
+        b"aclopCompileAndExecute" => (&COMPILE_EXECUTE, compile_execute as *mut c_void),
+        b"aclopCompileAndExecuteV2" => (&COMPILE_EXECUTE_V2, compile_execute_v2 as *mut c_void),
+        b"aclopCast" => (&CAST, cast as *mut c_void),
+        b"aclopSetAttrBool" => (&SET_ATTR_BOOL, set_attr_bool as *mut c_void),
+        b"aclopSetAttrInt" => (&SET_ATTR_INT, set_attr_int as *mut c_void),
+        b"aclopSetAttrFloat" => (&SET_ATTR_FLOAT, set_attr_float as *mut c_void),
+        b"aclopSetAttrDataType" => (&SET_ATTR_DTYPE, set_attr_dtype as *mut c_void),
+        b"aclopSetAttrString" => (&SET_ATTR_STRING, set_attr_string as *mut c_void),
+        b"aclopSetAttrListInt" => (&SET_ATTR_LIST_INT, set_attr_list_int as *mut c_void),
+        b"aclopDestroyAttr" => (&DESTROY_ATTR, destroy_attr as *mut c_void),
+        _ => return None,
+    };
+    if found == w || exports::is_export(found) {
+        return Some(found);
+    }
+    match slot.compare_exchange(std::ptr::null_mut(), found, AcqRel, Acquire) {
+        Ok(_) => Some(w),
+        Err(prev) if prev == found => Some(w),
+        Err(_) => None,
+    }
+}
+
+/// The names torch_npu links directly, exported so PLT calls reach the wrappers.
+pub(crate) mod exports {
+    use super::*;
+
+    /// Finds the real function behind an export: the address a client looked up through dlsym,
+    /// else the loaded CANN libraries (never RTLD_DEFAULT, which would find the export itself).
+    fn real_of(slot: &AtomicPtr<c_void>, name: &CStr, own: P) -> P {
+        let p = slot.load(Acquire);
+        if !p.is_null() {
+            return p;
+        }
+        for lib in [c"libacl_op_compiler.so", c"libascendcl.so", c"libacl_op_executor.so"] {
+            let f = super::super::real::in_loaded(lib, name);
+            if !f.is_null() && f != own {
+                let _ = slot.compare_exchange(std::ptr::null_mut(), f, AcqRel, Acquire);
+                return slot.load(Acquire);
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    pub(crate) fn is_export(p: P) -> bool {
+        p == aclopCompileAndExecute as P || p == aclopSetAttrInt as P || p == aclopSetAttrBool as P
+    }
+
+    /// Exported `aclopCompileAndExecute` (torch_npu links it directly).
+    ///
+    /// # Safety
+    /// The aclop C contract.
+    #[no_mangle]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe extern "C" fn aclopCompileAndExecute(op: *const c_char, ni: c_int, id: *const P, i: *const P, no: c_int, od: *const P, o: *const P, attr: P, engine: c_int, flag: c_int, path: *const c_char, stream: P) -> c_int {
+        let real = real_of(&COMPILE_EXECUTE, c"aclopCompileAndExecute", aclopCompileAndExecute as P);
+        if real.is_null() {
+            return 100000; // ACL_ERROR_INVALID_PARAM: no CANN loaded
+        }
+        if state::STATE.load(Relaxed) == state::UNKNOWN {
+            state::capturing();
+        }
+        // SAFETY: real is the CANN function of this name.
+        unsafe { compile_execute(op, ni, id, i, no, od, o, attr, engine, flag, path, stream) }
+    }
+
+    /// Exported `aclopSetAttrInt`.
+    ///
+    /// # Safety
+    /// The aclop C contract.
+    #[no_mangle]
+    pub unsafe extern "C" fn aclopSetAttrInt(attr: P, name: *const c_char, v: i64) -> c_int {
+        if real_of(&SET_ATTR_INT, c"aclopSetAttrInt", aclopSetAttrInt as P).is_null() {
+            return 100000;
+        }
+        // SAFETY: the slot now holds the real setter.
+        unsafe { set_attr_int(attr, name, v) }
+    }
+
+    /// Exported `aclopSetAttrBool`.
+    ///
+    /// # Safety
+    /// The aclop C contract.
+    #[no_mangle]
+    pub unsafe extern "C" fn aclopSetAttrBool(attr: P, name: *const c_char, v: u8) -> c_int {
+        if real_of(&SET_ATTR_BOOL, c"aclopSetAttrBool", aclopSetAttrBool as P).is_null() {
+            return 100000;
+        }
+        // SAFETY: the slot now holds the real setter.
+        unsafe { set_attr_bool(attr, name, v) }
+    }
+}

@@ -1,0 +1,232 @@
+//! HCCL wrappers: collectives captured like kernels (send buffers before, receive buffers
+//! after, sizes from count × HcclDataType), and the rank learned from communicator init.
+
+use super::capture::{kernel_launch, KArg};
+use super::meta::{Role, TensorMeta};
+use super::real;
+use super::state::{self, capturing};
+use crate::json::Json;
+use crate::record::value_leaf;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicPtr, Ordering::*};
+
+/// HcclDataType → aclDataType (the numberings differ, cann-abi.md §5.3).
+fn acl_dtype(hccl: i32) -> i32 {
+    match hccl {
+        0 => 2,   // INT8
+        1 => 6,   // INT16
+        2 => 3,   // INT32
+        3 => 1,   // FP16
+        4 => 0,   // FP32
+        5 => 9,   // INT64
+        6 => 10,  // UINT64
+        7 => 4,   // UINT8
+        8 => 7,   // UINT16
+        9 => 8,   // UINT32
+        10 => 11, // FP64
+        11 => 27, // BFP16
+        _ => -1,
+    }
+}
+
+fn flat(addr: *const c_void, count: u64, hccl_dtype: i32, role: Role) -> KArg {
+    if addr.is_null() {
+        return KArg::Missing(role);
+    }
+    let t = TensorMeta { dtype: acl_dtype(hccl_dtype), shape: vec![count as i64], strides: None, offset: 0, addr: addr as usize };
+    KArg::Tensor(t, role)
+}
+
+fn int(v: i64) -> KArg {
+    KArg::Value(value_leaf("int", Json::Int(v as i128)))
+}
+
+fn rank_size(comm: *mut c_void) -> u64 {
+    real::hccl_rank_size(comm).unwrap_or(1) as u64
+}
+
+macro_rules! slot {
+    ($s:ident) => {
+        static $s: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    };
+}
+
+/// Calls the real function in `$slot` (signature `$ty`) directly, or captures it as `$op`.
+macro_rules! collective {
+    ($slot:ident, $ty:ty, $op:expr, $stream:expr, $args:expr, ($($a:expr),*)) => {{
+        // SAFETY: the slot holds the real HCCL function of this name, with signature $ty.
+        let f: $ty = unsafe { std::mem::transmute::<*mut c_void, $ty>($slot.load(Relaxed)) };
+        match state::l2().filter(|_| capturing()) {
+            // SAFETY: the caller's arguments, unchanged.
+            None => unsafe { f($($a),*) },
+            // SAFETY: as above.
+            Some(l2) => kernel_launch(&l2, "Hccl", $op, $args, $stream, || unsafe { f($($a),*) }),
+        }
+    }};
+}
+
+type P = *mut c_void;
+
+slot!(ALL_REDUCE);
+unsafe extern "C" fn all_reduce(send: P, recv: P, count: u64, dt: i32, op: i32, comm: P, stream: P) -> i32 {
+    type F = unsafe extern "C" fn(P, P, u64, i32, i32, P, P) -> i32;
+    let args = || vec![flat(send, count, dt, Role::In), flat(recv, count, dt, Role::Out), int(count as i64), int(op as i64)];
+    collective!(ALL_REDUCE, F, "AllReduce", stream, args(), (send, recv, count, dt, op, comm, stream))
+}
+
+slot!(REDUCE);
+unsafe extern "C" fn reduce(send: P, recv: P, count: u64, dt: i32, op: i32, root: u32, comm: P, stream: P) -> i32 {
+    type F = unsafe extern "C" fn(P, P, u64, i32, i32, u32, P, P) -> i32;
+    let args = || vec![flat(send, count, dt, Role::In), flat(recv, count, dt, Role::Out), int(count as i64), int(op as i64), int(root as i64)];
+    collective!(REDUCE, F, "Reduce", stream, args(), (send, recv, count, dt, op, root, comm, stream))
+}
+
+slot!(BROADCAST);
+unsafe extern "C" fn broadcast(buf: P, count: u64, dt: i32, root: u32, comm: P, stream: P) -> i32 {
+    type F = unsafe extern "C" fn(P, u64, i32, u32, P, P) -> i32;
+    let args = || vec![flat(buf, count, dt, Role::InOut), int(count as i64), int(root as i64)];
+    collective!(BROADCAST, F, "Broadcast", stream, args(), (buf, count, dt, root, comm, stream))
+}
+
+slot!(ALL_GATHER);
+unsafe extern "C" fn all_gather(send: P, recv: P, count: u64, dt: i32, comm: P, stream: P) -> i32 {
+    type F = unsafe extern "C" fn(P, P, u64, i32, P, P) -> i32;
+    let args = || vec![flat(send, count, dt, Role::In), flat(recv, count * rank_size(comm), dt, Role::Out), int(count as i64)];
+    collective!(ALL_GATHER, F, "AllGather", stream, args(), (send, recv, count, dt, comm, stream))
+}
+
+slot!(REDUCE_SCATTER);
+unsafe extern "C" fn reduce_scatter(send: P, recv: P, count: u64, dt: i32, op: i32, comm: P, stream: P) -> i32 {
+    type F = unsafe extern "C" fn(P, P, u64, i32, i32, P, P) -> i32;
+    let args = || vec![flat(send, count * rank_size(comm), dt, Role::In), flat(recv, count, dt, Role::Out), int(count as i64), int(op as i64)];
+    collective!(REDUCE_SCATTER, F, "ReduceScatter", stream, args(), (send, recv, count, dt, op, comm, stream))
+}
+
+slot!(SEND);
+unsafe extern "C" fn send(buf: P, count: u64, dt: i32, peer: u32, comm: P, stream: P) -> i32 {
+    type F = unsafe extern "C" fn(P, u64, i32, u32, P, P) -> i32;
+    let args = || vec![flat(buf, count, dt, Role::In), int(count as i64), int(peer as i64)];
+    collective!(SEND, F, "Send", stream, args(), (buf, count, dt, peer, comm, stream))
+}
+
+slot!(RECV);
+unsafe extern "C" fn recv(buf: P, count: u64, dt: i32, peer: u32, comm: P, stream: P) -> i32 {
+    type F = unsafe extern "C" fn(P, u64, i32, u32, P, P) -> i32;
+    let args = || vec![flat(buf, count, dt, Role::Out), int(count as i64), int(peer as i64)];
+    collective!(RECV, F, "Recv", stream, args(), (buf, count, dt, peer, comm, stream))
+}
+
+slot!(ALL_TO_ALL);
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn all_to_all(send: P, send_count: u64, send_dt: i32, recv: P, recv_count: u64, recv_dt: i32, comm: P, stream: P) -> i32 {
+    type F = unsafe extern "C" fn(P, u64, i32, P, u64, i32, P, P) -> i32;
+    let args = || {
+        let n = rank_size(comm);
+        vec![flat(send, send_count * n, send_dt, Role::In), flat(recv, recv_count * n, recv_dt, Role::Out), int(send_count as i64), int(recv_count as i64)]
+    };
+    collective!(ALL_TO_ALL, F, "AlltoAll", stream, args(), (send, send_count, send_dt, recv, recv_count, recv_dt, comm, stream))
+}
+
+/// Elements a V-collective buffer spans: max over ranks of displacement + count.
+fn v_extent(counts: *const c_void, displs: *const c_void, n: u64) -> u64 {
+    if counts.is_null() || displs.is_null() {
+        return 0;
+    }
+    // SAFETY: HCCL's V collectives pass uint64_t[rankSize] arrays for counts and displacements.
+    let (c, d) = unsafe {
+        (std::slice::from_raw_parts(counts as *const u64, n as usize), std::slice::from_raw_parts(displs as *const u64, n as usize))
+    };
+    c.iter().zip(d).map(|(c, d)| c + d).max().unwrap_or(0)
+}
+
+slot!(ALL_TO_ALL_V);
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn all_to_all_v(send: P, send_counts: P, sdispls: P, send_dt: i32, recv: P, recv_counts: P, rdispls: P, recv_dt: i32, comm: P, stream: P) -> i32 {
+    type F = unsafe extern "C" fn(P, P, P, i32, P, P, P, i32, P, P) -> i32;
+    let args = || {
+        let n = rank_size(comm);
+        vec![flat(send, v_extent(send_counts, sdispls, n), send_dt, Role::In), flat(recv, v_extent(recv_counts, rdispls, n), recv_dt, Role::Out)]
+    };
+    collective!(ALL_TO_ALL_V, F, "AlltoAllV", stream, args(), (send, send_counts, sdispls, send_dt, recv, recv_counts, rdispls, recv_dt, comm, stream))
+}
+
+slot!(BARRIER);
+unsafe extern "C" fn barrier(comm: P, stream: P) -> i32 {
+    type F = unsafe extern "C" fn(P, P) -> i32;
+    collective!(BARRIER, F, "Barrier", stream, Vec::new(), (comm, stream))
+}
+
+fn learn_rank(rank: u32) {
+    if capturing() {
+        if let Some(l2) = state::l2() {
+            l2.recorder.set_rank(rank as u64);
+        }
+    }
+}
+
+slot!(INIT_ROOT_INFO);
+unsafe extern "C" fn init_root_info(n: u32, root: *const c_void, rank: u32, comm: *mut P) -> i32 {
+    type F = unsafe extern "C" fn(u32, *const c_void, u32, *mut P) -> i32;
+    // SAFETY: the slot holds the real HcclCommInitRootInfo.
+    let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(INIT_ROOT_INFO.load(Relaxed)) };
+    // SAFETY: the caller's arguments, unchanged.
+    let rc = unsafe { f(n, root, rank, comm) };
+    if rc == 0 {
+        learn_rank(rank);
+    }
+    rc
+}
+
+slot!(INIT_ROOT_INFO_CONFIG);
+unsafe extern "C" fn init_root_info_config(n: u32, root: *const c_void, rank: u32, cfg: *const c_void, comm: *mut P) -> i32 {
+    type F = unsafe extern "C" fn(u32, *const c_void, u32, *const c_void, *mut P) -> i32;
+    // SAFETY: the slot holds the real HcclCommInitRootInfoConfig.
+    let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(INIT_ROOT_INFO_CONFIG.load(Relaxed)) };
+    // SAFETY: the caller's arguments, unchanged.
+    let rc = unsafe { f(n, root, rank, cfg, comm) };
+    if rc == 0 {
+        learn_rank(rank);
+    }
+    rc
+}
+
+slot!(INIT_CLUSTER_INFO);
+unsafe extern "C" fn init_cluster_info(cluster: *const c_void, rank: u32, comm: *mut P) -> i32 {
+    type F = unsafe extern "C" fn(*const c_void, u32, *mut P) -> i32;
+    // SAFETY: the slot holds the real HcclCommInitClusterInfo.
+    let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(INIT_CLUSTER_INFO.load(Relaxed)) };
+    // SAFETY: the caller's arguments, unchanged.
+    let rc = unsafe { f(cluster, rank, comm) };
+    if rc == 0 {
+        learn_rank(rank);
+    }
+    rc
+}
+
+/// Wraps an HCCL function.
+pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {
+    let (slot, w): (&AtomicPtr<c_void>, *mut c_void) = match name {
+        b"HcclAllReduce" => (&ALL_REDUCE, all_reduce as *mut c_void),
+        b"HcclReduce" => (&REDUCE, reduce as *mut c_void),
+        b"HcclBroadcast" => (&BROADCAST, broadcast as *mut c_void),
+        b"HcclAllGather" => (&ALL_GATHER, all_gather as *mut c_void),
+        b"HcclReduceScatter" => (&REDUCE_SCATTER, reduce_scatter as *mut c_void),
+        b"HcclSend" => (&SEND, send as *mut c_void),
+        b"HcclRecv" => (&RECV, recv as *mut c_void),
+        b"HcclAlltoAll" => (&ALL_TO_ALL, all_to_all as *mut c_void),
+        b"HcclAlltoAllV" => (&ALL_TO_ALL_V, all_to_all_v as *mut c_void),
+        b"HcclBarrier" => (&BARRIER, barrier as *mut c_void),
+        b"HcclCommInitRootInfo" => (&INIT_ROOT_INFO, init_root_info as *mut c_void),
+        b"HcclCommInitRootInfoConfig" => (&INIT_ROOT_INFO_CONFIG, init_root_info_config as *mut c_void),
+        b"HcclCommInitClusterInfo" => (&INIT_CLUSTER_INFO, init_cluster_info as *mut c_void),
+        _ => return None,
+    };
+    if found == w {
+        return Some(w);
+    }
+    match slot.compare_exchange(std::ptr::null_mut(), found, AcqRel, Acquire) {
+        Ok(_) => Some(w),
+        Err(prev) if prev == found => Some(w),
+        Err(_) => None,
+    }
+}
