@@ -83,6 +83,7 @@ class PrecisionDebugger:
         if self.off:
             return
         lib.msprobe_stop()
+        lib.msprobe_flush()   # as msprobe: once stop() returns, dump.json and the files are on disk
 
     def step(self) -> None:
         if self.off:

@@ -36,7 +36,20 @@ def _close(a: Any, b: Any, dtype: str, scale: float) -> bool:
     return abs(a - b) <= 1e-6 * abs(b) + 1e-6 * scale
 
 
-def compare_tree(ours: Any, ref: Any, path: str, errs: list[str], skip_stats: bool = False) -> None:
+class Diff:
+    """Differences of one comparison: `errs` (failures) and `crc` (CRC mismatches, as key paths
+    into the record, left to the caller: they are legitimate only where torch 2.14 and 2.15
+    computed different bits, which the tensor-mode twin of the case shows)."""
+
+    def __init__(self, numbers: bool = True) -> None:
+        self.errs: list[str] = []
+        self.crc: list[tuple] = []
+        self.numbers = numbers
+
+
+def compare_tree(ours: Any, ref: Any, path: tuple, d: Diff, skip_stats: bool = False) -> None:
+    errs = d.errs
+    skip_stats = skip_stats or not d.numbers
     if isinstance(ref, dict) and isinstance(ours, dict):
         if list(ours.keys()) != list(ref.keys()):
             errs.append(f"{path}: keys {list(ours.keys())} != {list(ref.keys())}")
@@ -47,28 +60,36 @@ def compare_tree(ours: Any, ref: Any, path: str, errs: list[str], skip_stats: bo
             for k, v in ref.items():
                 if k in STATS:
                     if not skip_stats and not _close(ours[k], v, ref["dtype"], scale):
-                        errs.append(f"{path}.{k}: {ours[k]!r} != {v!r}")
+                        errs.append(f"{_p(path)}.{k}: {ours[k]!r} != {v!r}")
+                elif k == "md5" and ours[k] != v:
+                    if d.numbers:
+                        d.crc.append(path)
                 elif ours[k] != v:
-                    errs.append(f"{path}.{k}: {ours[k]!r} != {v!r}")
+                    errs.append(f"{_p(path)}.{k}: {ours[k]!r} != {v!r}")
             return
         for k in ref:
-            compare_tree(ours[k], ref[k], f"{path}.{k}", errs, skip_stats)
+            compare_tree(ours[k], ref[k], path + (k,), d, skip_stats)
     elif isinstance(ref, list) and isinstance(ours, list):
         if len(ours) != len(ref):
-            errs.append(f"{path}: length {len(ours)} != {len(ref)}")
+            errs.append(f"{_p(path)}: length {len(ours)} != {len(ref)}")
             return
         for i, (o, r) in enumerate(zip(ours, ref)):
-            compare_tree(o, r, f"{path}[{i}]", errs, skip_stats)
+            compare_tree(o, r, path + (i,), d, skip_stats)
     elif isinstance(ref, float) and isinstance(ours, (int, float)):
-        if not _close(ours, ref, "", 0.0):
-            errs.append(f"{path}: {ours!r} != {ref!r}")
-    elif ours != ref:
-        errs.append(f"{path}: {ours!r} != {ref!r}")
+        if not skip_stats and not _close(ours, ref, "", 0.0):
+            errs.append(f"{_p(path)}: {ours!r} != {ref!r}")
+    elif ours != ref and not (skip_stats and isinstance(ref, (int, float))):
+        errs.append(f"{_p(path)}: {ours!r} != {ref!r}")
 
 
-def compare_dump(ours_dir: Path, ref_dir: Path, skip: Optional[Callable[[str], bool]] = None) -> list[str]:
-    """All differences between two rank directories (empty = match)."""
-    errs: list[str] = []
+def _p(path: tuple) -> str:
+    return ".".join(str(x) for x in path)
+
+
+def compare_dump(ours_dir: Path, ref_dir: Path, numbers: bool = True, stack: bool = True) -> Diff:
+    """All differences between two rank directories."""
+    d = Diff(numbers)
+    errs = d.errs
     o, r = load(ours_dir / "dump.json"), load(ref_dir / "dump.json")
     if list(o) != list(r):
         errs.append(f"top-level keys {list(o)} != {list(r)}")
@@ -80,22 +101,21 @@ def compare_dump(ours_dir: Path, ref_dir: Path, skip: Optional[Callable[[str], b
         errs.append(f"dump_data_dir {od} vs {rd}")
     if list(o["data"]) != list(r["data"]):
         errs.append(f"records {list(o['data'])} != {list(r['data'])}")
-        return errs
+        return d
     for name, body in r["data"].items():
-        if skip and skip(name):
-            continue
-        if INPLACE.match(name) and "input_args" in body:
-            compare_tree(o["data"][name]["input_args"][:1], body["input_args"][:1], name + ".input_args", errs, True)
-            rest_o = dict(o["data"][name], input_args=o["data"][name]["input_args"][1:])
-            rest_r = dict(body, input_args=body["input_args"][1:])
-            compare_tree(rest_o, rest_r, name, errs)
-        else:
-            compare_tree(o["data"][name], body, name, errs)
+        ob = o["data"][name]
+        if INPLACE.match(name) and body.get("input_args"):
+            # input_args[0]: recorded before the op (1.1.1: after); structure compared here, the
+            # values by test_inplace_inputs_are_recorded_before_the_op.
+            compare_tree(ob["input_args"][:1], body["input_args"][:1], (name, "input_args"), Diff(False))
+            ob, body = dict(ob, input_args=ob["input_args"][1:]), dict(body, input_args=body["input_args"][1:])
+        compare_tree(ob, body, (name,), d)
     oc, rc = load(ours_dir / "construct.json"), load(ref_dir / "construct.json")
     if list(oc.items()) != list(rc.items()):
         errs.append(f"construct.json {list(oc.items())} != {list(rc.items())}")
-    errs += compare_stack(load(ours_dir / "stack.json"), load(ref_dir / "stack.json"))
-    return errs
+    if stack:
+        errs += compare_stack(load(ours_dir / "stack.json"), load(ref_dir / "stack.json"))
+    return d
 
 
 def compare_stack(ours: dict, ref: dict) -> list[str]:
@@ -108,7 +128,8 @@ def compare_stack(ours: dict, ref: dict) -> list[str]:
         of = ours[name]
         if not all(isinstance(f, str) and FRAME.match(f) for f in of):
             errs.append(f"stack {name}: bad frame format {of[:1]}")
-        fn = lambda fs: [f.split(", in ", 1)[1].split(",", 1)[0] for f in fs if "msprobe" not in f.split(", line")[0]]
+        fn = lambda fs: [f.split(", in ", 1)[1].split(",", 1)[0] for f in fs
+                         if "msprobe" not in f.split(", line")[0] and "forkrun.py" not in f.split(", line")[0]]
         if fn(of) != fn(frames):
             errs.append(f"stack {name}: functions {fn(of)} != {fn(frames)}")
     return errs
