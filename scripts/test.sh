@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 cargo test -q --release --workspace
-.venv/bin/python -m pytest -q tests/python simulator/tests
+.venv/bin/python -m pytest -q tests/python tests/python/pytorch simulator/tests
