@@ -1,4 +1,4 @@
-"""(msprobe-rs copy, adapted: --summary md5, --no_grad_check; runs with msprobe-rs or msprobe 1.1.1 on PYTHONPATH.)
+"""(msprobe-rs copy, adapted: --summary md5|statistics, --launch_blocking; runs with msprobe-rs or msprobe 1.1.1 on PYTHONPATH.)
 Run one msprobe dump case on MindSpore 2.10 CPU (PyNative by default, GRAPH_MODE with --mode graph).
 
 Produced every case under msprobe-1.1.1-mindspore/ and msprobe-26.2.0-mindspore/ (the 26.2.0 runs used an identical
@@ -20,12 +20,15 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--mode", default="pynative")
 ap.add_argument("--cfg_dir", default="cfgs")
 ap.add_argument("--summary", default="statistics")
+ap.add_argument("--launch_blocking", action="store_true")  # no-dump baseline of msprobe-rs (which turns it on)
 a = ap.parse_args()
 import numpy as np
 import mindspore as ms
 from mindspore import nn, ops, Tensor, mint
 ms.set_context(mode=ms.PYNATIVE_MODE if a.mode == "pynative" else ms.GRAPH_MODE)
 ms.set_device("CPU")
+if a.launch_blocking:
+    ms.runtime.launch_blocking()
 if a.shim:
     import mindspore.common.api as _capi, mindspore.graph.api as _gapi
     _capi._MindsporeFunctionExecutor = _gapi._JitExecutor   # removed name in MS>=2.7 (moved to mindspore.graph.api._JitExecutor)
