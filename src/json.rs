@@ -98,7 +98,7 @@ pub fn py_float_repr(x: f64) -> String {
             let int_len = exp as usize + 1;
             if digits.len() <= int_len {
                 s.push_str(&digits);
-                s.extend(std::iter::repeat('0').take(int_len - digits.len()));
+                s.extend(std::iter::repeat_n('0', int_len - digits.len()));
                 s.push_str(".0");
             } else {
                 s.push_str(&digits[..int_len]);
@@ -107,7 +107,7 @@ pub fn py_float_repr(x: f64) -> String {
             }
         } else {
             s.push_str("0.");
-            s.extend(std::iter::repeat('0').take((-exp - 1) as usize));
+            s.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
             s.push_str(&digits);
         }
     } else {
@@ -147,7 +147,7 @@ fn write_str(out: &mut String, s: &str) {
 fn newline(out: &mut String, indent: Option<usize>, depth: usize) {
     if let Some(n) = indent {
         out.push('\n');
-        out.extend(std::iter::repeat(' ').take(n * depth));
+        out.extend(std::iter::repeat_n(' ', n * depth));
     }
 }
 

@@ -73,7 +73,7 @@ pub fn encode_npy_into(out: &mut Vec<u8>, dtype: DType, shape: &[i64], data: &[u
     // Magic (6) + version (2) + header length (2) + header, padded with spaces to a multiple of 64
     // and ended by a newline, as numpy writes it.
     let unpadded = 10 + header.len() + 1;
-    header.extend(std::iter::repeat(' ').take((64 - unpadded % 64) % 64));
+    header.extend(std::iter::repeat_n(' ', (64 - unpadded % 64) % 64));
     header.push('\n');
     let body: std::borrow::Cow<[u8]> =
         if dtype == DType::BF16 { widen_bf16(data).into() } else { data.into() };
@@ -229,7 +229,7 @@ impl Zip {
         self.buf.extend_from_slice(name.as_bytes());
         self.buf.extend_from_slice(b"FB");
         self.buf.extend_from_slice(&(pad as u16).to_le_bytes());
-        self.buf.extend(std::iter::repeat(b'Z').take(pad));
+        self.buf.extend(std::iter::repeat_n(b'Z', pad));
         debug_assert_eq!(self.buf.len() % 64, 0);
         self.buf.extend_from_slice(data);
 

@@ -200,13 +200,13 @@ fn write_map(out: &mut String, map: &IndexMap<String, Json>, depth: usize) {
             out.push(',');
         }
         out.push('\n');
-        out.extend(std::iter::repeat(' ').take(depth + 1));
+        out.extend(std::iter::repeat_n(' ', depth + 1));
         out.push_str(&Json::str(k.clone()).to_compact());
         out.push_str(": ");
         v.write_pretty_at(out, depth + 1);
     }
     out.push('\n');
-    out.extend(std::iter::repeat(' ').take(depth));
+    out.extend(std::iter::repeat_n(' ', depth));
     out.push('}');
 }
 
@@ -526,7 +526,7 @@ fn read_journal(path: &Path) -> std::io::Result<(DirState, usize, usize)> {
             continue;
         }
         if let Some(name) = v.get("construct").and_then(Json::as_str) {
-            let parent = v.get("parent").and_then(Json::as_str).map(|p| Json::str(p)).unwrap_or(Json::Null);
+            let parent = v.get("parent").and_then(Json::as_str).map(Json::str).unwrap_or(Json::Null);
             state.construct.insert(name.to_string(), parent);
             continue;
         }

@@ -39,7 +39,13 @@ pub struct OpInfo {
     pub params: &'static [&'static str],
 }
 
-include!(concat!(env!("OUT_DIR"), "/aclnn_gen.rs"));
+// Generated code casts every argument uniformly.
+#[allow(clippy::unnecessary_cast)]
+mod generated {
+    use super::*;
+    include!(concat!(env!("OUT_DIR"), "/aclnn_gen.rs"));
+}
+pub use generated::*;
 
 /// Binds phase-1 arguments to the executor (called by the generated wrappers).
 fn bind_executor(k: usize, executor: *const c_void, args: &[Arg]) {
@@ -97,16 +103,7 @@ pub(crate) fn wrap_op(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {
         Phase::One => &REAL_P1[k],
         Phase::Two => &REAL_P2[k],
     };
-    let w = wrapper(k, phase);
-    if found == w {
-        return Some(w);
-    }
-    match slot.compare_exchange(std::ptr::null_mut(), found, AcqRel, Acquire) {
-        Ok(_) => Some(w),
-        Err(prev) if prev == found => Some(w),
-        // A second implementation of the same name (a custom op library): not wrapped.
-        Err(_) => None,
-    }
+    super::real::claim(slot, found, wrapper(k, phase))
 }
 
 // ---- nnopbase object hooks ----
@@ -173,16 +170,30 @@ unsafe extern "C" fn create_tensor(
     data: *mut c_void,
 ) -> *mut c_void {
     let t = call_real!(CREATE_TENSOR, CreateTensorFn, view_dims, n, dtype, stride, offset, format, storage_dims, m, data);
-    if !t.is_null() && capturing() {
-        guarded("aclCreateTensor", || {
-            // SAFETY: the real call accepted these arrays of n dims.
-            let shape = unsafe { host_slice(view_dims, n) };
-            let strides = (!stride.is_null()).then(|| unsafe { host_slice(stride, n) });
-            let m = TensorMeta { dtype, shape, strides, offset, addr: data as usize };
-            meta::objects().insert(t as usize, Obj::Tensor(m));
-        });
+    if !t.is_null() {
+        // SAFETY: the real call accepted these arrays of n dims.
+        unsafe { remember_tensor("aclCreateTensor", t, view_dims, n, dtype, stride, offset, data) };
     }
     t
+}
+
+/// Records a tensor's view metadata after the real create/init succeeded.
+///
+/// # Safety
+/// `view_dims` and `stride` (unless NULL) hold `n` values.
+#[allow(clippy::too_many_arguments)]
+unsafe fn remember_tensor(what: &str, t: *mut c_void, view_dims: *const i64, n: u64, dtype: i32, stride: *const i64, offset: i64, data: *mut c_void) {
+    if !capturing() {
+        return;
+    }
+    guarded(what, || {
+        // SAFETY: per the function contract.
+        let shape = unsafe { host_slice(view_dims, n) };
+        // SAFETY: as above.
+        let strides = (!stride.is_null()).then(|| unsafe { host_slice(stride, n) });
+        let m = TensorMeta { dtype, shape, strides, offset, addr: data as usize };
+        meta::objects().insert(t as usize, Obj::Tensor(m));
+    });
 }
 
 real_slot!(INIT_TENSOR);
@@ -202,14 +213,9 @@ unsafe extern "C" fn init_tensor(
     data: *mut c_void,
 ) -> i32 {
     let rc = call_real!(INIT_TENSOR, InitTensorFn, t, view_dims, n, dtype, stride, offset, format, storage_dims, m, data);
-    if rc == 0 && capturing() {
-        guarded("aclInitTensor", || {
-            // SAFETY: the real call accepted these arrays of n dims.
-            let shape = unsafe { host_slice(view_dims, n) };
-            let strides = (!stride.is_null()).then(|| unsafe { host_slice(stride, n) });
-            let m = TensorMeta { dtype, shape, strides, offset, addr: data as usize };
-            meta::objects().insert(t as usize, Obj::Tensor(m));
-        });
+    if rc == 0 {
+        // SAFETY: the real call accepted these arrays of n dims.
+        unsafe { remember_tensor("aclInitTensor", t, view_dims, n, dtype, stride, offset, data) };
     }
     rc
 }
@@ -398,16 +404,9 @@ pub(crate) fn wrap_meta(name: &[u8], found: *mut c_void) -> Option<*mut c_void> 
         b"PTAFindExecCache" => (None, pta_find_exec_cache as *mut c_void),
         _ => return None,
     };
-    if found == w {
-        return Some(w);
-    }
     match slot {
         None => Some(w),
-        Some(s) => match s.compare_exchange(std::ptr::null_mut(), found, AcqRel, Acquire) {
-            Ok(_) => Some(w),
-            Err(prev) if prev == found => Some(w),
-            Err(_) => None,
-        },
+        Some(s) => super::real::claim(s, found, w),
     }
 }
 

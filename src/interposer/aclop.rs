@@ -262,14 +262,10 @@ pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {
         b"aclopDestroyAttr" => (&DESTROY_ATTR, destroy_attr as *mut c_void),
         _ => return None,
     };
-    if found == w || exports::is_export(found) {
+    if exports::is_export(found) {
         return Some(found);
     }
-    match slot.compare_exchange(std::ptr::null_mut(), found, AcqRel, Acquire) {
-        Ok(_) => Some(w),
-        Err(prev) if prev == found => Some(w),
-        Err(_) => None,
-    }
+    super::real::claim(slot, found, w)
 }
 
 /// The names torch_npu links directly, exported so PLT calls reach the wrappers.

@@ -8,7 +8,7 @@ use super::state::{self, capturing};
 use crate::json::Json;
 use crate::record::value_leaf;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicPtr, Ordering::*};
+use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 /// HcclDataType → aclDataType (the numberings differ, cann-abi.md §5.3).
 fn acl_dtype(hccl: i32) -> i32 {
@@ -221,12 +221,5 @@ pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {
         b"HcclCommInitClusterInfo" => (&INIT_CLUSTER_INFO, init_cluster_info as *mut c_void),
         _ => return None,
     };
-    if found == w {
-        return Some(w);
-    }
-    match slot.compare_exchange(std::ptr::null_mut(), found, AcqRel, Acquire) {
-        Ok(_) => Some(w),
-        Err(prev) if prev == found => Some(w),
-        Err(_) => None,
-    }
+    real::claim(slot, found, w)
 }

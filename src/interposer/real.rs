@@ -164,3 +164,17 @@ fn hccl_u32(f: &RealFn, comm: *mut c_void) -> Option<u32> {
     let rc = unsafe { std::mem::transmute::<*mut c_void, F>(p)(comm, &mut v) };
     (rc == 0).then_some(v)
 }
+
+/// Remembers `found` as the real function behind wrapper `w` and returns what the dlsym hook
+/// should hand out: the wrapper, or `found` itself when the slot already holds a different
+/// implementation of the name (e.g. a custom op library; not wrapped) or `found` is our own.
+pub(crate) fn claim(slot: &AtomicPtr<c_void>, found: *mut c_void, w: *mut c_void) -> Option<*mut c_void> {
+    if found == w {
+        return Some(w);
+    }
+    match slot.compare_exchange(null_mut(), found, AcqRel, Acquire) {
+        Ok(_) => Some(w),
+        Err(prev) if prev == found => Some(w),
+        Err(_) => None,
+    }
+}

@@ -201,11 +201,11 @@ extern "C" fn at_exit() {
 /// Step accounting after each captured launch: `step_launches` or the `step_end_op` rule.
 pub(crate) fn after_launch(l2: &L2, record_name: &str) {
     let n = LAUNCHES.fetch_add(1, Relaxed) + 1;
-    let mut end = matches!(l2.step_launches, Some(every) if n % every == 0);
+    let mut end = matches!(l2.step_launches, Some(every) if n.is_multiple_of(every));
     if let Some(op) = &l2.step_end_op {
         if record_name.contains(op.as_str()) {
             let hits = STEP_OP_HITS.fetch_add(1, Relaxed) + 1;
-            end |= hits % l2.step_end_count == 0;
+            end |= hits.is_multiple_of(l2.step_end_count);
         }
     }
     if end {
