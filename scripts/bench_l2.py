@@ -57,14 +57,14 @@ def step_time(work: Path, lib64: str, reps: int = 3) -> None:
         return best
 
     def ms_per_step(**env: str) -> float:
-        return (run(25, **env) - run(5, **env)) * 1000 / 20
+        return (run(105, **env) - run(5, **env)) * 1000 / 100
 
     base = ms_per_step()
     rows = [("uncaptured", base),
             ("L2 statistics", ms_per_step(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_TASK="statistics")),
             ("L2 statistics + md5", ms_per_step(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_SUMMARY_MODE="md5")),
             ("L2 tensor (.pt files)", ms_per_step(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_TASK="tensor"))]
-    print("== examples/train.py step time: (t[25 steps] - t[5 steps]) / 20, best of 3 runs each")
+    print("== examples/train.py step time: (t[105 steps] - t[5 steps]) / 100, best of 3 runs each")
     print(f"{'configuration':<44} {'ms/step':>8} {'ratio':>7}")
     for name, v in rows:
         print(f"{name:<44} {v:>8.3f} {v / base:>7.2f}")
