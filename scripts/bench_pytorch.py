@@ -1,0 +1,93 @@
+"""Side-by-side overhead of msprobe-rs and msprobe 1.1.1 on the MLP of run_case.py (same
+driver, same config, same machine, runs interleaved). Per-record cost =
+(median dumped step - median undumped step of the same side) / records per step.
+
+usage: python scripts/bench_pytorch.py [--steps 20] [--warmup 3] [--rounds 2] [--out target/bench-pytorch]
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DRIVER = REPO / "tests/python/pytorch/drivers/run_case.py"
+SIDES = {
+    "msprobe-rs": (str(REPO / ".venv/bin/python"),
+                   {"PYTHONPATH": str(REPO / "python"), "MSPROBE_LIB": str(REPO / "target/release/libmsprobe.so")}),
+    "msprobe-rs async stop": (str(REPO / ".venv/bin/python"),
+                              {"PYTHONPATH": str(REPO / "python"), "MSPROBE_LIB": str(REPO / "target/release/libmsprobe.so"),
+                               "MSPROBE_STOP_FLUSH": "0"}),
+    "msprobe 1.1.1": (str(REPO / "target/venv-msprobe111/bin/python"), {"MSPROBE_LOG_LEVEL": "3"}),
+}
+MODES = [("L1", "statistics", "statistics"), ("L1", "statistics", "md5"), ("L1", "tensor", "statistics"),
+         ("L0", "statistics", "statistics")]
+
+
+def run(side: str, mode: tuple | None, out: Path, a: argparse.Namespace) -> dict:
+    py, extra = SIDES[side]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MSPROBE_LIB", "LD_PRELOAD")}
+    env.update(extra)
+    res = out / "res.json"
+    argv = [py, str(DRIVER), "--out", str(out / "dump"), "--steps", str(a.steps), "--warmup", str(a.warmup),
+            "--json", str(res), "--cfg_dir", str(out / "cfgs")]
+    if mode is None:
+        argv += ["--mode", "none"]
+    else:
+        argv += ["--level", mode[0], "--task", mode[1], "--summary", mode[2]]
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    p = subprocess.run(argv, env=env, cwd=out, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        raise SystemExit(f"{side} {mode} failed:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}")
+    r = json.loads(res.read_text())
+    if mode is not None:
+        last = sorted(glob.glob(str(out / "dump/step*/rank*/dump.json")), key=lambda s: int(s.split("/step")[1].split("/")[0]))[-1]
+        r["records"] = len(json.load(open(last))["data"])
+    return r
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--out", default=str(REPO / "target/bench-pytorch"))
+    a = ap.parse_args()
+    root = Path(a.out)
+    times: dict = {}
+    records: dict = {}
+    for rnd in range(a.rounds):
+        for mode in [None] + MODES:
+            for side in SIDES:
+                r = run(side, mode, root / "run", a)
+                times.setdefault((side, mode), []).extend(r["times"])
+                if mode is not None:
+                    records[(side, mode)] = r["records"]
+    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    rows = []
+    print(f"\nMLP of run_case.py, {a.steps} steps x {a.rounds} rounds per cell (median ms), warm-up {a.warmup}\n")
+    print("| level | task / summary | side | step ms | baseline ms | records/step | per-record µs | msprobe-rs / 1.1.1 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for mode in MODES:
+        per = {}
+        for side in SIDES:
+            base = med[(side, None)]
+            per[side] = (med[(side, mode)] - base) / records[(side, mode)] * 1e3
+        for side in SIDES:
+            ratio = f"1/{per['msprobe 1.1.1'] / per[side]:.1f}" if side != "msprobe 1.1.1" and per[side] > 0 else ""
+            task = mode[1] if mode[1] == "tensor" else f"{mode[1]}/{mode[2]}"
+            print(f"| {mode[0]} | {task} | {side} | {med[(side, mode)]:.2f} | {med[(side, None)]:.2f} | "
+                  f"{records[(side, mode)]} | {per[side]:.0f} | {ratio} |")
+            rows.append({"level": mode[0], "task": task, "side": side, "step_ms": med[(side, mode)],
+                         "baseline_ms": med[(side, None)], "records": records[(side, mode)], "per_record_us": per[side]})
+    (root / "bench.json").write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
