@@ -71,58 +71,86 @@ impl Json {
 
 /// Python's `repr(float)`.
 pub fn py_float_repr(x: f64) -> String {
+    let mut s = String::new();
+    write_py_float(&mut s, x);
+    s
+}
+
+/// Appends Python's `repr(float)` of `x` without heap allocation (the writer formats millions).
+pub fn write_py_float(out: &mut String, x: f64) {
     if x.is_nan() {
-        return "NaN".into();
+        out.push_str("NaN");
+        return;
     }
     if x.is_infinite() {
-        return if x > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        out.push_str(if x > 0.0 { "Infinity" } else { "-Infinity" });
+        return;
     }
     if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+        out.push_str(if x.is_sign_negative() { "-0.0" } else { "0.0" });
+        return;
     }
     // Rust's `{:e}` yields the shortest round-trip digits, like Python's repr.
-    let sci = format!("{:e}", x);
+    let mut buf = [0u8; 40];
+    let len = {
+        let mut cur = std::io::Cursor::new(&mut buf[..]);
+        std::io::Write::write_fmt(&mut cur, format_args!("{:e}", x.abs())).expect("40 bytes hold any f64");
+        cur.position() as usize
+    };
+    let sci = std::str::from_utf8(&buf[..len]).expect("ASCII");
     let (mant, exp) = sci.split_once('e').expect("LowerExp always has an exponent");
     let exp: i32 = exp.parse().expect("exponent is an integer");
-    let (neg, mant) = match mant.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mant),
-    };
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
-    let mut s = String::new();
-    if neg {
-        s.push('-');
+    let (first, rest) = mant.split_at(1);
+    let rest = rest.strip_prefix('.').unwrap_or("");
+    let ndigits = 1 + rest.len();
+    let digit = |i: usize| if i == 0 { first } else { &rest[i - 1..i] };
+    if x < 0.0 {
+        out.push('-');
     }
     if (-4..16).contains(&exp) {
         if exp >= 0 {
             let int_len = exp as usize + 1;
-            if digits.len() <= int_len {
-                s.push_str(&digits);
-                s.extend(std::iter::repeat_n('0', int_len - digits.len()));
-                s.push_str(".0");
+            for i in 0..int_len {
+                out.push_str(if i < ndigits { digit(i) } else { "0" });
+            }
+            out.push('.');
+            if ndigits > int_len {
+                out.push_str(&rest[int_len - 1..]);
             } else {
-                s.push_str(&digits[..int_len]);
-                s.push('.');
-                s.push_str(&digits[int_len..]);
+                out.push('0');
             }
         } else {
-            s.push_str("0.");
-            s.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
-            s.push_str(&digits);
+            out.push_str("0.");
+            for _ in 0..(-exp - 1) {
+                out.push('0');
+            }
+            out.push_str(first);
+            out.push_str(rest);
         }
     } else {
-        s.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            s.push('.');
-            s.push_str(&digits[1..]);
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
         }
-        let _ = write!(s, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        let e = exp.unsigned_abs();
+        if e < 10 {
+            out.push('0');
+        }
+        let _ = write!(out, "{e}");
     }
-    s
 }
 
 fn write_str(out: &mut String, s: &str) {
     out.push('"');
+    // Fast path: printable ASCII without quotes or backslashes needs no escaping.
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -158,7 +186,7 @@ fn write_value(out: &mut String, v: &Json, indent: Option<usize>, depth: usize) 
         Json::Int(i) => {
             let _ = write!(out, "{}", i);
         }
-        Json::Float(f) => out.push_str(&py_float_repr(*f)),
+        Json::Float(f) => write_py_float(out, *f),
         Json::Str(s) => write_str(out, s),
         Json::Array(items) => {
             if items.is_empty() {

@@ -128,13 +128,14 @@ fn lanes(xs: &[f32]) -> Lanes {
 /// msprobe 1.1.1 applies before reducing; exact for f16 and bf16).
 fn for_each_f32_block(dtype: DType, data: &[u8], mut f: impl FnMut(&[f32])) {
     let size = dtype.size();
-    let mut buf = [0f32; BLOCK];
     if dtype == DType::F32 {
         if let Ok(xs) = bytemuck::try_cast_slice::<u8, f32>(data) {
             xs.chunks(BLOCK).for_each(f);
             return;
         }
     }
+    // Conversion buffer, sized to the data so small tensors do not pay for a full block.
+    let mut buf = vec![0f32; BLOCK.min(data.len() / size.max(1))];
     // Aligned storage (the usual case) is reinterpreted in place, which lets the conversion
     // loops vectorise; unaligned storage falls back to per-element little-endian reads.
     macro_rules! fast {

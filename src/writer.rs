@@ -2,10 +2,15 @@
 //!
 //! Capturing threads hand finished records to one writer thread through a bounded crossbeam
 //! channel; tensor bytes in flight are capped by a [`Budget`] that either blocks the capturing
-//! thread or drops (and counts) data. Each record is appended to a journal (`dump.json.journal`,
-//! one JSON line per record, written after the record's tensor files) as soon as it arrives, so
-//! a killed process leaves everything needed to rebuild its JSON files with [`recover_dir`]. The
-//! JSON files themselves are written at step end, at stop and at exit.
+//! thread or drops (and counts) data. Each record is formatted once, into exactly the text it
+//! will have inside dump.json, and appended to a journal (`dump.json.journal`) before its tensor
+//! files are written; journal writes are batched while more records are queued and reach the
+//! file as soon as the queue is empty. A killed process therefore leaves what [`recover_dir`]
+//! needs to rebuild its JSON files. The JSON files are written at step end, at stop and at exit
+//! by concatenating the stored texts.
+//!
+//! Journal format: a JSON header line, then entries `R|S|C <name as JSON> <byte length>\n<text>\n`
+//! for a record body, a stack.json value and a construct.json value.
 
 use crate::fsutil;
 use crate::json::{self, Json};
@@ -13,7 +18,7 @@ use crate::record::TensorFile;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use indexmap::IndexMap;
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
@@ -123,45 +128,65 @@ impl Budget {
     }
 }
 
-/// The state of one rank directory: records in completion order plus stack and construct maps.
+/// The state of one rank directory: each record's final text (as it appears inside dump.json)
+/// in completion order, plus stack.json and construct.json values.
 #[derive(Default)]
 pub struct DirState {
     pub header: Option<Header>,
-    pub records: IndexMap<String, Json>,
-    pub stack: IndexMap<String, Json>,
-    pub construct: IndexMap<String, Json>,
+    pub records: IndexMap<String, String>,
+    pub stack: IndexMap<String, String>,
+    pub construct: IndexMap<String, String>,
+}
+
+/// Depth of a record body inside dump.json (`{"data": {"name": body}}`).
+const RECORD_DEPTH: usize = 2;
+
+fn pretty(v: &Json, depth: usize) -> String {
+    let mut s = String::new();
+    v.write_pretty_at(&mut s, depth);
+    s
 }
 
 impl DirState {
-    /// Adds a record; a second record with the same name merges into the first key by key
-    /// (msprobe does this for ops whose inputs and outputs are collected at different times).
-    pub fn add(&mut self, name: &str, body: Json, stack: Option<&[String]>, parent: Option<&Option<String>>) {
-        match (self.records.get_mut(name), body) {
-            (Some(Json::Object(old)), Json::Object(new)) => {
-                for (k, v) in new {
-                    match old.iter_mut().find(|(ok, _)| *ok == k) {
-                        Some(slot) => slot.1 = v,
-                        None => old.push((k, v)),
+    /// Adds a record's formatted body; a second record with the same name merges into the first
+    /// key by key (msprobe does this for ops whose inputs and outputs are collected at different
+    /// times).
+    pub fn add_text(&mut self, name: &str, text: String) {
+        let merged = match self.records.get(name) {
+            Some(old) => match (json::parse(old), json::parse(&text)) {
+                (Ok(Json::Object(mut old)), Ok(Json::Object(new))) => {
+                    for (k, v) in new {
+                        match old.iter_mut().find(|(ok, _)| *ok == k) {
+                            Some(slot) => slot.1 = v,
+                            None => old.push((k, v)),
+                        }
                     }
+                    pretty(&Json::Object(old), RECORD_DEPTH)
                 }
-            }
-            (_, body) => {
-                self.records.insert(name.to_string(), body);
-            }
-        }
+                _ => text,
+            },
+            None => text,
+        };
+        self.records.insert(name.to_string(), merged);
+    }
+
+    /// Adds a record body.
+    pub fn add(&mut self, name: &str, body: &Json, stack: Option<&[String]>, parent: Option<&Option<String>>) {
+        self.add_text(name, pretty(body, RECORD_DEPTH));
         if let Some(frames) = stack {
-            self.stack.insert(name.to_string(), Json::Array(frames.iter().map(Json::str).collect()));
+            self.stack.insert(name.to_string(), stack_text(frames));
         }
         if let Some(p) = parent {
-            self.construct.insert(name.to_string(), p.clone().map(Json::Str).unwrap_or(Json::Null));
+            self.construct.insert(name.to_string(), parent_text(p));
         }
     }
 
     /// dump.json text.
     pub fn dump_json(&self) -> String {
         let h = self.header.clone().unwrap_or(Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None });
-        // Stream the (possibly large) data map instead of cloning it into one value.
-        let mut out = String::from("{\n");
+        let size: usize = self.records.iter().map(|(k, v)| k.len() + v.len() + 8).sum();
+        let mut out = String::with_capacity(size + 256);
+        out.push_str("{\n");
         out.push_str(&format!(" \"task\": {},\n", Json::str(h.task).to_compact()));
         out.push_str(&format!(" \"level\": {},\n", Json::str(h.level).to_compact()));
         out.push_str(&format!(
@@ -174,7 +199,7 @@ impl DirState {
         out
     }
 
-    pub fn map_json(map: &IndexMap<String, Json>) -> String {
+    pub fn map_json(map: &IndexMap<String, String>) -> String {
         let mut out = String::new();
         write_map(&mut out, map, 0);
         out
@@ -189,7 +214,17 @@ impl DirState {
     }
 }
 
-fn write_map(out: &mut String, map: &IndexMap<String, Json>, depth: usize) {
+/// A stack.json value (depth 1).
+fn stack_text(frames: &[String]) -> String {
+    pretty(&Json::Array(frames.iter().map(Json::str).collect()), 1)
+}
+
+/// A construct.json value.
+fn parent_text(p: &Option<String>) -> String {
+    p.clone().map(Json::Str).unwrap_or(Json::Null).to_compact()
+}
+
+fn write_map(out: &mut String, map: &IndexMap<String, String>, depth: usize) {
     if map.is_empty() {
         out.push_str("{}");
         return;
@@ -203,7 +238,7 @@ fn write_map(out: &mut String, map: &IndexMap<String, Json>, depth: usize) {
         out.extend(std::iter::repeat_n(' ', depth + 1));
         out.push_str(&Json::str(k.clone()).to_compact());
         out.push_str(": ");
-        v.write_pretty_at(out, depth + 1);
+        out.push_str(v);
     }
     out.push('\n');
     out.extend(std::iter::repeat_n(' ', depth));
@@ -220,20 +255,16 @@ fn header_line(h: &Header) -> String {
     .to_compact()
 }
 
-fn record_line(rec: &Finished) -> String {
-    let mut kv = vec![("name".to_string(), Json::str(rec.name.clone())), ("body".to_string(), rec.body.clone())];
-    if let Some(s) = &rec.stack {
-        kv.push(("stack".into(), Json::Array(s.iter().map(Json::str).collect())));
-    }
-    if let Some(p) = &rec.parent {
-        kv.push(("parent".into(), p.clone().map(Json::Str).unwrap_or(Json::Null)));
-    }
-    Json::Object(kv).to_compact()
+/// Appends one journal entry: `{kind} {name as JSON} {len}\n{text}\n`.
+fn journal_entry(out: &mut Vec<u8>, kind: char, name: &str, text: &str) {
+    out.extend_from_slice(format!("{kind} {} {}\n", Json::str(name).to_compact(), text.len()).as_bytes());
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'\n');
 }
 
 struct OpenDir {
     state: DirState,
-    journal: Option<std::fs::File>,
+    journal: Option<BufWriter<std::fs::File>>,
 }
 
 struct Worker {
@@ -261,8 +292,9 @@ impl Worker {
             self.error(&format!("cannot write skeleton files in {}", dir.display()), &e);
         }
         let journal = match fsutil::open_append(&dir.join(JOURNAL)) {
-            Ok(mut f) => {
-                if let Err(e) = writeln!(f, "{}", header_line(&header)) {
+            Ok(f) => {
+                let mut f = BufWriter::with_capacity(1 << 16, f);
+                if let Err(e) = writeln!(f, "{}", header_line(&header)).and_then(|_| f.flush()) {
                     self.error("cannot write the journal", &e);
                 }
                 Some(f)
@@ -282,15 +314,26 @@ impl Worker {
         // The journal line goes first: a record whose data reached disk is always journaled.
         // Tensor files are then written under a temporary name and renamed, so a file that
         // exists is complete.
+        // The record is formatted once: this text goes to the journal and, later, into dump.json.
+        let text = pretty(&rec.body, RECORD_DEPTH);
+        let mut entry = Vec::with_capacity(text.len() + 64);
+        journal_entry(&mut entry, 'R', &rec.name, &text);
+        let stack = rec.stack.as_deref().map(stack_text);
+        if let Some(st) = &stack {
+            journal_entry(&mut entry, 'S', &rec.name, st);
+        }
+        let parent = rec.parent.as_ref().map(parent_text);
+        if let Some(p) = &parent {
+            journal_entry(&mut entry, 'C', &rec.name, p);
+        }
         let od = self.dirs.get_mut(&dir).expect("opened above");
-        if let Some(j) = od.journal.as_mut() {
-            // One write per line: a SIGKILL leaves whole lines plus at most one torn tail.
-            let mut buf = record_line(&rec).into_bytes();
-            buf.push(b'\n');
-            if let Err(e) = j.write_all(&buf) {
-                let msg = e.to_string();
-                self.error("cannot append to the journal", &msg);
-            }
+        let journaled = match od.journal.as_mut() {
+            // Files follow their journal entry: a record whose data reached disk is journaled.
+            Some(j) => j.write_all(&entry).and_then(|_| if rec.files.is_empty() { Ok(()) } else { j.flush() }),
+            None => Ok(()),
+        };
+        if let Err(e) = journaled {
+            self.error("cannot append to the journal", &e);
         }
         let mut files_ok = true;
         if !rec.files.is_empty() {
@@ -320,7 +363,13 @@ impl Worker {
             self.budget.give_buffer(f.bytes);
         }
         let od = self.dirs.get_mut(&dir).expect("opened above");
-        od.state.add(&rec.name, rec.body, rec.stack.as_deref(), rec.parent.as_ref());
+        od.state.add_text(&rec.name, text);
+        if let Some(st) = stack {
+            od.state.stack.insert(rec.name.clone(), st);
+        }
+        if let Some(p) = parent {
+            od.state.construct.insert(rec.name.clone(), p);
+        }
         if files_ok {
             self.counters.records.fetch_add(1, Relaxed);
         }
@@ -328,17 +377,26 @@ impl Worker {
 
     fn construct(&mut self, dir: PathBuf, name: String, parent: Option<String>) {
         let Some(od) = self.dirs.get_mut(&dir) else { return };
+        let text = parent_text(&parent);
         if let Some(j) = od.journal.as_mut() {
-            let line = Json::Object(vec![
-                ("construct".into(), Json::str(name.clone())),
-                ("parent".into(), parent.clone().map(Json::Str).unwrap_or(Json::Null)),
-            ]);
-            let _ = j.write_all(format!("{}\n", line.to_compact()).as_bytes());
+            let mut entry = Vec::new();
+            journal_entry(&mut entry, 'C', &name, &text);
+            let _ = j.write_all(&entry);
         }
-        od.state.construct.insert(name, parent.map(Json::Str).unwrap_or(Json::Null));
+        od.state.construct.insert(name, text);
+    }
+
+    /// Pushes batched journal entries to the file (done whenever the queue runs empty).
+    fn flush_journals(&mut self) {
+        for od in self.dirs.values_mut() {
+            if let Some(j) = od.journal.as_mut() {
+                let _ = j.flush();
+            }
+        }
     }
 
     fn write(&mut self, dir: &Path, close: bool) {
+        self.flush_journals();
         let Some(od) = self.dirs.get(dir) else { return };
         match od.state.write_files(dir) {
             Ok(()) => {
@@ -354,13 +412,26 @@ impl Worker {
     }
 
     fn run(mut self, rx: Receiver<Msg>) {
-        for msg in rx {
+        loop {
+            let msg = match rx.try_recv() {
+                Ok(m) => m,
+                Err(crossbeam_channel::TryRecvError::Empty) => {
+                    // Idle: journal entries reach the file before we wait.
+                    self.flush_journals();
+                    match rx.recv() {
+                        Ok(m) => m,
+                        Err(_) => break,
+                    }
+                }
+                Err(crossbeam_channel::TryRecvError::Disconnected) => break,
+            };
             match msg {
                 Msg::Open { dir, header } => self.open(dir, header),
                 Msg::Record { dir, rec } => self.record(dir, rec),
                 Msg::Write { dir, close } => self.write(&dir, close),
                 Msg::Construct { dir, name, parent } => self.construct(dir, name, parent),
                 Msg::Sync(done) => {
+                    self.flush_journals();
                     let _ = done.send(());
                 }
             }
@@ -481,7 +552,9 @@ pub fn recover_dir(root: &Path) -> std::io::Result<Recovered> {
                 state.write_files(&d)?;
                 let mut names = Vec::new();
                 for body in state.records.values() {
-                    data_names(body, &mut names);
+                    if let Ok(v) = json::parse(body) {
+                        data_names(&v, &mut names);
+                    }
                 }
                 out.missing_files += names.iter().filter(|n| !d.join(TENSOR_DIR).join(n).exists()).count();
                 out.dirs += 1;
@@ -509,38 +582,55 @@ fn data_names(v: &Json, out: &mut Vec<String>) {
 }
 
 fn read_journal(path: &Path) -> std::io::Result<(DirState, usize, usize)> {
-    let text = std::fs::read_to_string(path)?;
+    let bytes = std::fs::read(path)?;
     let mut state = DirState::default();
     let (mut n, mut torn) = (0, 0);
-    for line in text.lines() {
-        let Ok(v) = json::parse(line) else {
-            torn += 1;
-            continue;
-        };
-        if v.get("msprobe_journal").is_some() {
+    let mut pos = 0;
+    // Header line.
+    if let Some(nl) = bytes.iter().position(|&b| b == b'\n') {
+        if let Ok(v) = std::str::from_utf8(&bytes[..nl]).map_err(|_| ()).and_then(|t| json::parse(t).map_err(|_| ())) {
             state.header = Some(Header {
                 task: v.get("task").and_then(Json::as_str).unwrap_or("statistics").to_string(),
                 level: v.get("level").and_then(Json::as_str).unwrap_or("L1").to_string(),
                 dump_data_dir: v.get("dump_data_dir").and_then(Json::as_str).map(str::to_string),
             });
-            continue;
         }
-        if let Some(name) = v.get("construct").and_then(Json::as_str) {
-            let parent = v.get("parent").and_then(Json::as_str).map(Json::str).unwrap_or(Json::Null);
-            state.construct.insert(name.to_string(), parent);
-            continue;
-        }
-        let (Some(name), Some(body)) = (v.get("name").and_then(Json::as_str), v.get("body")) else {
+        pos = nl + 1;
+    }
+    while pos < bytes.len() {
+        let Some(nl) = bytes[pos..].iter().position(|&b| b == b'\n').map(|i| pos + i) else {
             torn += 1;
-            continue;
+            break;
         };
-        let stack: Option<Vec<String>> = match v.get("stack") {
-            Some(Json::Array(a)) => Some(a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect()),
-            _ => None,
+        let head = String::from_utf8_lossy(&bytes[pos..nl]).into_owned();
+        let parsed = head.split_once(' ').and_then(|(kind, rest)| {
+            let (name, len) = rest.rsplit_once(' ')?;
+            Some((kind.to_string(), json::parse(name).ok()?.as_str()?.to_string(), len.parse::<usize>().ok()?))
+        });
+        let Some((kind, name, len)) = parsed else {
+            torn += 1;
+            break;
         };
-        let parent = v.get("parent").map(|p| p.as_str().map(str::to_string));
-        state.add(name, body.clone(), stack.as_deref(), parent.as_ref());
-        n += 1;
+        let (start, end) = (nl + 1, nl + 1 + len);
+        if end + 1 > bytes.len() || bytes[end] != b'\n' {
+            torn += 1; // the kill cut this entry
+            break;
+        }
+        let text = String::from_utf8_lossy(&bytes[start..end]).into_owned();
+        match kind.as_str() {
+            "R" => {
+                state.add_text(&name, text);
+                n += 1;
+            }
+            "S" => {
+                state.stack.insert(name, text);
+            }
+            "C" => {
+                state.construct.insert(name, text);
+            }
+            _ => torn += 1,
+        }
+        pos = end + 1;
     }
     Ok((state, n, torn))
 }
@@ -570,9 +660,9 @@ mod tests {
     #[test]
     fn merge_same_name_key_by_key() {
         let mut s = DirState::default();
-        s.add("Distributed.all_reduce.0.forward", json::parse(r#"{"input_args": [1]}"#).unwrap(), None, None);
-        s.add("Distributed.all_reduce.0.forward", json::parse(r#"{"output": [2]}"#).unwrap(), None, None);
+        s.add("Distributed.all_reduce.0.forward", &json::parse(r#"{"input_args": [1]}"#).unwrap(), None, None);
+        s.add("Distributed.all_reduce.0.forward", &json::parse(r#"{"output": [2]}"#).unwrap(), None, None);
         assert_eq!(s.records.len(), 1);
-        assert_eq!(s.records[0], json::parse(r#"{"input_args": [1], "output": [2]}"#).unwrap());
+        assert_eq!(json::parse(&s.records[0]).unwrap(), json::parse(r#"{"input_args": [1], "output": [2]}"#).unwrap());
     }
 }

@@ -29,6 +29,24 @@ while True:  # never ends the step: only the journal can save these records
 """
 
 
+def journal_records(raw: bytes) -> list[str]:
+    """Names of the complete record entries of a journal (format: writer.rs module docs)."""
+    names, pos = [], raw.find(b"\n") + 1
+    while pos > 0 and pos < len(raw):
+        nl = raw.find(b"\n", pos)
+        if nl < 0:
+            break
+        kind, rest = raw[pos:nl].decode().split(" ", 1)
+        name, length = rest.rsplit(" ", 1)
+        end = nl + 1 + int(length)
+        if end >= len(raw) or raw[end:end + 1] != b"\n":
+            break  # torn by the kill
+        if kind == "R":
+            names.append(json.loads(name))
+        pos = end + 1
+    return names
+
+
 def test_sigkill_mid_step_then_recover(tmp_path: Path) -> None:
     dump = tmp_path / "dump"
     rank = dump / "step0" / "rank"
@@ -36,7 +54,7 @@ def test_sigkill_mid_step_then_recover(tmp_path: Path) -> None:
     journal = rank / "dump.json.journal"
     deadline = time.time() + 60
     while time.time() < deadline:
-        if journal.exists() and journal.read_text().count("\n") > 300:
+        if journal.exists() and len(journal_records(journal.read_bytes())) > 300:
             break
         time.sleep(0.05)
     p.send_signal(signal.SIGKILL)
@@ -48,13 +66,7 @@ def test_sigkill_mid_step_then_recover(tmp_path: Path) -> None:
     out = subprocess.run([str(CLI), "recover", str(dump)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     data = json.loads((rank / "dump.json").read_text())["data"]
-    lines = [ln for ln in journal.read_text().splitlines() if ln.startswith('{"name"')]
-    complete = []
-    for ln in lines:
-        try:
-            complete.append(json.loads(ln)["name"])
-        except ValueError:
-            pass  # a line torn by the kill
+    complete = journal_records(journal.read_bytes())
     assert list(data) == complete and len(complete) > 300
     # Every tensor file that reached disk belongs to a recovered record, with matching content.
     names = {r["input_args"][0]["data_name"]: int(k.split(".")[2]) for k, r in data.items()}
