@@ -30,13 +30,36 @@ if ! cmp -s "$lib" "$lib64/libcannsim.so"; then
   cp "$lib" "$lib64/.libcannsim.so.tmp.$$"
   mv -f "$lib64/.libcannsim.so.tmp.$$" "$lib64/libcannsim.so"
 fi
+# The C++ half (GE / platform / tiling names, securec, slog; old libstdc++ ABI), built with the system g++:
+# libcannsimge.so, DT_NEEDED on libcannsim.so, so every name below also finds every C symbol.
+cxx=$repo/simulator/cxx
+gebuild=${CARGO_TARGET_DIR:-$repo/target}/cannsimge
+mkdir -p "$gebuild"
+if [ ! -f "$gebuild/libcannsimge.so" ] || [ "$cxx/cannsimge.cc" -nt "$gebuild/libcannsimge.so" ] \
+   || [ "$cxx/stub_symbols.txt" -nt "$gebuild/libcannsimge.so" ]; then
+  awk '{ printf ".globl %s\n.type %s,@function\n%s:\n  xorl %%eax, %%eax\n  ret\n.size %s,.-%s\n", $1,$1,$1,$1,$1 }' \
+    "$cxx/stub_symbols.txt" > "$gebuild/stubs.S"
+  echo '.section .note.GNU-stack,"",@progbits' >> "$gebuild/stubs.S"
+  g++ -shared -fPIC -O2 -D_GLIBCXX_USE_CXX11_ABI=0 -o "$gebuild/.libcannsimge.so.tmp" "$cxx/cannsimge.cc" "$gebuild/stubs.S" \
+    -L"$lib64" -l:libcannsim.so -Wl,-rpath,'$ORIGIN' -Wl,-z,now >&2
+  mv -f "$gebuild/.libcannsimge.so.tmp" "$gebuild/libcannsimge.so"
+fi
+if ! cmp -s "$gebuild/libcannsimge.so" "$lib64/libcannsimge.so"; then
+  cp "$gebuild/libcannsimge.so" "$lib64/.libcannsimge.so.tmp.$$"
+  mv -f "$lib64/.libcannsimge.so.tmp.$$" "$lib64/libcannsimge.so"
+fi
+for n in libge_runner.so libgraph.so libregister.so libplatform.so libc_sec.so libascendalog.so libmmpa.so; do
+  if [ "$(readlink "$lib64/$n" 2>/dev/null)" != libcannsimge.so ]; then
+    ln -sfn libcannsimge.so "$lib64/$n"
+  fi
+done
 names=(
   libascendcl.so libacl_op_compiler.so libacl_rt.so libacl_op_executor.so libacl_mdl.so
   libnnopbase.so libopapi.so libopapi_math.so libopapi_nn.so libopapi_transformer.so
   libaclnn_ops_infer.so libaclnn_ops_train.so libaclnn_math.so libaclnn_sparse.so libaclnn_fft.so libaclnn_rand.so
   libhccl.so libhcomm.so
-  libdummy_tls.so libmsprofiler.so libge_runner.so libgraph.so libruntime.so libplatform.so libc_sec.so
-  libascend_hal.so libprofapi.so libregister.so libmmpa.so libascendalog.so
+  libdummy_tls.so libmsprofiler.so libruntime.so
+  libascend_hal.so libprofapi.so
   libacl_tdt_queue.so libacl_tdt_channel.so libatb.so
 )
 for n in "${names[@]}"; do

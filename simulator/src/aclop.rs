@@ -90,7 +90,7 @@ fn opfail(e: i32) -> i32 {
 }
 
 /// Supported op types.
-pub const OP_TYPES: &[&str] = &["Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2", "Cast", "ReduceSum", "ReduceSumD", "BiasAdd", "Relu", "SoftmaxV2"];
+pub const OP_TYPES: &[&str] = &["Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2", "Cast", "ReduceSum", "ReduceSumD", "BiasAdd", "Relu", "SoftmaxV2", "Identity"];
 
 /// Build the kernel steps for an aclop op. Returns (steps, trace args).
 /// Kernel steps of an aclop execution and the tensors to trace.
@@ -102,7 +102,7 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
     }
     let (nin, nout): (&[usize], usize) = match op_type {
         "MatMul" | "MatMulV2" | "BatchMatMul" | "BatchMatMulV2" => (&[2, 3], 1),
-        "Cast" | "Relu" | "ReduceSumD" | "SoftmaxV2" => (&[1], 1),
+        "Cast" | "Relu" | "ReduceSumD" | "SoftmaxV2" | "Identity" => (&[1], 1),
         _ => (&[2], 1),
     };
     if !nin.contains(&ins.len()) { return Err(fail(ACL_ERROR_OP_INPUT_NOT_MATCH, format!("{op_type}: {} inputs given, {nin:?} expected", ins.len()))); }
@@ -138,6 +138,12 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
         }
         "Cast" => steps.push((Op::Cast { dtype: y.dtype.acl() }, vec![t(&iv[0]), t(y)])),
         "Relu" => steps.push((Op::Relu, vec![t(&iv[0]), t(y)])),
+        "Identity" => {
+            if y.shape != iv[0].shape || y.dtype != iv[0].dtype {
+                return Err(fail(ACL_ERROR_INVALID_PARAM, "Identity: output shape/dtype differs from the input"));
+            }
+            steps.push((Op::InplaceCopy, vec![t(y), t(&iv[0])]))
+        }
         "SoftmaxV2" => {
             let dim = match attr.get("axes") { Some(AttrVal::ListInt(v)) if v.len() == 1 => v[0], None => -1, _ => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, "SoftmaxV2: axes must have one element")) };
             steps.push((Op::Softmax { dim, log: false }, vec![t(&iv[0]), t(y)]));

@@ -19,8 +19,28 @@ impl Bin {
     }
 }
 
+/// Elementwise unary math functions (aclnnLog, aclnnExp, aclnnNeg, aclnnSqrt, aclnnAbs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UFn { Log, Exp, Neg, Sqrt, Abs }
+
+impl UFn {
+    fn apply(self, x: f32) -> f32 {
+        match self {
+            UFn::Log => x.ln(),
+            UFn::Exp => x.exp(),
+            UFn::Neg => -x,
+            UFn::Sqrt => x.sqrt(),
+            UFn::Abs => x.abs(),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Op {
+    /// slots: self, out
+    Unary(UFn),
+    /// slots: self, out (torch.Tensor.repeat semantics: self is left-padded with 1s to len(repeats))
+    Repeat { reps: Vec<i64> },
     /// slots: self, other, out
     Binary { op: Bin, alpha: f64 },
     /// slots: self, out
@@ -244,7 +264,7 @@ impl Op {
                 if let Op::Addmm { .. } = self { shape_eq(t(s, 3)?, &os, "out")?; } else { shape_eq(c, &os, "selfRef")?; }
                 Ok(ws_for(c))
             }
-            Op::Relu | Op::Gelu => {
+            Op::Relu | Op::Gelu | Op::Unary(_) => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 float(a, "self")?; float(o, "out")?;
                 shape_eq(o, &a.shape, "out")?;
@@ -362,6 +382,17 @@ impl Op {
                 if *amsgrad { shape_eq(t(s, 11)?, &var.shape, "maxGradNorm")?; }
                 Ok(0)
             }
+            Op::Repeat { reps } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                if reps.len() < a.shape.len() || reps.iter().any(|&r| r < 0) {
+                    return Err(inv(format!("repeats {reps:?} invalid for shape {:?}", a.shape)));
+                }
+                let pad = reps.len() - a.shape.len();
+                let os: Vec<i64> = reps.iter().enumerate().map(|(i, &r)| r * if i < pad { 1 } else { a.shape[i - pad] }).collect();
+                shape_eq(o, &os, "out")?;
+                if o.dtype != a.dtype { return Err(inv("out dtype differs from self")); }
+                Ok(0)
+            }
             Op::Cat { dim } => {
                 let SV::L(ts) = &s[0] else { return Err(inv("tensors must be a tensor list")) };
                 let o = t(s, 1)?;
@@ -424,6 +455,10 @@ impl Op {
                 let x = t(s, 1)?.read_f32()?;
                 let th = *threshold as f32;
                 t(s, 2)?.write_f32(&g.iter().zip(&x).map(|(&g, &x)| if x > th { g } else { 0.0 }).collect::<Vec<_>>())
+            }
+            Op::Unary(f) => {
+                let a = t(s, 0)?.read_f32()?;
+                t(s, 1)?.write_f32(&a.iter().map(|&x| f.apply(x)).collect::<Vec<_>>())
             }
             Op::Gelu => {
                 let a = t(s, 0)?.read_f32()?;
@@ -595,6 +630,27 @@ impl Op {
                 t(s, 2)?.write_f32(&v)?;
                 if let Some(mx) = mx { t(s, 11)?.write_f32(&mx)?; }
                 Ok(())
+            }
+            Op::Repeat { reps } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                let pad = reps.len() - a.shape.len();
+                let ish: Vec<i64> = (0..reps.len()).map(|i| if i < pad { 1 } else { a.shape[i - pad] }).collect();
+                let istr = crate::tensor::contiguous_strides(&ish);
+                let src = a.read_f64()?;
+                let n = o.numel();
+                let mut out = Vec::with_capacity(n);
+                let mut idx = vec![0i64; o.shape.len()];
+                for _ in 0..n {
+                    let mut off = 0i64;
+                    for d in 0..idx.len() { off += (idx[d] % ish[d]) * istr[d]; }
+                    out.push(src[off as usize]);
+                    for d in (0..idx.len()).rev() {
+                        idx[d] += 1;
+                        if idx[d] < o.shape[d] { break; }
+                        idx[d] = 0;
+                    }
+                }
+                o.write_f64(&out)
             }
             Op::Cat { dim } => {
                 let SV::L(ts) = &s[0] else { return Err(ACLNN_ERR_PARAM_INVALID) };

@@ -3,7 +3,7 @@ use super::guard;
 use crate::consts::*;
 use crate::errmsg::fail;
 use crate::nnop::{self, Args, Obj};
-use crate::ops::{Bin, Op};
+use crate::ops::{Bin, Op, UFn};
 use crate::trace::Role::{InOut, Input as In, Output as Out};
 use std::os::raw::c_void;
 
@@ -72,6 +72,7 @@ phase2!(
     aclnnLogSoftmaxBackward, aclnnNLLLoss, aclnnNLLLossBackward, aclnnLayerNorm, aclnnLayerNormBackward,
     aclnnEmbedding, aclnnEmbeddingDenseBackward, aclnnCast, aclnnReduceSum, aclnnMean, aclnnInplaceCopy,
     aclnnInplaceZero, aclnnInplaceFillScalar, aclnnApplyAdamW, aclnnCat,
+    aclnnRepeat, aclnnLog, aclnnExp, aclnnNeg, aclnnSqrt, aclnnAbs, aclnnInplaceOne,
 );
 
 // ---- binary arithmetic
@@ -247,6 +248,11 @@ macro_rules! unary {
 }
 unary!(aclnnReluGetWorkspaceSize, "aclnnRelu", Op::Relu);
 unary!(aclnnGeluGetWorkspaceSize, "aclnnGelu", Op::Gelu);
+unary!(aclnnLogGetWorkspaceSize, "aclnnLog", Op::Unary(UFn::Log));
+unary!(aclnnExpGetWorkspaceSize, "aclnnExp", Op::Unary(UFn::Exp));
+unary!(aclnnNegGetWorkspaceSize, "aclnnNeg", Op::Unary(UFn::Neg));
+unary!(aclnnSqrtGetWorkspaceSize, "aclnnSqrt", Op::Unary(UFn::Sqrt));
+unary!(aclnnAbsGetWorkspaceSize, "aclnnAbs", Op::Unary(UFn::Abs));
 
 macro_rules! inplace_unary {
     ($name:ident, $p2:literal, $op:expr) => {
@@ -262,6 +268,7 @@ macro_rules! inplace_unary {
 }
 inplace_unary!(aclnnInplaceReluGetWorkspaceSize, "aclnnInplaceRelu", Op::InplaceRelu);
 inplace_unary!(aclnnInplaceZeroGetWorkspaceSize, "aclnnInplaceZero", Op::InplaceZero);
+inplace_unary!(aclnnInplaceOneGetWorkspaceSize, "aclnnInplaceOne", Op::InplaceFill { value: 1.0 });
 
 #[no_mangle]
 pub extern "C" fn aclnnInplaceFillScalarGetWorkspaceSize(self_ref: H, value: H, ws: *mut u64, ex: *mut H) -> Status {
@@ -428,6 +435,16 @@ pub extern "C" fn aclnnCatGetWorkspaceSize(tensors: H, dim: i64, out: H, ws: *mu
         let mut a = Args::new();
         a.list(In, "tensors", u(tensors))?.t(Out, "out", u(out))?;
         Ok((Op::Cat { dim }, a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnRepeatGetWorkspaceSize(self_: H, repeats: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnRepeat", ws, ex, || {
+        let reps = int_array(repeats, "repeats")?;
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((Op::Repeat { reps }, a))
     })
 }
 

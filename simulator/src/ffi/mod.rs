@@ -12,6 +12,8 @@ pub mod nnopbase;
 pub mod aclnn;
 pub mod aclop;
 pub mod hccl;
+pub mod platform;
+pub mod tdt;
 
 /// Run `f`, converting a panic into `default` (panics must not unwind into C).
 pub(crate) fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {

@@ -554,32 +554,4 @@ pub extern "C" fn aclDataTypeSize(data_type: i32) -> usize {
     crate::dtype::acl_dtype_size(data_type)
 }
 
-// ------------------------------------------------------------------ tdt channels (MindSpore start-up)
-
-static TDT_NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0x00d7_0000_0040);
-
-fn tdt_handle() -> *mut c_void {
-    TDT_NEXT.fetch_add(0x40, Ordering::Relaxed) as *mut c_void
-}
-
-/// Returns a distinct non-NULL handle; no data ever flows through it.
-#[no_mangle]
-pub extern "C" fn acltdtCreateChannel(_device_id: u32, _name: *const c_char) -> *mut c_void {
-    tdt_handle()
-}
-#[no_mangle]
-pub extern "C" fn acltdtCreateChannelWithCapacity(_device_id: u32, _name: *const c_char, _capacity: usize) -> *mut c_void {
-    tdt_handle()
-}
-#[no_mangle]
-pub extern "C" fn acltdtDestroyChannel(handle: *mut c_void) -> AclError {
-    if handle.is_null() { ACL_ERROR_INVALID_PARAM } else { ACL_SUCCESS }
-}
-#[no_mangle]
-pub extern "C" fn acltdtCreateDataset() -> *mut c_void {
-    tdt_handle()
-}
-#[no_mangle]
-pub extern "C" fn acltdtDestroyDataset(dataset: *mut c_void) -> AclError {
-    if dataset.is_null() { ACL_ERROR_INVALID_PARAM } else { ACL_SUCCESS }
-}
+// tdt channels: see ffi/tdt.rs
