@@ -75,6 +75,9 @@ int msprobe_record_section(MsprobeRecord *r, const char *section);
 int msprobe_record_open(MsprobeRecord *r, const char *key, int is_dict); /* key NULL in lists */
 int msprobe_record_close(MsprobeRecord *r);
 int msprobe_record_add_tensor(MsprobeRecord *r, const char *key, const MsprobeTensor *t);
+/* Same, with t->data an Ascend device address: the view's span is copied with the real
+ * aclrtMemcpy (the caller synchronises the producing stream first); storage_bytes is ignored. */
+int msprobe_record_add_device_tensor(MsprobeRecord *r, const char *key, const MsprobeTensor *t);
 int msprobe_record_add_null(MsprobeRecord *r, const char *key);
 int msprobe_record_add_empty(MsprobeRecord *r, const char *key);
 /* type_name NULL = "bool" / "int" / "float" / "str" / "slice"; value_key NULL = "value". */

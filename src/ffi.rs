@@ -81,8 +81,15 @@ unsafe fn cstr<'a>(p: *const c_char) -> Option<&'a str> {
     unsafe { CStr::from_ptr(p) }.to_str().ok()
 }
 
+/// The process that initialised the recorder: a forked child never touches the writer (whose
+/// thread it does not have).
+static INIT_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 extern "C" fn at_exit() {
     let _ = catch_unwind(|| {
+        if INIT_PID.load(std::sync::atomic::Ordering::Relaxed) != std::process::id() {
+            return;
+        }
         if let Some(s) = recorder().and_then(|r| r.finish()) {
             log_summary(&s);
         }
@@ -130,6 +137,7 @@ pub extern "C" fn msprobe_init(args_json: *const c_char) -> c_int {
         match config::load(&env, args.as_ref()) {
             Ok(cfg) => {
                 if install(Recorder::new(cfg)) {
+                    INIT_PID.store(std::process::id(), std::sync::atomic::Ordering::Relaxed);
                     static AT_EXIT: Once = Once::new();
                     // SAFETY: at_exit is a plain extern "C" fn that never unwinds.
                     AT_EXIT.call_once(|| unsafe {
@@ -360,23 +368,77 @@ pub extern "C" fn msprobe_record_add_tensor(r: *mut MsprobeRecord, key: *const c
                 if t.storage_bytes == 0 { &[] } else { std::slice::from_raw_parts(t.data, t.storage_bytes as usize) };
             (shape, strides, storage)
         };
-        let data = match layout::gather(dtype.size(), shape, strides, t.offset, storage) {
-            Ok(d) => d,
+        // SAFETY: type_name and key are NULL or NUL-terminated strings (header contract).
+        let (type_name, key) = unsafe { (cstr(t.type_name), cstr(key)) };
+        add_view(m, key, t, dtype, shape, strides, t.offset, storage, type_name)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn add_view(
+    m: &mut MsprobeRecord,
+    key: Option<&str>,
+    t: &MsprobeTensor,
+    dtype: DType,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    offset: i64,
+    storage: &[u8],
+    type_name: Option<&str>,
+) -> c_int {
+    let data = match layout::gather(dtype.size(), shape, strides, offset, storage) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    let tr = TensorRef {
+        dtype,
+        shape,
+        data: &data,
+        requires_grad: if t.requires_grad < 0 { None } else { Some(t.requires_grad != 0) },
+        type_name,
+    };
+    let rec = m.rec.clone();
+    m.b.add_tensor(key, &tr, rec.budget()).map(|_| MSPROBE_OK).unwrap_or_else(fail)
+}
+
+/// Adds a tensor whose storage is in Ascend device memory (`data` is a device address): the
+/// view's byte span is copied to the host with the real `aclrtMemcpy` (the stream that produced
+/// it must be synchronised by the caller), then recorded like a host tensor. Needs CANN loaded.
+#[no_mangle]
+pub extern "C" fn msprobe_record_add_device_tensor(r: *mut MsprobeRecord, key: *const c_char, t: *const MsprobeTensor) -> c_int {
+    with_record(r, |m| {
+        if t.is_null() {
+            return fail("tensor is NULL");
+        }
+        // SAFETY: t is non-null and points to a caller-owned MsprobeTensor for this call.
+        let t = unsafe { &*t };
+        let Some(dtype) = DType::from_acl(t.dtype) else {
+            return fail(format!("unsupported dtype {}", t.dtype));
+        };
+        if t.ndim < 0 || (t.ndim > 0 && t.shape.is_null()) {
+            return fail("bad tensor descriptor");
+        }
+        let nd = t.ndim as usize;
+        // SAFETY: shape/strides point to ndim i64s (header contract).
+        let (shape, strides) = unsafe {
+            let shape: &[i64] = if nd == 0 { &[] } else { std::slice::from_raw_parts(t.shape, nd) };
+            let strides = if t.strides.is_null() || nd == 0 { None } else { Some(std::slice::from_raw_parts(t.strides, nd)) };
+            (shape, strides)
+        };
+        let cs = layout::contiguous_strides(shape);
+        let span = match layout::element_span(shape, strides.unwrap_or(&cs), t.offset) {
+            Ok(s) => s,
             Err(e) => return fail(e),
         };
-        // SAFETY: type_name is NULL or a NUL-terminated string (header contract).
-        let type_name = unsafe { cstr(t.type_name) };
-        // SAFETY: as above for key.
-        let key = unsafe { cstr(key) };
-        let tr = TensorRef {
-            dtype,
-            shape,
-            data: &data,
-            requires_grad: if t.requires_grad < 0 { None } else { Some(t.requires_grad != 0) },
-            type_name,
+        let (lo, hi) = span.unwrap_or((t.offset as u128, t.offset as u128));
+        let es = dtype.size();
+        let host = match crate::interposer::copy_device_span(t.data as usize + lo as usize * es, (hi - lo) as usize * es) {
+            Ok(h) => h,
+            Err(rc) => return fail(format!("aclrtMemcpy device-to-host failed ({rc})")),
         };
-        let rec = m.rec.clone();
-        m.b.add_tensor(key, &tr, rec.budget()).map(|_| MSPROBE_OK).unwrap_or_else(fail)
+        // SAFETY: type_name and key are NULL or NUL-terminated strings (header contract).
+        let (type_name, key) = unsafe { (cstr(t.type_name), cstr(key)) };
+        add_view(m, key, t, dtype, shape, strides, t.offset - lo as i64, &host, type_name)
     })
 }
 

@@ -73,6 +73,7 @@ _SIGS = {
     "msprobe_record_open": (_I, [_P, _S, _I]),
     "msprobe_record_close": (_I, [_P]),
     "msprobe_record_add_tensor": (_I, [_P, _S, ctypes.POINTER(MsprobeTensor)]),
+    "msprobe_record_add_device_tensor": (_I, [_P, _S, ctypes.POINTER(MsprobeTensor)]),
     "msprobe_record_add_null": (_I, [_P, _S]),
     "msprobe_record_add_empty": (_I, [_P, _S]),
     "msprobe_record_add_bool": (_I, [_P, _S, _S, _I]),

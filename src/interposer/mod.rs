@@ -21,3 +21,9 @@ pub(crate) mod hccl;
 pub(crate) mod meta;
 pub(crate) mod real;
 pub(crate) mod state;
+
+/// Copies device bytes to a new host buffer with the real `aclrtMemcpy` (for the C ABI's
+/// device-tensor path).
+pub(crate) fn copy_device_span(src: usize, len: usize) -> Result<Vec<u8>, i32> {
+    real::copy_to_host(src, len)
+}
