@@ -8,4 +8,4 @@ cargo test -q --release --workspace
 .venv/bin/python -m pytest -q tests/python tests/python/pytorch simulator/tests --ignore=tests/python/mindspore
 # MindSpore layer: its own venv (MindSpore 2.10 needs numpy<2), see scripts/setup-ms.sh
 bash scripts/setup-ms.sh
-target/venv-ms/bin/python -m pytest -q tests/python/mindspore
+target/venv-ms/bin/python -m pytest -q tests/python/mindspore tests/python/test_ms_ascend.py

@@ -90,6 +90,13 @@ aclnnStatus aclnnInplaceCopyGetWorkspaceSize(aclTensor *selfRef, const aclTensor
 aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, aclTensor *out, P1);
 aclnnStatus aclnnSumGetWorkspaceSize(const aclTensorList *tensors, aclTensor *out, P1);
 aclnnStatus aclnnInplaceZeroGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceOneGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnRepeatGetWorkspaceSize(const aclTensor *self, const aclIntArray *repeats, aclTensor *out, P1);
+aclnnStatus aclnnLogGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnExpGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnNegGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnSqrtGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnAbsGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnInplaceFillScalarGetWorkspaceSize(aclTensor *selfRef, const aclScalar *value, P1);
 aclnnStatus aclnnDropoutGetWorkspaceSize(const aclTensor *input, double p, bool train, int64_t seed, int64_t offset, aclTensor *out, aclTensor *maskOut, P1);
 
