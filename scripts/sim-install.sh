@@ -67,4 +67,10 @@ for n in "${names[@]}"; do
     ln -sfn libcannsim.so "$lib64/$n"
   fi
 done
+# CANN's Python packages (real CANN: <root>/python/site-packages, put on PYTHONPATH by set_env.sh). MindSpore's
+# communication.init() imports `hccl.sys_version` to check the HCCL package version.
+pysite=$prefix/latest/python/site-packages
+mkdir -p "$pysite/hccl"
+[ -f "$pysite/hccl/__init__.py" ] || echo '"""HCCL Python package of the CANN simulator (version information only)."""' > "$pysite/hccl/__init__.py"
+[ -f "$pysite/hccl/sys_version.py" ] || echo '__sys_version__ = "8.3.RC1"' > "$pysite/hccl/sys_version.py"
 echo "$lib64"

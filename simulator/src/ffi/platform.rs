@@ -442,3 +442,30 @@ pub extern "C" fn aclrtAllocatorUnregister(stream: *mut c_void) -> AclError {
         ACL_SUCCESS
     })
 }
+
+// ---- HCCL entry points beyond the simulated collectives -----------------------------------------------
+// MindSpore's HCCL adapter resolves these at communicator init; the simulator reports them unsupported
+// (HCCL_E_NOT_SUPPORT) when called.
+
+/// Which `HcclCommConfig` fields the library understands (0: the base fields only).
+#[no_mangle]
+pub extern "C" fn HcclGetCommConfigCapability() -> u32 {
+    0
+}
+macro_rules! hccl_not_supported {
+    ($($name:ident),*) => {
+        $(
+            /// Not simulated: returns HCCL_E_NOT_SUPPORT.
+            #[no_mangle]
+            pub extern "C" fn $name(_a: usize, _b: usize, _c: usize, _d: usize, _e: usize, _f: usize, _g: usize, _h: usize) -> i32 {
+                crate::simlog!(concat!(stringify!($name), " is not supported by the simulator"));
+                HCCL_E_NOT_SUPPORT
+            }
+        )*
+    };
+}
+hccl_not_supported!(HcclAllGatherV, HcclAllToAll, HcclAlltoAllVC, HcclBatchISendIRecv, HcclBatchSendRecv,
+    HcclCommActivateCommMemory, HcclCommDeactivateCommMemory, HcclCommResume, HcclCommSetMemoryRange,
+    HcclCommUnsetMemoryRange, HcclCommWorkingDevNicSet, HcclCreateSubCommConfig, HcclReduceScatterV, HcclScatter,
+    HcclZeroCopyActivateCommMemory, HcclZeroCopyDeactivateCommMemory, HcclZeroCopySetMemoryRange,
+    HcclZeroCopyUnsetMemoryRange);
