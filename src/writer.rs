@@ -133,6 +133,8 @@ impl Budget {
 #[derive(Default)]
 pub struct DirState {
     pub header: Option<Header>,
+    /// Changed since the JSON files were last written.
+    pub dirty: bool,
     pub records: IndexMap<String, String>,
     pub stack: IndexMap<String, String>,
     pub construct: IndexMap<String, String>,
@@ -152,6 +154,7 @@ impl DirState {
     /// key by key (msprobe does this for ops whose inputs and outputs are collected at different
     /// times).
     pub fn add_text(&mut self, name: &str, text: String) {
+        self.dirty = true;
         let merged = match self.records.get(name) {
             Some(old) => match (json::parse(old), json::parse(&text)) {
                 (Ok(Json::Object(mut old)), Ok(Json::Object(new))) => {
@@ -287,10 +290,9 @@ impl Worker {
         if self.dirs.contains_key(&dir) {
             return;
         }
-        let state = DirState { header: Some(header.clone()), ..Default::default() };
-        if let Err(e) = state.write_files(&dir) {
-            self.error(&format!("cannot write skeleton files in {}", dir.display()), &e);
-        }
+        // No skeleton JSON files: until the first write (stop, step end, exit) the journal is the
+        // directory's content, and `msprobe recover` turns it into the JSON files.
+        let state = DirState { header: Some(header.clone()), dirty: true, ..Default::default() };
         let journal = match fsutil::open_append(&dir.join(JOURNAL)) {
             Ok(f) => {
                 let mut f = BufWriter::with_capacity(1 << 16, f);
@@ -384,6 +386,7 @@ impl Worker {
             let _ = j.write_all(&entry);
         }
         od.state.construct.insert(name, text);
+        od.state.dirty = true;
     }
 
     /// Pushes batched journal entries to the file (done whenever the queue runs empty).
@@ -397,8 +400,11 @@ impl Worker {
 
     fn write(&mut self, dir: &Path, close: bool) {
         self.flush_journals();
-        let Some(od) = self.dirs.get(dir) else { return };
-        match od.state.write_files(dir) {
+        let Some(od) = self.dirs.get_mut(dir) else { return };
+        // Nothing changed since the last write (e.g. step end right after stop): keep the files.
+        let res = if od.state.dirty { od.state.write_files(dir) } else { Ok(()) };
+        od.state.dirty = false;
+        match res {
             Ok(()) => {
                 if close {
                     let _ = std::fs::remove_file(dir.join(JOURNAL));
