@@ -53,8 +53,10 @@ def run(lib64: Path, tmp: Path, mode: str, device: str = "Ascend", capture: bool
         e.update(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_DUMP_PATH=str(tmp / "dump"), MSPROBE_SUMMARY_MODE="md5",
                  CANNSIM_TRACE=str(tmp / "trace.{pid}.jsonl"), CANNSIM_KERNEL_DELAY_US="200", **STEP_END)
     e.update(env or {})
+    tmp.mkdir(parents=True, exist_ok=True)
+    # cwd: MindSpore writes rank_0/om/ into the working directory.
     p = subprocess.run([PY, str(SCRIPT), "--mode", mode, "--device", device, "--steps", str(STEPS)], env=e,
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, cwd=tmp)
     assert p.returncode == 0, p.stderr[-4000:]
     assert p.stdout.rstrip().endswith("done"), p.stdout
     return p
@@ -130,10 +132,11 @@ def msrun(lib64: Path, tmp: Path, capture: bool) -> dict[int, list[str]]:
         e.update(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_DUMP_PATH=str(tmp / "dump"), MSPROBE_SUMMARY_MODE="md5",
                  CANNSIM_TRACE=str(tmp / "trace.{pid}.jsonl"), **STEP_END)
     logs = tmp / "logs"
+    tmp.mkdir(parents=True, exist_ok=True)
     p = subprocess.run([str(Path(venv_bin) / "msrun"), "--worker_num=2", "--local_worker_num=2",
                         f"--master_port={free_port()}", f"--log_dir={logs}", "--join=True",
                         str(SCRIPT), "--dp", "--mode", "graph", "--steps", str(STEPS)],
-                       env=e, capture_output=True, text=True, timeout=240)
+                       env=e, capture_output=True, text=True, timeout=240, cwd=tmp)
     out = {r: (logs / f"worker_{r}.log").read_text() for r in (0, 1)}
     assert p.returncode == 0, p.stderr[-2000:] + out[0][-3000:]
     return {r: [ln for ln in out[r].splitlines() if ln.startswith(f"rank {r} step ")] for r in (0, 1)}
