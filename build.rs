@@ -31,7 +31,7 @@ fn classify(name: &str, ty: &str) -> TokenStream {
         quote! { Arg::FloatArray(#arg as *const c_void) }
     } else if ty.contains("aclBoolArray") {
         quote! { Arg::BoolArray(#arg as *const c_void) }
-    } else if ty.contains("c_char") && ty.contains('*') {
+    } else if ty.contains("c_char") && ty.matches('*').count() == 1 {
         quote! { Arg::Str(#arg as *const c_void) }
     } else if ty.contains("aclDataType") {
         quote! { Arg::DType(#arg as i64) }
@@ -39,9 +39,8 @@ fn classify(name: &str, ty: &str) -> TokenStream {
         quote! { Arg::Bool(#arg) }
     } else if ty == "f64" || ty == "f32" {
         quote! { Arg::Float(#arg as f64) }
-    } else if ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "c_int", "c_long"]
-        .iter()
-        .any(|t| ty.ends_with(t))
+    } else if !ty.contains('*')
+        && ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "c_int", "c_long"].iter().any(|t| ty.ends_with(t))
     {
         quote! { Arg::Int(#arg as i64) }
     } else {
@@ -55,6 +54,9 @@ fn tensor_role(name: &str, ty: &str) -> TokenStream {
     let n = name.trim_end_matches("Optional");
     if n.ends_with("Ref") {
         quote! { Role::InOut }
+    } else if (n == "gradOut" || n.starts_with("gradOutput")) && ty.contains("const") {
+        // The incoming gradient of a backward op ("grad of the output"): an input.
+        quote! { Role::In }
     } else if n == "out"
         || n.ends_with("Out")
         || n == "y"
@@ -137,8 +139,14 @@ fn main() {
                         params.push((pname, quote!(#ty).to_string().replace(' ', "")));
                         tys.push(ty.clone());
                     }
-                    if params.len() >= 2 {
+                    // Phase 1 always ends with (uint64_t *workspaceSize, aclOpExecutor **executor).
+                    let tail_ok = params.len() >= 2
+                        && params[params.len() - 2].1.contains("u64")
+                        && params[params.len() - 1].1.contains("aclOpExecutor");
+                    if tail_ok {
                         ops.push((op.to_string(), params, tys));
+                    } else {
+                        println!("cargo:warning=skipping {name}: unexpected phase-1 signature");
                     }
                 }
             }

@@ -40,8 +40,19 @@ fn set_error(msg: &str) {
     LAST_ERROR.with(|e| *e.borrow_mut() = c);
 }
 
-/// The process's recorder, if initialised.
+/// Set in a forked child: the child has none of the writer's threads, so it records nothing.
+static FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Marks this process as a forked child (from `pthread_atfork`): every later call is a no-op.
+pub(crate) extern "C" fn forked_child() {
+    FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The process's recorder, if initialised (never in a forked child).
 pub fn recorder() -> Option<Arc<Recorder>> {
+    if FORKED.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
     GLOBAL.read().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
@@ -139,9 +150,10 @@ pub extern "C" fn msprobe_init(args_json: *const c_char) -> c_int {
                 if install(Recorder::new(cfg)) {
                     INIT_PID.store(std::process::id(), std::sync::atomic::Ordering::Relaxed);
                     static AT_EXIT: Once = Once::new();
-                    // SAFETY: at_exit is a plain extern "C" fn that never unwinds.
+                    // SAFETY: at_exit and forked_child are plain extern "C" fns that never unwind.
                     AT_EXIT.call_once(|| unsafe {
                         libc::atexit(at_exit);
+                        libc::pthread_atfork(None, None, Some(forked_child));
                     });
                     MSPROBE_OK
                 } else {

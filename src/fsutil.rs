@@ -3,7 +3,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 pub const DIR_MODE: u32 = 0o750;
@@ -29,7 +29,7 @@ fn refuse_symlink(p: &Path) -> io::Result<bool> {
 /// The root and everything below it must not be symlinks.
 pub fn create_dirs(root: &Path, subdirs: &[&str]) -> io::Result<PathBuf> {
     if !refuse_symlink(root)? {
-        fs::create_dir_all(root)?;
+        std::fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(root)?;
         fs::set_permissions(root, fs::Permissions::from_mode(DIR_MODE))?;
         refuse_symlink(root)?;
     }
@@ -37,7 +37,7 @@ pub fn create_dirs(root: &Path, subdirs: &[&str]) -> io::Result<PathBuf> {
     for d in subdirs {
         p.push(d);
         if !refuse_symlink(&p)? {
-            match fs::create_dir(&p) {
+            match std::fs::DirBuilder::new().mode(DIR_MODE).create(&p) {
                 Ok(()) => fs::set_permissions(&p, fs::Permissions::from_mode(DIR_MODE))?,
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     refuse_symlink(&p)?;
@@ -64,16 +64,18 @@ pub fn create_new(path: &Path) -> io::Result<File> {
 /// Writes a new file completely under a temporary name, then renames it into place; fails if
 /// `path` exists (never overwrites).
 pub fn write_new_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    if fs::symlink_metadata(path).is_ok() {
-        return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists", path.display())));
-    }
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = path.with_file_name(format!(".{name}.part"));
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    // A short temporary name (the final name may already be at the 255-byte limit).
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_file_name(format!(".msprobe-{}-{n}.part", std::process::id()));
     let _ = fs::remove_file(&tmp);
     let mut f = create_new(&tmp)?;
     f.write_all(bytes)?;
     drop(f);
-    fs::rename(&tmp, path)
+    // link() fails if `path` exists, so an existing file is never replaced.
+    let linked = fs::hard_link(&tmp, path);
+    let _ = fs::remove_file(&tmp);
+    linked
 }
 
 /// Opens a file for appending (created 0640 if missing), not following links.

@@ -51,7 +51,9 @@ impl Log for Logger {
         // (the run summary) are kept.
         let msg: String =
             r.args().to_string().chars().map(|c| if c.is_control() && c != '\n' { '_' } else { c }).collect();
-        eprintln!("{} ({}) [msprobe] [{level}] {msg}", now_local(), std::process::id());
+        // Never panic (eprintln! would on EPIPE): a lost log line must not abort the host job.
+        let line = format!("{} ({}) [msprobe] [{level}] {msg}\n", now_local(), std::process::id());
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
     }
 
     fn flush(&self) {}

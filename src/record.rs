@@ -108,6 +108,20 @@ pub struct RecordBuilder {
     pub reserved: u64,
     /// The rank directory the record belongs to (fixed when it began).
     pub target: std::path::PathBuf,
+    /// Where `reserved` goes back if the record is dropped instead of written.
+    pub release_to: Option<std::sync::Arc<crate::writer::Budget>>,
+}
+
+impl Drop for RecordBuilder {
+    /// A record dropped without reaching the writer (aborted, or a panic while capturing) gives
+    /// its reserved bytes back, so the budget never leaks.
+    fn drop(&mut self) {
+        if self.reserved > 0 {
+            if let Some(b) = &self.release_to {
+                b.release(self.reserved);
+            }
+        }
+    }
 }
 
 /// Whether a record name is a backward record (`...backward` API or `...backward.N` module).
@@ -141,6 +155,7 @@ impl RecordBuilder {
             dropped: 0,
             reserved: 0,
             target: std::path::PathBuf::new(),
+            release_to: None,
         }
     }
 

@@ -198,9 +198,9 @@ impl Recorder {
     /// Turns capture off and writes the JSON files of the current step.
     pub fn stop(&self) {
         self.enabled.store(false, Relaxed);
-        let st = self.lock();
-        if let Some(d) = &st.dir {
-            self.writer.write(d.clone(), false);
+        let dir = self.lock().dir.clone();
+        if let Some(d) = dir {
+            self.writer.write(d, false);
         }
     }
 
@@ -208,15 +208,17 @@ impl Recorder {
     /// Capture stays in the state it was in (on for L2, where there is no start/stop).
     pub fn step(&self) {
         let mut st = self.lock();
-        if let Some(d) = st.dir.take() {
-            self.writer.write(d, true);
-        }
+        let closing = st.dir.take();
         st.step += 1;
         st.counters.clear();
         st.in_scope = false;
         if self.cfg.level == Level::L2 {
             let on = self.selected(&st);
             self.enabled.store(on, Relaxed);
+        }
+        drop(st);
+        if let Some(d) = closing {
+            self.writer.write(d, true);
         }
     }
 
@@ -268,6 +270,7 @@ impl Recorder {
         let dir = self.ensure_dir(&mut st)?;
         let mut b = RecordBuilder::new(name.to_string(), self.opts.clone());
         b.target = dir;
+        b.release_to = Some(self.writer.budget.clone());
         Some(b)
     }
 
@@ -276,8 +279,8 @@ impl Recorder {
         if !self.is_enabled() {
             return;
         }
-        let mut st = self.lock();
-        if let Some(dir) = self.ensure_dir(&mut st) {
+        let dir = self.ensure_dir(&mut self.lock());
+        if let Some(dir) = dir {
             self.writer.construct(dir, name.to_string(), parent.map(str::to_string));
         }
     }
@@ -304,7 +307,7 @@ impl Recorder {
             files: std::mem::take(&mut b.files),
             stack: b.stack.take(),
             parent: b.parent.take(),
-            reserved: b.reserved,
+            reserved: std::mem::take(&mut b.reserved),
         };
         self.writer.record(target, rec);
     }
@@ -321,11 +324,9 @@ impl Recorder {
 
     /// Writes the current JSON files and waits for the writer.
     pub fn flush(&self) {
-        {
-            let st = self.lock();
-            if let Some(d) = &st.dir {
-                self.writer.write(d.clone(), false);
-            }
+        let dir = self.lock().dir.clone();
+        if let Some(d) = dir {
+            self.writer.write(d, false);
         }
         self.writer.sync();
     }
@@ -337,7 +338,8 @@ impl Recorder {
             return None;
         }
         self.enabled.store(false, Relaxed);
-        if let Some(d) = self.lock().dir.take() {
+        let dir = self.lock().dir.take();
+        if let Some(d) = dir {
             self.writer.write(d, true);
         }
         self.writer.shutdown();
@@ -371,5 +373,80 @@ fn move_aside_if_used(dir: &Path) {
     match std::fs::rename(dir, &aside) {
         Ok(()) => log::warn!("{} held a dump from an earlier run; it was moved to {}", dir.display(), aside.display()),
         Err(e) => log::warn!("{} holds a dump from an earlier run and cannot be moved aside ({e})", dir.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Task;
+    use crate::dtype::DType;
+    use crate::record::TensorRef;
+
+    fn recorder(dir: &Path, task: Task, queue_bytes: u64) -> Recorder {
+        Recorder::new(Config { task, dump_path: dir.to_path_buf(), queue_bytes, ..Config::default() })
+    }
+
+    fn tensor_record(rec: &Recorder, name: &str, data: &[u8]) -> RecordBuilder {
+        let mut b = rec.begin(name).expect("recording");
+        b.section("input_args").unwrap();
+        let shape = [(data.len() / 4) as i64];
+        let t = TensorRef { dtype: DType::F32, shape: &shape, data, requires_grad: None, type_name: None };
+        b.add_tensor(None, &t, rec.budget()).unwrap();
+        b
+    }
+
+    #[test]
+    fn dropped_records_give_their_bytes_back() {
+        let t = tempfile::tempdir().unwrap();
+        let rec = recorder(t.path(), Task::Tensor, 1 << 20);
+        rec.start();
+        let data = vec![0u8; 600 << 10];
+        for i in 0..5 {
+            // Each aborted record reserved 600 KiB of a 1 MiB budget; without the release the
+            // second one would block forever.
+            drop(tensor_record(&rec, &format!("Torch.a.{i}.forward"), &data));
+        }
+        assert_eq!(rec.budget().in_flight(), 0);
+        let b = tensor_record(&rec, "Torch.a.9.forward", &data);
+        rec.end(b);
+        rec.finish();
+        assert_eq!(rec.budget().in_flight(), 0);
+    }
+
+    #[test]
+    fn a_record_finishing_after_its_step_ended_keeps_the_step() {
+        let t = tempfile::tempdir().unwrap();
+        let rec = recorder(t.path(), Task::Statistics, 1 << 30);
+        rec.start();
+        let data = 1f32.to_le_bytes();
+        for i in 0..3 {
+            let b = tensor_record(&rec, &format!("Torch.a.{i}.forward"), &data);
+            rec.end(b);
+        }
+        let late = tensor_record(&rec, "Torch.late.0.forward", &data);
+        rec.step();
+        rec.end(late);
+        rec.finish();
+        let text = std::fs::read_to_string(t.path().join("step0/rank/dump.json")).unwrap();
+        let v = crate::json::parse(&text).unwrap();
+        let Some(crate::json::Json::Object(data)) = v.get("data") else { panic!("no data") };
+        let names: Vec<&str> = data.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["Torch.a.0.forward", "Torch.a.1.forward", "Torch.a.2.forward", "Torch.late.0.forward"]);
+        assert_eq!(v.get("task").and_then(|t| t.as_str()), Some("statistics"));
+    }
+
+    #[test]
+    fn the_longest_names_still_get_their_files() {
+        let t = tempfile::tempdir().unwrap();
+        let rec = recorder(t.path(), Task::Tensor, 1 << 30);
+        rec.start();
+        let name = format!("Module.{}.Linear.forward.0", "m".repeat(300));
+        let b = tensor_record(&rec, &name, &1f32.to_le_bytes());
+        rec.end(b);
+        let s = rec.finish().unwrap();
+        assert_eq!((s.files, s.errors), (1, 0));
+        let files: Vec<_> = std::fs::read_dir(t.path().join("step0/rank/dump_tensor_data")).unwrap().collect();
+        assert_eq!(files.len(), 1);
     }
 }

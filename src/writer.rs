@@ -272,6 +272,8 @@ struct OpenDir {
 
 struct Worker {
     dirs: HashMap<PathBuf, OpenDir>,
+    /// Headers of directories already closed (step ended), for records that finish late.
+    closed: HashMap<PathBuf, Header>,
     counters: Arc<Counters>,
     budget: Arc<Budget>,
 }
@@ -309,9 +311,44 @@ impl Worker {
         self.dirs.insert(dir, OpenDir { state, journal });
     }
 
+    /// Re-opens a closed directory for a record that began before its step ended: the written
+    /// files are read back (and re-journaled) so nothing already dumped is lost.
+    fn reopen(&mut self, dir: PathBuf, header: Header) {
+        self.open(dir.clone(), header);
+        let mut entries = Vec::new();
+        let od = self.dirs.get_mut(&dir).expect("just opened");
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok().and_then(|t| json::parse(&t).ok());
+        if let Some(Json::Object(recs)) = read("dump.json").as_ref().and_then(|d| d.get("data")).cloned() {
+            for (name, body) in recs {
+                let text = pretty(&body, RECORD_DEPTH);
+                journal_entry(&mut entries, 'R', &name, &text);
+                od.state.records.insert(name, text);
+            }
+        }
+        for (file, kind) in [("stack.json", 'S'), ("construct.json", 'C')] {
+            if let Some(Json::Object(kv)) = read(file) {
+                for (name, v) in kv {
+                    let text = if kind == 'S' { pretty(&v, 1) } else { v.to_compact() };
+                    journal_entry(&mut entries, kind, &name, &text);
+                    if kind == 'S' {
+                        od.state.stack.insert(name, text);
+                    } else {
+                        od.state.construct.insert(name, text);
+                    }
+                }
+            }
+        }
+        if let Some(j) = od.journal.as_mut() {
+            let _ = j.write_all(&entries).and_then(|_| j.flush());
+        }
+    }
+
     fn record(&mut self, dir: PathBuf, rec: Finished) {
         if !self.dirs.contains_key(&dir) {
-            self.open(dir.clone(), Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None });
+            match self.closed.get(&dir).cloned() {
+                Some(h) => self.reopen(dir.clone(), h),
+                None => self.open(dir.clone(), Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None }),
+            }
         }
         // The journal line goes first: a record whose data reached disk is always journaled.
         // Tensor files are then written under a temporary name and renamed, so a file that
@@ -413,7 +450,11 @@ impl Worker {
             Err(e) => self.error(&format!("cannot write the JSON files in {}", dir.display()), &e),
         }
         if close {
-            self.dirs.remove(dir);
+            if let Some(od) = self.dirs.remove(dir) {
+                if let Some(h) = od.state.header {
+                    self.closed.insert(dir.to_path_buf(), h);
+                }
+            }
         }
     }
 
@@ -453,6 +494,8 @@ impl Worker {
 /// The handle capture paths use. The thread starts with the first message.
 pub struct Writer {
     tx: Mutex<Option<Sender<Msg>>>,
+    /// Set by `shutdown`: later messages are dropped (counted) instead of starting a new thread.
+    stopped: std::sync::atomic::AtomicBool,
     thread: Mutex<Option<JoinHandle<()>>>,
     pub budget: Arc<Budget>,
     pub counters: Arc<Counters>,
@@ -462,6 +505,7 @@ impl Writer {
     pub fn new(budget: Budget) -> Writer {
         Writer {
             tx: Mutex::new(None),
+            stopped: std::sync::atomic::AtomicBool::new(false),
             thread: Mutex::new(None),
             budget: Arc::new(budget),
             counters: Arc::new(Counters::default()),
@@ -470,9 +514,13 @@ impl Writer {
 
     fn sender(&self) -> Option<Sender<Msg>> {
         let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        if self.stopped.load(Relaxed) {
+            self.counters.dropped.fetch_add(1, Relaxed);
+            return None;
+        }
         if tx.is_none() {
             let (s, r) = bounded::<Msg>(4096);
-            let worker = Worker { dirs: HashMap::new(), counters: self.counters.clone(), budget: self.budget.clone() };
+            let worker = Worker { dirs: HashMap::new(), closed: HashMap::new(), counters: self.counters.clone(), budget: self.budget.clone() };
             let handle = std::thread::Builder::new().name("msprobe-writer".into()).spawn(move || worker.run(r));
             match handle {
                 Ok(h) => {
@@ -524,7 +572,11 @@ impl Writer {
 
     /// Closes every directory and stops the thread.
     pub fn shutdown(&self) {
-        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let tx = {
+            let mut g = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+            self.stopped.store(true, Relaxed);
+            g.take()
+        };
         drop(tx);
         if let Some(h) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = h.join();

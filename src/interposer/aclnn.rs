@@ -253,7 +253,8 @@ macro_rules! array_hook {
 }
 array_hook!(create_int_array, CREATE_INT_ARRAY, i64, |x: i64| value_leaf("int", Json::Int(x as i128)));
 array_hook!(create_float_array, CREATE_FLOAT_ARRAY, f32, |x: f32| value_leaf("float", Json::Float(x as f64)));
-array_hook!(create_bool_array, CREATE_BOOL_ARRAY, bool, |x: bool| value_leaf("bool", Json::Bool(x)));
+// C `bool` is read as a byte: any non-zero byte is true (no invalid Rust `bool` is made).
+array_hook!(create_bool_array, CREATE_BOOL_ARRAY, u8, |x: u8| value_leaf("bool", Json::Bool(x != 0)));
 
 real_slot!(CREATE_TENSOR_LIST);
 unsafe extern "C" fn create_tensor_list(value: *const *const c_void, size: u64) -> *mut c_void {
@@ -356,16 +357,29 @@ unsafe extern "C" fn set_raw_addr(tensor: *mut c_void, addr: *mut c_void) -> i32
     rc
 }
 
-// torch_npu's executor cache would skip phase 1 (no arguments to bind). While capture is armed,
-// the cache is reported unusable and every lookup misses (cann-abi.md §6.1).
-unsafe extern "C" fn can_use_pta_cache(_api: *const c_char) -> bool {
-    false
+// torch_npu's executor cache would skip phase 1 (no arguments to bind). While capture is on,
+// the cache is reported unusable and every lookup misses (cann-abi.md §6.1); otherwise the real
+// functions answer.
+real_slot!(CAN_USE_PTA_CACHE);
+unsafe extern "C" fn can_use_pta_cache(api: *const c_char) -> bool {
+    if capturing() {
+        return false;
+    }
+    call_real!(CAN_USE_PTA_CACHE, unsafe extern "C" fn(*const c_char) -> bool, api)
 }
-unsafe extern "C" fn pta_get_exec_cache(_hash: u64, _ws: *mut u64) -> *mut c_void {
-    std::ptr::null_mut()
+real_slot!(PTA_GET_EXEC_CACHE);
+unsafe extern "C" fn pta_get_exec_cache(hash: u64, ws: *mut u64) -> *mut c_void {
+    if capturing() {
+        return std::ptr::null_mut();
+    }
+    call_real!(PTA_GET_EXEC_CACHE, unsafe extern "C" fn(u64, *mut u64) -> *mut c_void, hash, ws)
 }
-unsafe extern "C" fn pta_find_exec_cache(_buf: *const u8, _len: usize, _ws: *mut u64) -> *mut c_void {
-    std::ptr::null_mut()
+real_slot!(PTA_FIND_EXEC_CACHE);
+unsafe extern "C" fn pta_find_exec_cache(buf: *const u8, len: usize, ws: *mut u64) -> *mut c_void {
+    if capturing() {
+        return std::ptr::null_mut();
+    }
+    call_real!(PTA_FIND_EXEC_CACHE, unsafe extern "C" fn(*const u8, usize, *mut u64) -> *mut c_void, buf, len, ws)
 }
 
 /// Wraps an nnopbase object or executor function.
@@ -399,9 +413,9 @@ pub(crate) fn wrap_meta(name: &[u8], found: *mut c_void) -> Option<*mut c_void> 
         b"AclSetDynamicOutputTensorAddr" => (Some(&SET_DYN_OUTPUT_ADDR_CAP), set_dyn_output_addr_cap as *mut c_void),
         b"AclSetDynamicTensorAddr" => (Some(&SET_DYN_TENSOR_ADDR_CAP), set_dyn_tensor_addr_cap as *mut c_void),
         b"aclSetRawTensorAddr" => (Some(&SET_RAW_ADDR), set_raw_addr as *mut c_void),
-        b"CanUsePTACache" => (None, can_use_pta_cache as *mut c_void),
-        b"PTAGetExecCache" => (None, pta_get_exec_cache as *mut c_void),
-        b"PTAFindExecCache" => (None, pta_find_exec_cache as *mut c_void),
+        b"CanUsePTACache" => (Some(&CAN_USE_PTA_CACHE), can_use_pta_cache as *mut c_void),
+        b"PTAGetExecCache" => (Some(&PTA_GET_EXEC_CACHE), pta_get_exec_cache as *mut c_void),
+        b"PTAFindExecCache" => (Some(&PTA_FIND_EXEC_CACHE), pta_find_exec_cache as *mut c_void),
         _ => return None,
     };
     match slot {

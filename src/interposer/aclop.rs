@@ -62,6 +62,15 @@ fn desc_tensor(desc: P, buf: P, role: Role) -> KArg {
             shape.push(d);
         }
         let a = std::mem::transmute::<P, unsafe extern "C" fn(P) -> P>(addr)(buf);
+        // Never read past the data buffer: a descriptor larger than its buffer is recorded as null.
+        let size_fn = GET_BUF_SIZE.get();
+        if !size_fn.is_null() {
+            let size = std::mem::transmute::<P, unsafe extern "C" fn(P) -> usize>(size_fn)(buf);
+            let es = crate::dtype::DType::from_acl(dtype).map(|d| d.size()).unwrap_or(1) as u128;
+            if crate::layout::numel(&shape) * es > size as u128 {
+                return KArg::Missing(role);
+            }
+        }
         KArg::Tensor(TensorMeta { dtype, shape, strides: None, offset: 0, addr: a as usize }, role)
     }
 }
@@ -92,7 +101,7 @@ unsafe fn tensors(n: c_int, descs: *const P, bufs: *const P, role: Role) -> Vec<
 /// Captures one aclop execution; the attribute values become the record's last input leaf.
 #[allow(clippy::too_many_arguments)]
 fn execute(op_type: *const c_char, n_in: c_int, in_desc: *const P, inputs: *const P, n_out: c_int, out_desc: *const P, outputs: *const P, attr: P, stream: P, real: impl FnOnce() -> i32) -> i32 {
-    let Some(l2) = state::l2().filter(|_| capturing()) else { return real() };
+    let Some(l2) = (if capturing() { state::l2() } else { None }) else { return real() };
     let op = if op_type.is_null() {
         "unknown".to_string()
     } else {
@@ -152,7 +161,7 @@ unsafe extern "C" fn cast(src_desc: P, src: P, dst_desc: P, dst: P, truncate: u8
     type F = unsafe extern "C" fn(P, P, P, P, u8, P) -> c_int;
     // SAFETY: the slot holds the real aclopCast.
     let f: F = unsafe { std::mem::transmute::<P, F>(CAST.load(Relaxed)) };
-    let Some(l2) = state::l2().filter(|_| capturing()) else {
+    let Some(l2) = (if capturing() { state::l2() } else { None }) else {
         // SAFETY: the caller's arguments, unchanged.
         return unsafe { f(src_desc, src, dst_desc, dst, truncate, stream) };
     };

@@ -56,7 +56,7 @@ macro_rules! collective {
     ($slot:ident, $ty:ty, $op:expr, $stream:expr, $args:expr, ($($a:expr),*)) => {{
         // SAFETY: the slot holds the real HCCL function of this name, with signature $ty.
         let f: $ty = unsafe { std::mem::transmute::<*mut c_void, $ty>($slot.load(Relaxed)) };
-        match state::l2().filter(|_| capturing()) {
+        match (if capturing() { state::l2() } else { None }) {
             // SAFETY: the caller's arguments, unchanged.
             None => unsafe { f($($a),*) },
             // SAFETY: as above.

@@ -14,7 +14,14 @@ pub(crate) static MSPROBE_REAL_DLSYM: AtomicPtr<c_void> = AtomicPtr::new(null_mu
 
 pub type DlsymFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
 
-const VERSIONS: [&CStr; 3] = [c"GLIBC_2.34", c"GLIBC_2.2.5", c"GLIBC_2.17"];
+// The architecture's base version first: it exists on every glibc, so the probe never fails (a
+// failed dlvsym allocates its error string) before our constructor has run.
+#[cfg(target_arch = "x86_64")]
+const VERSIONS: [&CStr; 2] = [c"GLIBC_2.2.5", c"GLIBC_2.34"];
+#[cfg(target_arch = "aarch64")]
+const VERSIONS: [&CStr; 2] = [c"GLIBC_2.17", c"GLIBC_2.34"];
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const VERSIONS: [&CStr; 1] = [c"GLIBC_2.34"];
 
 /// Stands in when no real dlsym can be found (never expected on glibc): lookups fail cleanly.
 unsafe extern "C" fn no_dlsym(_h: *mut c_void, _s: *const c_char) -> *mut c_void {

@@ -67,6 +67,11 @@ extern "C" fn init() {
     // With only a config file named, the level is known after parsing it: wrap, decide later.
     if l2 || (level.is_null() && !cfg.is_null()) {
         WRAP.store(true, Relaxed);
+        // SAFETY: registering a plain extern "C" handler that only stores atomics; registered here
+        // (not at activation) so a child forked before the first launch is covered too.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(in_child));
+        }
     }
 }
 
@@ -136,10 +141,8 @@ fn activate() -> bool {
     // path. Launch-count step boundaries need every launch, so they disable it.
     if !cfg.list.is_empty() && cfg.step_launches.is_none() {
         for (k, info) in aclnn::OPS.iter().enumerate() {
-            let prefix = format!("Aclnn.{}.", info.op);
-            let could = cfg.list.iter().any(|it| {
-                prefix.contains(it.as_str()) || it.starts_with(&prefix) || ".forward".contains(it.as_str())
-            }) || cfg.step_end_op.as_deref().is_some_and(|s| prefix.contains(s));
+            let could = cfg.list.iter().any(|it| list_item_can_match(it, info.op))
+                || cfg.step_end_op.as_deref().is_some_and(|s| list_item_can_match(s, info.op));
             OP_OFF[k].store(!could, Relaxed);
         }
     }
@@ -152,10 +155,9 @@ fn activate() -> bool {
         pid: std::process::id(),
     };
     *L2_STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(l2));
-    // SAFETY: registering plain extern "C" handlers that never unwind.
+    // SAFETY: registering a plain extern "C" handler that never unwinds.
     unsafe {
         libc::atexit(at_exit);
-        libc::pthread_atfork(None, None, Some(in_child));
     }
     log::info!(
         "L2 capture on: task {}, dump path {}, {} aclnn ops with wrappers",
@@ -166,9 +168,18 @@ fn activate() -> bool {
     true
 }
 
+/// Whether `item` is a substring of some `Aclnn.{op}.{n}.forward`: tried with each run of digits
+/// in the item as `n` (and with `0` for items without digits).
+pub(crate) fn list_item_can_match(item: &str, op: &str) -> bool {
+    let mut runs: Vec<&str> = item.split(|c: char| !c.is_ascii_digit()).filter(|r| !r.is_empty()).collect();
+    runs.push("0");
+    runs.iter().any(|n| format!("Aclnn.{op}.{n}.forward").contains(item))
+}
+
 extern "C" fn in_child() {
     // The child has none of our threads; touching the writer could deadlock. Leak and stop.
     STATE.store(DEAD, Relaxed);
+    crate::ffi::forked_child();
 }
 
 extern "C" fn at_exit() {
@@ -210,6 +221,11 @@ pub(crate) fn after_launch(l2: &L2, record_name: &str) {
     }
     if end {
         l2.recorder.step();
+        if l2.recorder.finished_steps() {
+            // Past the last configured step: nothing more is recorded, so wrappers go idle.
+            STATE.store(OFF, Relaxed);
+            log::info!("the last configured step is done; kernel capture is now off");
+        }
     }
 }
 
@@ -276,4 +292,19 @@ pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> *mut c_void {
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn list_prefilter_keeps_every_op_a_list_item_can_match() {
+        use super::list_item_can_match as m;
+        assert!(m("Mm.0.", "Mm"));
+        assert!(m("Aclnn.Mm.", "Mm"));
+        assert!(m("Mm", "Mm"));
+        assert!(m("m.12.for", "Mm"));
+        assert!(m("forward", "Mm"));
+        assert!(!m("Relu", "Mm"));
+        assert!(!m("Aclnn.Mm.x", "Mm"));
+    }
 }

@@ -41,6 +41,7 @@ np.save({str(tmp_path / 'a.npy')!r}, a)
     assert p.returncode == 0, p.stderr
     a = np.load(tmp_path / "a.npy")
     leaves = json.loads((tmp_path / "d/step0/rank/dump.json").read_text())["data"]["Aclnn.Demo.0.forward"]["input_args"]
+    assert len(leaves) == 2
     for leaf, want in zip(leaves, [a, a[1:4].T]):
         want = np.ascontiguousarray(want)
         assert leaf["shape"] == list(want.shape)

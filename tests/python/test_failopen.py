@@ -71,3 +71,32 @@ def test_earlier_dump_is_moved_aside_not_overwritten(tmp_path: Path) -> None:
     assert p.returncode == 0 and "moved to" in p.stderr
     aside = [x for x in (tmp_path / "d/step0").iterdir() if x.name.startswith("rank.replaced-")]
     assert len(aside) == 1 and (aside[0] / "dump.json").read_text() == first
+
+
+def test_forked_child_records_nothing_and_never_hangs(tmp_path: Path) -> None:
+    code = """
+import os, ctypes
+from msprobe import _native as n
+assert n.lib.msprobe_init(None) == 0
+assert n.lib.msprobe_start() == 1
+pid = os.fork()
+if pid == 0:
+    # The child has no writer thread: every record call must be a cheap no-op.
+    for i in range(20000):
+        r = n.lib.msprobe_record_begin(("Torch.child.%d.forward" % i).encode())
+        assert not r
+        n.lib.msprobe_record_end(r)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+assert status == 0, status
+r = n.lib.msprobe_record_begin(b"Torch.parent.0.forward")
+n.lib.msprobe_record_section(r, b"input_args")
+n.lib.msprobe_record_add_int(r, None, None, 1)
+n.lib.msprobe_record_end(r)
+print("job finished")
+"""
+    p = run_child(code, {"MSPROBE_DUMP_PATH": str(tmp_path / "d")}, timeout=60)
+    assert p.returncode == 0 and "job finished" in p.stdout, p.stderr
+    import json
+    data = json.loads((tmp_path / "d/step0/rank/dump.json").read_text())["data"]
+    assert list(data) == ["Torch.parent.0.forward"]

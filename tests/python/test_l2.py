@@ -151,6 +151,14 @@ def test_fidelity_calling_patterns(tmp_path: Path) -> None:
     check_fidelity(trace, tmp_path / "dump/step0/rank")
 
 
+def test_fidelity_transformer_block(tmp_path: Path) -> None:
+    """LayerNorm (and its backward), Softmax, Gelu, Embedding, BatchMatMul, ApplyAdamW-style ops."""
+    run([PY, str(REPO / "examples" / "transformer.py"), "--steps", "2"], tmp_path, {"MSPROBE_SUMMARY_MODE": "md5"})
+    (trace,) = traces(tmp_path)
+    assert any(t["op"] == "aclnnLayerNormBackward" for t in trace)
+    check_fidelity(trace, tmp_path / "dump/step0/rank")
+
+
 def test_directly_linked_client(tmp_path: Path) -> None:
     exe = tmp_path / "direct_aclop"
     subprocess.run(["cc", "-O1", "-o", str(exe), str(REPO / "tests/programs/direct_aclop.c"), f"-L{LIB64}",
@@ -169,6 +177,10 @@ def test_list_and_scope_filters(tmp_path: Path) -> None:
     train(tmp_path / "list", "--steps", "1", trace=False, env={"MSPROBE_LIST": "Aclnn.Mm."})
     got = list(json.loads((tmp_path / "list/dump/step0/rank/dump.json").read_text())["data"])
     assert got == [n for n in names if n.startswith("Aclnn.Mm.")] and got
+    # A list item with a call index (substring match on the whole name, as msprobe does).
+    train(tmp_path / "list0", "--steps", "1", trace=False, env={"MSPROBE_LIST": "Mm.0."})
+    got = list(json.loads((tmp_path / "list0/dump/step0/rank/dump.json").read_text())["data"])
+    assert got == [n for n in names if "Mm.0." in n] and got
     lo, hi = names[3], names[9]
     train(tmp_path / "scope", "--steps", "1", trace=False, env={"MSPROBE_SCOPE": f"{lo},{hi}"})
     got = list(json.loads((tmp_path / "scope/dump/step0/rank/dump.json").read_text())["data"])
