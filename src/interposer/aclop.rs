@@ -2,9 +2,9 @@
 //! from their descriptors and data buffers, plus the attribute setters (an `aclopAttr` has no
 //! getters, cann-abi.md §4.4).
 //!
-//! torch_npu links `aclopCompileAndExecute` and the `aclopSetAttr*` setters directly (PLT), so
-//! those names are also exported from libmsprobe ([`exports`]); everything else arrives through
-//! the dlsym hook.
+//! torch_npu links `aclopCompileAndExecute`, `aclopCreateAttr`/`aclopDestroyAttr` and the
+//! `aclopSetAttr*` setters directly (PLT), so the first three and the Int/Bool setters are also
+//! exported from libmsprobe ([`exports`]); everything else arrives through the dlsym hook.
 
 use super::capture::{kernel_launch, KArg};
 use super::meta::{self, Obj, Role, TensorMeta};
@@ -238,6 +238,20 @@ unsafe extern "C" fn set_attr_list_int(attr: P, name: *const c_char, n: c_int, v
     rc
 }
 
+slot!(CREATE_ATTR);
+unsafe extern "C" fn create_attr() -> P {
+    type F = unsafe extern "C" fn() -> P;
+    // SAFETY: the slot holds the real aclopCreateAttr.
+    let f: F = unsafe { std::mem::transmute::<P, F>(CREATE_ATTR.load(Relaxed)) };
+    // SAFETY: no arguments.
+    let a = unsafe { f() };
+    if !a.is_null() && capturing() {
+        // A recycled pointer must not carry the attributes of a destroyed object.
+        let _ = std::panic::catch_unwind(|| meta::forget(a as usize));
+    }
+    a
+}
+
 slot!(DESTROY_ATTR);
 unsafe extern "C" fn destroy_attr(attr: P) {
     if capturing() {
@@ -268,6 +282,7 @@ pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {
         b"aclopSetAttrDataType" => (&SET_ATTR_DTYPE, set_attr_dtype as *mut c_void),
         b"aclopSetAttrString" => (&SET_ATTR_STRING, set_attr_string as *mut c_void),
         b"aclopSetAttrListInt" => (&SET_ATTR_LIST_INT, set_attr_list_int as *mut c_void),
+        b"aclopCreateAttr" => (&CREATE_ATTR, create_attr as *mut c_void),
         b"aclopDestroyAttr" => (&DESTROY_ATTR, destroy_attr as *mut c_void),
         _ => return None,
     };
@@ -299,7 +314,34 @@ pub(crate) mod exports {
     }
 
     pub(crate) fn is_export(p: P) -> bool {
-        p == aclopCompileAndExecute as P || p == aclopSetAttrInt as P || p == aclopSetAttrBool as P
+        [aclopCompileAndExecute as P, aclopSetAttrInt as P, aclopSetAttrBool as P, aclopCreateAttr as P, aclopDestroyAttr as P]
+            .contains(&p)
+    }
+
+    /// Exported `aclopCreateAttr` (torch_npu links it directly).
+    ///
+    /// # Safety
+    /// The aclop C contract.
+    #[no_mangle]
+    pub unsafe extern "C" fn aclopCreateAttr() -> P {
+        if real_of(&CREATE_ATTR, c"aclopCreateAttr", aclopCreateAttr as P).is_null() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: the slot now holds the real function.
+        unsafe { create_attr() }
+    }
+
+    /// Exported `aclopDestroyAttr` (torch_npu links it directly).
+    ///
+    /// # Safety
+    /// The aclop C contract.
+    #[no_mangle]
+    pub unsafe extern "C" fn aclopDestroyAttr(attr: P) {
+        if real_of(&DESTROY_ATTR, c"aclopDestroyAttr", aclopDestroyAttr as P).is_null() {
+            return;
+        }
+        // SAFETY: the slot now holds the real function.
+        unsafe { destroy_attr(attr) }
     }
 
     /// Exported `aclopCompileAndExecute` (torch_npu links it directly).

@@ -139,7 +139,12 @@ pub(crate) fn copy_to_host(src: usize, len: usize) -> Result<Vec<u8>, c_int> {
     if f.is_null() {
         return Err(-1);
     }
-    let mut buf = vec![0u8; len];
+    // A huge or bogus size must fail this copy, not abort the process on allocation failure.
+    let mut buf = Vec::new();
+    if buf.try_reserve_exact(len).is_err() {
+        return Err(-2);
+    }
+    buf.resize(len, 0);
     if len == 0 {
         return Ok(buf);
     }
