@@ -359,31 +359,52 @@ pub struct MsprobeTensor {
 #[no_mangle]
 pub extern "C" fn msprobe_record_add_tensor(r: *mut MsprobeRecord, key: *const c_char, t: *const MsprobeTensor) -> c_int {
     with_record(r, |m| {
-        if t.is_null() {
-            return fail("tensor is NULL");
-        }
-        // SAFETY: t is non-null and points to a caller-owned MsprobeTensor for this call.
-        let t = unsafe { &*t };
-        let Some(dtype) = DType::from_acl(t.dtype) else {
-            return fail(format!("unsupported dtype {}", t.dtype));
+        // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
+        let (t, dtype, shape, strides) = match unsafe { descriptor(t) } {
+            Ok(d) => d,
+            Err(rc) => return rc,
         };
-        if t.ndim < 0 || (t.ndim > 0 && t.shape.is_null()) || (t.storage_bytes > 0 && t.data.is_null()) {
+        if (t.storage_bytes > 0 && t.data.is_null()) || t.storage_bytes > isize::MAX as u64 {
             return fail("bad tensor descriptor");
         }
-        let nd = t.ndim as usize;
-        // SAFETY: shape/strides point to ndim i64s and data to storage_bytes readable bytes
-        // (header contract); the slices do not outlive this call.
-        let (shape, strides, storage) = unsafe {
-            let shape: &[i64] = if nd == 0 { &[] } else { std::slice::from_raw_parts(t.shape, nd) };
-            let strides = if t.strides.is_null() || nd == 0 { None } else { Some(std::slice::from_raw_parts(t.strides, nd)) };
-            let storage: &[u8] =
-                if t.storage_bytes == 0 { &[] } else { std::slice::from_raw_parts(t.data, t.storage_bytes as usize) };
-            (shape, strides, storage)
-        };
+        // SAFETY: data points to storage_bytes readable bytes (header contract); the slice does
+        // not outlive this call.
+        let storage: &[u8] =
+            if t.storage_bytes == 0 { &[] } else { unsafe { std::slice::from_raw_parts(t.data, t.storage_bytes as usize) } };
         // SAFETY: type_name and key are NULL or NUL-terminated strings (header contract).
         let (type_name, key) = unsafe { (cstr(t.type_name), cstr(key)) };
         add_view(m, key, t, dtype, shape, strides, t.offset, storage, type_name)
     })
+}
+
+/// A validated tensor descriptor: the struct, its dtype, shape and optional strides.
+type Descriptor<'a> = (&'a MsprobeTensor, DType, &'a [i64], Option<&'a [i64]>);
+
+/// Validates a descriptor and borrows its shape and strides.
+///
+/// # Safety
+/// `t` is NULL or points to a `MsprobeTensor` whose `shape`/`strides` (when non-NULL) hold
+/// `ndim` values, all valid for `'a`.
+unsafe fn descriptor<'a>(t: *const MsprobeTensor) -> Result<Descriptor<'a>, c_int> {
+    if t.is_null() {
+        return Err(fail("tensor is NULL"));
+    }
+    // SAFETY: non-null and valid for 'a per the contract.
+    let t = unsafe { &*t };
+    let Some(dtype) = DType::from_acl(t.dtype) else {
+        return Err(fail(format!("unsupported dtype {}", t.dtype)));
+    };
+    if t.ndim < 0 || t.ndim > 64 || (t.ndim > 0 && t.shape.is_null()) {
+        return Err(fail("bad tensor descriptor"));
+    }
+    let nd = t.ndim as usize;
+    // SAFETY: shape/strides hold ndim i64s per the contract.
+    let (shape, strides) = unsafe {
+        let shape: &[i64] = if nd == 0 { &[] } else { std::slice::from_raw_parts(t.shape, nd) };
+        let strides = if t.strides.is_null() || nd == 0 { None } else { Some(std::slice::from_raw_parts(t.strides, nd)) };
+        (shape, strides)
+    };
+    Ok((t, dtype, shape, strides))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -419,23 +440,10 @@ fn add_view(
 #[no_mangle]
 pub extern "C" fn msprobe_record_add_device_tensor(r: *mut MsprobeRecord, key: *const c_char, t: *const MsprobeTensor) -> c_int {
     with_record(r, |m| {
-        if t.is_null() {
-            return fail("tensor is NULL");
-        }
-        // SAFETY: t is non-null and points to a caller-owned MsprobeTensor for this call.
-        let t = unsafe { &*t };
-        let Some(dtype) = DType::from_acl(t.dtype) else {
-            return fail(format!("unsupported dtype {}", t.dtype));
-        };
-        if t.ndim < 0 || (t.ndim > 0 && t.shape.is_null()) {
-            return fail("bad tensor descriptor");
-        }
-        let nd = t.ndim as usize;
-        // SAFETY: shape/strides point to ndim i64s (header contract).
-        let (shape, strides) = unsafe {
-            let shape: &[i64] = if nd == 0 { &[] } else { std::slice::from_raw_parts(t.shape, nd) };
-            let strides = if t.strides.is_null() || nd == 0 { None } else { Some(std::slice::from_raw_parts(t.strides, nd)) };
-            (shape, strides)
+        // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
+        let (t, dtype, shape, strides) = match unsafe { descriptor(t) } {
+            Ok(d) => d,
+            Err(rc) => return rc,
         };
         let cs = layout::contiguous_strides(shape);
         let span = match layout::element_span(shape, strides.unwrap_or(&cs), t.offset) {

@@ -17,6 +17,8 @@ import numpy as np
 import mindspore as ms
 from mindspore import Tensor
 
+from msprobe.core.errors import logger as _core_logger
+
 from msprobe._native import MsprobeTensor, lib
 
 try:  # an internal class in some MindSpore versions; an alias of Tensor in 2.10
@@ -43,20 +45,9 @@ class State:
     bwd_owner: list = []
 
 
-def _make_logger() -> logging.Logger:
-    log = logging.getLogger("msprobe.mindspore")
-    if not log.handlers:
-        h = logging.StreamHandler(sys.stdout)
-        h.setFormatter(logging.Formatter("%(asctime)s (" + str(os.getpid()) + ") [%(levelname)s] %(message)s",
-                                         "%Y-%m-%d %H:%M:%S"))
-        log.addHandler(h)
-        log.propagate = False
-    log.setLevel({"0": logging.DEBUG, "1": logging.INFO, "2": logging.WARNING, "3": logging.ERROR,
-                  "4": logging.CRITICAL + 1}.get(os.environ.get("MSPROBE_LOG_LEVEL", "1"), logging.INFO))
-    return log
-
-
-logger = _make_logger()
+# msprobe's log format and MSPROBE_LOG_LEVEL handling live in msprobe.core; this child logger
+# propagates to its handler.
+logger = _core_logger.getChild("mindspore")
 
 
 def parent(backward: bool) -> Optional[str]:
