@@ -109,17 +109,7 @@ extern "C" fn at_exit() {
 
 /// Logs the one-block run summary.
 pub fn log_summary(s: &crate::recorder::Summary) {
-    log::info!(
-        "run summary: {} records, {} tensors, {} tensor files, {} bytes written, {} dropped, {} filtered out, {} write errors, {} ms in capture",
-        s.records,
-        s.tensors,
-        s.files,
-        s.bytes,
-        s.dropped,
-        s.filtered,
-        s.errors,
-        s.capture_ms
-    );
+    log::info!("run summary:\n{s}");
 }
 
 /// Initialises the process's recorder from defaults, `MSPROBE_CONFIG`, `MSPROBE_*` variables

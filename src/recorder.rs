@@ -49,6 +49,17 @@ pub struct Summary {
     pub capture_ms: u64,
 }
 
+impl std::fmt::Display for Summary {
+    /// The recorder's lines of the run summary block.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "  records: {} ({} tensors, {} tensor files, {} bytes written)\n  records dropped: {}, filtered out: {}, write errors: {}\n  time in capture: {} ms",
+            self.records, self.tensors, self.files, self.bytes, self.dropped, self.filtered, self.errors, self.capture_ms
+        )
+    }
+}
+
 pub struct Recorder {
     cfg: Config,
     opts: LeafOptions,

@@ -191,19 +191,11 @@ extern "C" fn at_exit() {
         STATE.store(OFF, Relaxed);
         if let Some(s) = l2.recorder.finish() {
             log::info!(
-                "L2 run summary:\n  launches captured: {}\n  ops passed through uncaptured: {}\n  launches without phase-1 binding (not captured): {}\n  device copies failed: {}\n  records: {} ({} tensors, {} tensor files, {} bytes written)\n  records dropped: {}, filtered out: {}, write errors: {}\n  time in capture: {} ms",
+                "L2 run summary:\n  launches captured: {}\n  ops passed through uncaptured: {}\n  launches without phase-1 binding (not captured): {}\n  device copies failed: {}\n{s}",
                 CAPTURED.load(Relaxed),
                 uncaptured_names(),
                 UNBOUND_LAUNCHES.load(Relaxed),
                 COPY_FAILURES.load(Relaxed),
-                s.records,
-                s.tensors,
-                s.files,
-                s.bytes,
-                s.dropped,
-                s.filtered,
-                s.errors,
-                s.capture_ms
             );
         }
     });
