@@ -61,23 +61,6 @@ pub fn create_new(path: &Path) -> io::Result<File> {
     Ok(f)
 }
 
-/// Writes a new file completely under a temporary name, then renames it into place; fails if
-/// `path` exists (never overwrites).
-pub fn write_new_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    // A short temporary name (the final name may already be at the 255-byte limit).
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_file_name(format!(".msprobe-{}-{n}.part", std::process::id()));
-    let _ = fs::remove_file(&tmp);
-    let mut f = create_new(&tmp)?;
-    f.write_all(bytes)?;
-    drop(f);
-    // link() fails if `path` exists, so an existing file is never replaced.
-    let linked = fs::hard_link(&tmp, path);
-    let _ = fs::remove_file(&tmp);
-    linked
-}
-
 /// Opens a file for appending (created 0640 if missing), not following links.
 pub fn open_append(path: &Path) -> io::Result<File> {
     let f = OpenOptions::new()

@@ -379,7 +379,10 @@ impl Worker {
             match fsutil::create_dirs(&dir, &[TENSOR_DIR]) {
                 Ok(tdir) => {
                     for f in &rec.files {
-                        match fsutil::write_new_atomic(&tdir.join(&f.name), &f.bytes) {
+                        // One O_EXCL create + write: never replaces a file. A file cut short by a
+                        // kill is detected and removed by `recover_dir` (see `complete`).
+                        let written = fsutil::create_new(&tdir.join(&f.name)).and_then(|mut h| h.write_all(&f.bytes));
+                        match written {
                             Ok(()) => {
                                 self.counters.files.fetch_add(1, Relaxed);
                                 self.counters.bytes.fetch_add(f.bytes.len() as u64, Relaxed);
@@ -591,7 +594,8 @@ pub struct Recovered {
     pub records: usize,
     /// Lines that could not be parsed (a write cut by the kill).
     pub torn_lines: usize,
-    /// Tensor files named by recovered records that never reached disk.
+    /// Tensor files named by recovered records that never reached disk (or were cut short by
+    /// the kill and removed).
     pub missing_files: usize,
 }
 
@@ -614,7 +618,18 @@ pub fn recover_dir(root: &Path) -> std::io::Result<Recovered> {
                         data_names(&v, &mut names);
                     }
                 }
-                out.missing_files += names.iter().filter(|n| !d.join(TENSOR_DIR).join(n).exists()).count();
+                for n in &names {
+                    let p = d.join(TENSOR_DIR).join(n);
+                    match std::fs::read(&p) {
+                        Ok(bytes) if complete(n, &bytes) => {}
+                        Ok(_) => {
+                            // Cut short by the kill: not data that reached disk.
+                            let _ = std::fs::remove_file(&p);
+                            out.missing_files += 1;
+                        }
+                        Err(_) => out.missing_files += 1,
+                    }
+                }
                 out.dirs += 1;
                 out.records += n;
                 out.torn_lines += torn;
@@ -622,6 +637,31 @@ pub fn recover_dir(root: &Path) -> std::io::Result<Recovered> {
         }
     }
     Ok(out)
+}
+
+/// Whether a tensor file is whole: a `.pt` zip ends with its end-of-central-directory record; a
+/// `.npy` holds exactly the bytes its header announces.
+fn complete(name: &str, bytes: &[u8]) -> bool {
+    if name.ends_with(".pt") {
+        return bytes.len() >= 22 && bytes[bytes.len() - 22..].starts_with(&0x06054b50u32.to_le_bytes());
+    }
+    if name.ends_with(".npy") {
+        if bytes.len() < 10 || !bytes.starts_with(b"\x93NUMPY") {
+            return false;
+        }
+        let hl = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+        let Some(header) = bytes.get(10..10 + hl).and_then(|h| std::str::from_utf8(h).ok()) else { return false };
+        let item: usize = header
+            .split("'descr': '")
+            .nth(1)
+            .and_then(|d| d.get(2..).and_then(|t| t.split('\'').next()))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let dims = header.split("'shape': (").nth(1).and_then(|t| t.split(')').next()).unwrap_or("");
+        let numel: usize = dims.split(',').filter_map(|x| x.trim().parse::<usize>().ok()).product();
+        return bytes.len() == 10 + hl + numel * item;
+    }
+    true
 }
 
 fn data_names(v: &Json, out: &mut Vec<String>) {
@@ -696,6 +736,18 @@ fn read_journal(path: &Path) -> std::io::Result<(DirState, usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn truncated_tensor_files_are_detected() {
+        use crate::dtype::DType;
+        use crate::tensorfile::{encode_npy, encode_pt};
+        let npy = encode_npy(DType::F32, &[3, 2], &[0u8; 24]);
+        assert!(complete("a.npy", &npy));
+        assert!(!complete("a.npy", &npy[..npy.len() - 1]));
+        let pt = encode_pt("a", DType::F16, &[4], &[0u8; 8]).unwrap();
+        assert!(complete("a.pt", &pt));
+        assert!(!complete("a.pt", &pt[..pt.len() - 3]));
+    }
 
     #[test]
     fn budget_blocks_or_drops() {

@@ -60,8 +60,8 @@ fn main() -> ExitCode {
                     return Err(format!("no {} found under {dir}; nothing to recover", msprobe::writer::JOURNAL));
                 }
                 println!(
-                    "recovered {} records in {} directories ({} torn journal lines skipped)",
-                    r.records, r.dirs, r.torn_lines
+                    "recovered {} records in {} directories ({} torn journal entries skipped, {} tensor files missing or cut short)",
+                    r.records, r.dirs, r.torn_lines, r.missing_files
                 );
                 Ok(())
             }),
