@@ -134,8 +134,9 @@ fn for_each_f32_block(dtype: DType, data: &[u8], mut f: impl FnMut(&[f32])) {
             return;
         }
     }
-    // Conversion buffer, sized to the data so small tensors do not pay for a full block.
-    let mut buf = vec![0f32; BLOCK.min(data.len() / size.max(1))];
+    // A fixed-size stack block keeps the conversion loops' bounds known to the compiler (they
+    // vectorise); f32, the common case, returned above without paying for its zeroing.
+    let mut buf = [0f32; BLOCK];
     // Aligned storage (the usual case) is reinterpreted in place, which lets the conversion
     // loops vectorise; unaligned storage falls back to per-element little-endian reads.
     macro_rules! fast {
