@@ -164,44 +164,26 @@ fn learn_rank(rank: u32) {
     }
 }
 
-slot!(INIT_ROOT_INFO);
-unsafe extern "C" fn init_root_info(n: u32, root: *const c_void, rank: u32, comm: *mut P) -> i32 {
-    type F = unsafe extern "C" fn(u32, *const c_void, u32, *mut P) -> i32;
-    // SAFETY: the slot holds the real HcclCommInitRootInfo.
-    let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(INIT_ROOT_INFO.load(Relaxed)) };
-    // SAFETY: the caller's arguments, unchanged.
-    let rc = unsafe { f(n, root, rank, comm) };
-    if rc == 0 {
-        learn_rank(rank);
-    }
-    rc
+/// Communicator initialisers: the real call, then the rank argument becomes the dump's rank.
+macro_rules! init_hook {
+    ($fn:ident, $slot:ident, ($($a:ident: $t:ty),*), $rank:ident) => {
+        slot!($slot);
+        unsafe extern "C" fn $fn($($a: $t),*) -> i32 {
+            type F = unsafe extern "C" fn($($t),*) -> i32;
+            // SAFETY: the slot holds the real HCCL initialiser of this name, with signature F.
+            let f: F = unsafe { std::mem::transmute::<*mut c_void, F>($slot.load(Relaxed)) };
+            // SAFETY: the caller's arguments, unchanged.
+            let rc = unsafe { f($($a),*) };
+            if rc == 0 {
+                learn_rank($rank);
+            }
+            rc
+        }
+    };
 }
-
-slot!(INIT_ROOT_INFO_CONFIG);
-unsafe extern "C" fn init_root_info_config(n: u32, root: *const c_void, rank: u32, cfg: *const c_void, comm: *mut P) -> i32 {
-    type F = unsafe extern "C" fn(u32, *const c_void, u32, *const c_void, *mut P) -> i32;
-    // SAFETY: the slot holds the real HcclCommInitRootInfoConfig.
-    let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(INIT_ROOT_INFO_CONFIG.load(Relaxed)) };
-    // SAFETY: the caller's arguments, unchanged.
-    let rc = unsafe { f(n, root, rank, cfg, comm) };
-    if rc == 0 {
-        learn_rank(rank);
-    }
-    rc
-}
-
-slot!(INIT_CLUSTER_INFO);
-unsafe extern "C" fn init_cluster_info(cluster: *const c_void, rank: u32, comm: *mut P) -> i32 {
-    type F = unsafe extern "C" fn(*const c_void, u32, *mut P) -> i32;
-    // SAFETY: the slot holds the real HcclCommInitClusterInfo.
-    let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(INIT_CLUSTER_INFO.load(Relaxed)) };
-    // SAFETY: the caller's arguments, unchanged.
-    let rc = unsafe { f(cluster, rank, comm) };
-    if rc == 0 {
-        learn_rank(rank);
-    }
-    rc
-}
+init_hook!(init_root_info, INIT_ROOT_INFO, (n: u32, root: *const c_void, rank: u32, comm: *mut P), rank);
+init_hook!(init_root_info_config, INIT_ROOT_INFO_CONFIG, (n: u32, root: *const c_void, rank: u32, cfg: *const c_void, comm: *mut P), rank);
+init_hook!(init_cluster_info, INIT_CLUSTER_INFO, (cluster: *const c_void, rank: u32, comm: *mut P), rank);
 
 /// Wraps an HCCL function.
 pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {

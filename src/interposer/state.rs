@@ -58,6 +58,7 @@ extern "C" fn init() {
     // SAFETY: getenv with static NUL-terminated names; the constructor runs before any thread of
     // ours exists and we only read the pointers.
     let level = unsafe { libc::getenv(c"MSPROBE_LEVEL".as_ptr()) };
+    // SAFETY: as above.
     let cfg = unsafe { libc::getenv(c"MSPROBE_CONFIG".as_ptr()) };
     let l2 = !level.is_null() && {
         // SAFETY: getenv returned a NUL-terminated string owned by the environment.
