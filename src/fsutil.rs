@@ -78,8 +78,15 @@ pub fn open_append(path: &Path) -> io::Result<File> {
 pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
-    let _ = fs::remove_file(&tmp);
-    let mut f = create_new(&tmp)?;
+    let mut f = match create_new(&tmp) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            // Left by a process of the same pid that was killed mid-write.
+            fs::remove_file(&tmp)?;
+            create_new(&tmp)?
+        }
+        Err(e) => return Err(e),
+    };
     f.write_all(bytes)?;
     drop(f);
     fs::rename(&tmp, path)

@@ -6,8 +6,8 @@ use crate::fsutil;
 use crate::naming;
 use crate::record::{ByteBudget, LeafOptions, RecordBuilder};
 use crate::writer::{Budget, Finished, Header, Writer, TENSOR_DIR};
-use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -30,8 +30,8 @@ struct State {
     in_scope: bool,
     /// The rank directory of the current step, once opened.
     dir: Option<PathBuf>,
-    /// Directories this process has written (an existing one from an earlier run is moved aside).
-    claimed: HashSet<PathBuf>,
+    /// The dump root exists (created at the first start).
+    root_ok: bool,
     /// The dump directory could not be created: capture stays off.
     failed: bool,
 }
@@ -152,7 +152,9 @@ impl Recorder {
         Some(format!("{base}/{}/{}/{TENSOR_DIR}", naming::step_dir(st.step), naming::rank_dir(st.rank)))
     }
 
-    /// Opens (creating on disk) the current step's rank directory.
+    /// Opens the current step's rank directory. The dump root is created here once (so a bad
+    /// dump path is reported at the first start, and capture stays off); the step and rank
+    /// directories are created by the writer thread, off the hooked thread.
     fn ensure_dir(&self, st: &mut State) -> Option<PathBuf> {
         if let Some(d) = &st.dir {
             return Some(d.clone());
@@ -160,34 +162,27 @@ impl Recorder {
         if st.failed {
             return None;
         }
-        let step_dir = naming::step_dir(st.step);
-        let rank_dir = naming::rank_dir(st.rank);
-        let dir = self.cfg.dump_path.join(&step_dir).join(&rank_dir);
-        if !st.claimed.contains(&dir) {
-            move_aside_if_used(&dir);
-        }
-        match fsutil::create_dirs(&self.cfg.dump_path, &[&step_dir, &rank_dir]) {
-            Ok(d) => {
-                st.claimed.insert(d.clone());
-                st.dir = Some(d.clone());
-                let header = Header {
-                    task: self.cfg.task.as_str().into(),
-                    level: self.cfg.level.as_str().into(),
-                    dump_data_dir: self.dump_data_dir(st),
-                };
-                self.writer.open(d.clone(), header);
-                Some(d)
-            }
-            Err(e) => {
+        if !st.root_ok {
+            if let Err(e) = fsutil::create_dirs(&self.cfg.dump_path, &[]) {
                 log::error!(
                     "cannot create the dump directory {}: {e}. Capture is off; the job continues. Set MSPROBE_DUMP_PATH (or dump_path) to a writable directory.",
-                    dir.display()
+                    self.cfg.dump_path.display()
                 );
                 st.failed = true;
                 self.enabled.store(false, Relaxed);
-                None
+                return None;
             }
+            st.root_ok = true;
         }
+        let dir = self.cfg.dump_path.join(naming::step_dir(st.step)).join(naming::rank_dir(st.rank));
+        st.dir = Some(dir.clone());
+        let header = Header {
+            task: self.cfg.task.as_str().into(),
+            level: self.cfg.level.as_str().into(),
+            dump_data_dir: self.dump_data_dir(st),
+        };
+        self.writer.open(dir.clone(), header);
+        Some(dir)
     }
 
     /// Turns capture on for the current step (if the step and rank are selected) and writes
@@ -274,6 +269,12 @@ impl Recorder {
             return None;
         }
         let mut st = self.lock();
+        if self.writer.dir_failed() {
+            // The writer could not create a step directory (and said why): capture is off.
+            st.failed = true;
+            self.enabled.store(false, Relaxed);
+            return None;
+        }
         if !self.passes_filters(&mut st, name) {
             self.filtered.fetch_add(1, Relaxed);
             return None;
@@ -372,21 +373,6 @@ impl Recorder {
     }
 }
 
-/// A rank directory left by an earlier run is renamed, never overwritten or mixed with ours.
-fn move_aside_if_used(dir: &Path) {
-    let used = std::fs::read_dir(dir).map(|mut it| it.next().is_some()).unwrap_or(false);
-    if !used {
-        return;
-    }
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("rank");
-    let aside = dir.with_file_name(format!("{name}.replaced-{secs}-{}", std::process::id()));
-    match std::fs::rename(dir, &aside) {
-        Ok(()) => log::warn!("{} held a dump from an earlier run; it was moved to {}", dir.display(), aside.display()),
-        Err(e) => log::warn!("{} holds a dump from an earlier run and cannot be moved aside ({e})", dir.display()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,7 +380,7 @@ mod tests {
     use crate::dtype::DType;
     use crate::record::TensorRef;
 
-    fn recorder(dir: &Path, task: Task, queue_bytes: u64) -> Recorder {
+    fn recorder(dir: &std::path::Path, task: Task, queue_bytes: u64) -> Recorder {
         Recorder::new(Config { task, dump_path: dir.to_path_buf(), queue_bytes, ..Config::default() })
     }
 
@@ -423,6 +409,24 @@ mod tests {
         rec.end(b);
         rec.finish();
         assert_eq!(rec.budget().in_flight(), 0);
+    }
+
+    #[test]
+    fn a_step_directory_that_cannot_be_created_turns_capture_off_and_counts() {
+        let t = tempfile::tempdir().unwrap();
+        // The writer creates step0/rank asynchronously; a file named step0 makes that fail.
+        std::fs::write(t.path().join("step0"), b"in the way").unwrap();
+        let rec = recorder(t.path(), Task::Statistics, 1 << 30);
+        assert!(rec.start(), "the dump root itself is fine");
+        let data = 1f32.to_le_bytes();
+        let b = tensor_record(&rec, "Torch.a.0.forward", &data);
+        rec.end(b);
+        rec.writer.sync();
+        assert!(rec.begin("Torch.a.1.forward").is_none(), "capture is off once the writer failed");
+        assert!(!rec.is_enabled());
+        let s = rec.finish().unwrap();
+        assert_eq!((s.records, s.dropped), (0, 1), "{s:?}");
+        assert_eq!(std::fs::read(t.path().join("step0")).unwrap(), b"in the way");
     }
 
     #[test]

@@ -17,10 +17,10 @@ use crate::json::{self, Json};
 use crate::record::TensorFile;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use indexmap::IndexMap;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -62,6 +62,8 @@ pub struct Counters {
     pub bytes: AtomicU64,
     pub dropped: AtomicU64,
     pub errors: AtomicU64,
+    /// A step directory could not be created: the recorder turns capture off.
+    pub dir_failed: AtomicBool,
 }
 
 /// Cap on tensor bytes queued for the writer, plus a pool of written buffers handed back to
@@ -268,12 +270,18 @@ fn journal_entry(out: &mut Vec<u8>, kind: char, name: &str, text: &str) {
 struct OpenDir {
     state: DirState,
     journal: Option<BufWriter<std::fs::File>>,
+    /// dump_tensor_data exists.
+    tensor_dir: Option<PathBuf>,
 }
 
 struct Worker {
     dirs: HashMap<PathBuf, OpenDir>,
     /// Headers of directories already closed (step ended), for records that finish late.
     closed: HashMap<PathBuf, Header>,
+    /// Directories this process created (an existing one from an earlier run is moved aside).
+    claimed: HashSet<PathBuf>,
+    /// Directories that could not be created: their records are dropped (counted).
+    failed: HashSet<PathBuf>,
     counters: Arc<Counters>,
     budget: Arc<Budget>,
 }
@@ -288,8 +296,36 @@ impl Worker {
         }
     }
 
+    /// Creates `dir` (`{root}/step{N}/rank{R}`, made by the recorder, whose root exists) and
+    /// its journal. An existing directory from an earlier run is moved aside first.
+    fn create(&mut self, dir: &Path) -> bool {
+        if self.claimed.contains(dir) {
+            return true;
+        }
+        let (Some(rank), Some(step)) = (dir.file_name(), dir.parent().and_then(|p| p.file_name())) else {
+            return false;
+        };
+        let root = dir.parent().and_then(Path::parent).unwrap_or(Path::new("."));
+        move_aside_if_used(dir);
+        match fsutil::create_dirs(root, &[&step.to_string_lossy(), &rank.to_string_lossy()]) {
+            Ok(_) => {
+                self.claimed.insert(dir.to_path_buf());
+                true
+            }
+            Err(e) => {
+                log::error!(
+                    "cannot create the dump directory {}: {e}. Capture is off; the job continues. Set MSPROBE_DUMP_PATH (or dump_path) to a writable directory.",
+                    dir.display()
+                );
+                self.counters.dir_failed.store(true, Relaxed);
+                self.failed.insert(dir.to_path_buf());
+                false
+            }
+        }
+    }
+
     fn open(&mut self, dir: PathBuf, header: Header) {
-        if self.dirs.contains_key(&dir) {
+        if self.dirs.contains_key(&dir) || !self.create(&dir) {
             return;
         }
         // No skeleton JSON files: until the first write (stop, step end, exit) the journal is the
@@ -308,7 +344,7 @@ impl Worker {
                 None
             }
         };
-        self.dirs.insert(dir, OpenDir { state, journal });
+        self.dirs.insert(dir, OpenDir { state, journal, tensor_dir: None });
     }
 
     /// Re-opens a closed directory for a record that began before its step ended: the written
@@ -344,15 +380,24 @@ impl Worker {
     }
 
     fn record(&mut self, dir: PathBuf, rec: Finished) {
+        if self.failed.contains(&dir) {
+            self.counters.dropped.fetch_add(1, Relaxed);
+            self.budget.release(rec.reserved);
+            return;
+        }
         if !self.dirs.contains_key(&dir) {
             match self.closed.get(&dir).cloned() {
                 Some(h) => self.reopen(dir.clone(), h),
                 None => self.open(dir.clone(), Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None }),
             }
+            if !self.dirs.contains_key(&dir) {
+                // It could not be created (logged once): the record is lost, and counted.
+                self.counters.dropped.fetch_add(1, Relaxed);
+                self.budget.release(rec.reserved);
+                return;
+            }
         }
         // The journal line goes first: a record whose data reached disk is always journaled.
-        // Tensor files are then written under a temporary name and renamed, so a file that
-        // exists is complete.
         // The record is formatted once: this text goes to the journal and, later, into dump.json.
         let text = pretty(&rec.body, RECORD_DEPTH);
         let mut entry = Vec::with_capacity(text.len() + 64);
@@ -376,8 +421,16 @@ impl Worker {
         }
         let mut files_ok = true;
         if !rec.files.is_empty() {
-            match fsutil::create_dirs(&dir, &[TENSOR_DIR]) {
+            let known = self.dirs.get(&dir).and_then(|od| od.tensor_dir.clone());
+            let tdir = match known {
+                Some(t) => Ok(t),
+                None => fsutil::create_dirs(&dir, &[TENSOR_DIR]),
+            };
+            match tdir {
                 Ok(tdir) => {
+                    if let Some(od) = self.dirs.get_mut(&dir) {
+                        od.tensor_dir = Some(tdir.clone());
+                    }
                     for f in &rec.files {
                         // One O_EXCL create + write: never replaces a file. A file cut short by a
                         // kill is detected and removed by `recover_dir` (see `complete`).
@@ -523,7 +576,14 @@ impl Writer {
         }
         if tx.is_none() {
             let (s, r) = bounded::<Msg>(4096);
-            let worker = Worker { dirs: HashMap::new(), closed: HashMap::new(), counters: self.counters.clone(), budget: self.budget.clone() };
+            let worker = Worker {
+                dirs: HashMap::new(),
+                closed: HashMap::new(),
+                claimed: HashSet::new(),
+                failed: HashSet::new(),
+                counters: self.counters.clone(),
+                budget: self.budget.clone(),
+            };
             let handle = std::thread::Builder::new().name("msprobe-writer".into()).spawn(move || worker.run(r));
             match handle {
                 Ok(h) => {
@@ -547,6 +607,12 @@ impl Writer {
         }
     }
 
+    /// Whether a step directory could not be created (capture must stop).
+    pub fn dir_failed(&self) -> bool {
+        self.counters.dir_failed.load(Relaxed)
+    }
+
+    /// Opens `{root}/step{N}/rank{R}`: the writer creates it (the root must exist).
     pub fn open(&self, dir: PathBuf, header: Header) {
         self.send(Msg::Open { dir, header });
     }
@@ -584,6 +650,21 @@ impl Writer {
         if let Some(h) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = h.join();
         }
+    }
+}
+
+/// A rank directory left by an earlier run is renamed, never overwritten or mixed with ours.
+fn move_aside_if_used(dir: &Path) {
+    let used = std::fs::read_dir(dir).map(|mut it| it.next().is_some()).unwrap_or(false);
+    if !used {
+        return;
+    }
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("rank");
+    let aside = dir.with_file_name(format!("{name}.replaced-{secs}-{}", std::process::id()));
+    match std::fs::rename(dir, &aside) {
+        Ok(()) => log::warn!("{} held a dump from an earlier run; it was moved to {}", dir.display(), aside.display()),
+        Err(e) => log::warn!("{} holds a dump from an earlier run and cannot be moved aside ({e})", dir.display()),
     }
 }
 

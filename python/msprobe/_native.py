@@ -3,12 +3,19 @@
 The library is found, in order: already loaded in the process (LD_PRELOAD), ``$MSPROBE_LIB``,
 next to this package (``msprobe/lib/libmsprobe.so``), or the repository's cargo build output.
 Either way there is one recorder per process.
+
+The hot path of the framework layers, ``msprobe._fastpath`` (a Rust extension module built from
+``python/native``), is found the same way: ``$MSPROBE_FASTPATH`` (a path, or ``0`` to run the
+pure-Python path), ``msprobe/lib/_fastpath.abi3.so``, or the cargo build output. It talks to the
+library loaded here, through its C ABI.
 """
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 from pathlib import Path
+from types import ModuleType
 from typing import Optional, Sequence
 
 _HERE = Path(__file__).resolve().parent
@@ -50,6 +57,33 @@ def _load() -> ctypes.CDLL:
 
 
 lib = _load()
+
+
+def _fastpath_candidates() -> list[str]:
+    target = Path(os.environ.get("CARGO_TARGET_DIR", _REPO / "target"))
+    return [str(_HERE / "lib" / "_fastpath.abi3.so"), str(target / "release" / "lib_fastpath.so")]
+
+
+def load_fastpath() -> Optional[ModuleType]:
+    """The ``msprobe._fastpath`` extension module, or None (not built, or MSPROBE_FASTPATH=0):
+    the layers then record through the pure-Python encoder, with the same output."""
+    env = os.environ.get("MSPROBE_FASTPATH", "")
+    if env == "0":
+        return None
+    for c in ([env] if env else []) + _fastpath_candidates():
+        if not os.path.exists(c):
+            continue
+        try:
+            spec = importlib.util.spec_from_file_location("msprobe._fastpath", c)
+            assert spec is not None and spec.loader is not None
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            return mod
+        except Exception as e:  # e.g. built for a newer Python: the pure-Python path still works
+            import logging
+            logging.getLogger("msprobe").warning(f"{c} cannot be loaded ({e}); recording through Python")
+            return None
+    return None
 
 _P = ctypes.c_void_p
 _S = ctypes.c_char_p

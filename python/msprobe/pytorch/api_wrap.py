@@ -21,6 +21,7 @@ from msprobe.core.native import lib
 
 from . import record
 from .state import state
+from .tensors import fast
 
 YAML = Path(__file__).with_name("support_wrap_ops.yaml")
 # 1.1.1 neutralises dropout after wrapping, so these are never recorded (msprobe-format.md §3).
@@ -76,6 +77,35 @@ def _backward_hook(name: str) -> Callable:
     return hook
 
 
+def _hook_backward(out: Any, name: str) -> None:
+    t = _first_tensor(out)
+    if t is not None and t.grad_fn is not None:
+        t.grad_fn.register_hook(_backward_hook(name))
+
+
+def _call_fast(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) -> Any:
+    """_call with the native encoder: one call records the inputs and stack, one the output."""
+    local = state.local
+    local.busy = True
+    try:
+        begun = fast.api_begin(key, args, kwargs, sys._getframe(1))
+        if begun is None:
+            return orig(*args, **kwargs)
+        r, n, kept = begun
+        try:
+            out = orig(*args, **kwargs)
+        except BaseException:
+            fast.abort(r)
+            raise
+        fast.api_end(r, kept, out)
+        if state.construct:
+            state.note_construct(f"{prefix}{n}.forward", state.parent())
+        _hook_backward(out, f"{prefix}{n}.backward")
+        return out
+    finally:
+        local.busy = False
+
+
 def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) -> Any:
     local = state.local
     local.busy = True
@@ -99,9 +129,7 @@ def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) ->
             kept = record.add_output(r, out) or kept
             record.finish(r, kept)
         state.note_construct(name, state.parent())
-        t = _first_tensor(out)
-        if t is not None and t.grad_fn is not None:
-            t.grad_fn.register_hook(_backward_hook(f"{prefix}{n}.backward"))
+        _hook_backward(out, f"{prefix}{n}.backward")
         return out
     finally:
         local.busy = False
@@ -110,11 +138,12 @@ def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) ->
 def _make_wrapper(orig: Callable, prefix: str) -> Callable:
     key = prefix.encode()
     local = state.local
+    call = _call if fast is None else _call_fast
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if local.busy:
             return orig(*args, **kwargs)
-        return _call(orig, prefix, key, args, kwargs)
+        return call(orig, prefix, key, args, kwargs)
 
     try:
         functools.update_wrapper(wrapper, orig)

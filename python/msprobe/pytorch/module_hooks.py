@@ -91,12 +91,7 @@ class _ModuleHooks:
         local.busy = True
         try:
             if lib.msprobe_is_enabled():
-                r = lib.msprobe_record_begin(name.encode())
-                if r:
-                    kept = record.add_inputs(r, args, kwargs)
-                    kept = record.add_output(r, output) or kept
-                    record.set_stack(r, _caller_of_call_impl())
-                    record.finish(r, kept)
+                record.record_forward(name, args, kwargs, output, _caller_of_call_impl())
                 state.note_construct(name, parent)
         finally:
             local.busy = prev

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Optional
 from msprobe.core import stack
 from msprobe.core.native import lib
 
-from .tensors import encoder
+from .tensors import encoder, fast
 
 
 def add_inputs(r: int, args: Iterable[Any], kwargs: Optional[dict]) -> bool:
@@ -45,8 +45,24 @@ def set_stack(r: int, frame: Optional[FrameType]) -> None:
     stack.set_stack(r, stack.frames(frame))
 
 
+def record_forward(name: str, args: tuple, kwargs: Optional[dict], output: Any, frame: Optional[FrameType]) -> None:
+    """A whole forward record (module hooks): inputs, output, stack."""
+    if fast is not None:
+        fast.record(name, args, kwargs, output, frame)
+        return
+    r = lib.msprobe_record_begin(name.encode())
+    if r:
+        kept = add_inputs(r, args, kwargs)
+        kept = add_output(r, output) or kept
+        set_stack(r, frame)
+        finish(r, kept)
+
+
 def record_backward(name: str, grads_in: Iterable[Any], grads_out: Iterable[Any]) -> None:
     """`grads_in` = gradients w.r.t. the forward outputs, `grads_out` = w.r.t. its inputs."""
+    if fast is not None:
+        fast.backward(name, grads_in, grads_out)
+        return
     r = lib.msprobe_record_begin(name.encode())
     if not r:
         return

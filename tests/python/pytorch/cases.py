@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 DRIVERS = HERE / "drivers"
@@ -47,9 +48,9 @@ def out_dir(root: Path, case: str) -> Path:
     return root / "out" / case.replace("/", "__")
 
 
-def run_all(root: Path, cases: list[str]) -> dict:
+def run_all(root: Path, cases: list[str], env: Optional[dict] = None) -> dict:
     """Runs the drivers of `cases` (forked from one torch-importing process); dumps go to
-    out_dir(root, case), logs to root/logs/."""
+    out_dir(root, case), logs to root/logs/. `env` adds environment variables."""
     (root / "logs").mkdir(parents=True, exist_ok=True)
     jobs = []
     for case in cases:
@@ -60,7 +61,7 @@ def run_all(root: Path, cases: list[str]) -> dict:
         jobs.append({"script": str(DRIVERS / script), "argv": [out if a == "OUT" else a for a in argv],
                      "cwd": str(cwd), "log": str(root / "logs" / (case.replace("/", "__") + ".log"))})
     (root / "jobs.json").write_text(json.dumps(jobs))
-    env = {"PYTHONPATH": str(REPO / "python"), "MSPROBE_LIB": str(LIB), "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": str(REPO / "python"), "MSPROBE_LIB": str(LIB), "PATH": "/usr/bin:/bin", **(env or {})}
     p = subprocess.run([sys.executable, str(HERE / "forkrun.py"), str(root / "jobs.json")], env=env,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]

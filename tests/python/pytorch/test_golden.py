@@ -128,3 +128,30 @@ def test_mix_list_matches_record_names_only(dumps: Path) -> None:
     assert list(ours) == [n for n in ref if "fc2" in n]
     for n in ours:
         assert ours[n].keys() == ref[n].keys()
+
+
+# Seeded cases over every level, task and the value kinds of edge.py/f64.py, for the comparison
+# of the two recording paths.
+PATH_CASES = ["mlp_L1_md5", "mlp_L0_statistics", "mlp_mix_tensor", "edge_L1_md5", "edge_L1_tensor",
+              "float64_inf_md5", "config_variants/dm_bwd_out", "config_variants/mdump"]
+
+
+def test_python_path_writes_the_same_files(dumps: Path, tmp_path: Path) -> None:
+    """The native hot path (msprobe._fastpath, used for every case above) and the pure-Python
+    path it falls back to (MSPROBE_FASTPATH=0, or the module not built) write identical files."""
+    from cases import LIB
+    assert (LIB.parent / "lib_fastpath.so").is_file(), "msprobe._fastpath is not built (scripts/build.sh builds it)"
+    res = run_all(tmp_path, PATH_CASES, env={"MSPROBE_FASTPATH": "0"})
+    assert not res["failed"], res["failed"]
+    compared = 0
+    for case in PATH_CASES:
+        fast, slow = out_dir(dumps, case), out_dir(tmp_path, case)
+        fast_files = sorted(p.relative_to(fast) for p in fast.rglob("*") if p.is_file())
+        assert fast_files == sorted(p.relative_to(slow) for p in slow.rglob("*") if p.is_file()), case
+        for rel in fast_files:
+            # dump_data_dir holds the absolute dump path, which differs between the two runs.
+            a = (fast / rel).read_bytes().replace(str(dumps).encode(), b"ROOT")
+            b = (slow / rel).read_bytes().replace(str(tmp_path).encode(), b"ROOT")
+            assert a == b, f"{case}: {rel} differs"
+            compared += 1
+    assert compared > 3 * len(PATH_CASES)

@@ -1,0 +1,254 @@
+//! `msprobe._fastpath`: the hot path of the Python layers, in Rust.
+//!
+//! A hooked call used to cross ctypes a dozen times per record (begin, sections, a descriptor
+//! per tensor, containers, the stack) and build as many Python objects, which made the hooking
+//! itself the cost. Here one call per record phase walks the arguments, reads tensors by
+//! attribute (no copy), formats the stack from a cache and talks to libmsprobe.so's C ABI
+//! directly. Values it does not handle go to the framework's pure-Python encoder, which is also
+//! the whole path when this module is not built.
+//!
+//! Errors never reach the hooked program: a record that fails is aborted and the failure is
+//! logged once per message.
+
+mod abi;
+mod frames;
+mod values;
+
+use std::collections::HashSet;
+use std::ffi::CString;
+use std::sync::Mutex;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use abi::{Abi, Rec};
+use frames::FrameCache;
+use values::{Kind, Walker};
+
+/// Records hooked calls for one framework.
+#[pyclass(frozen, module = "msprobe._fastpath")]
+pub struct Encoder {
+    abi: Abi,
+    kind: Kind,
+    tensor_types: Py<PyTuple>,
+    dtype_codes: Py<PyDict>,
+    strided: Option<Py<PyAny>>,
+    fallback: Py<PyAny>,
+    warn: Py<PyAny>,
+    frames: FrameCache,
+    warned: Mutex<HashSet<String>>,
+    /// Keys whose values always go to `fallback` (torch: "device", "dtype").
+    special_keys: Vec<String>,
+    /// A list output is split into items like a tuple (MindSpore).
+    split_lists: bool,
+    /// A record whose sections data_mode all dropped is still written (MindSpore).
+    keep_empty: bool,
+}
+
+#[pymethods]
+impl Encoder {
+    /// `handle`: ctypes' `CDLL._handle` of libmsprobe.so; `tensor_types`: classes read as
+    /// tensors; `dtype_codes`: dtype object → aclDataType number; `strided`: the only layout read
+    /// natively (None: any); `fallback(r, key, value, depth)`: the pure-Python encoder;
+    /// `warn(msg)`: the layer's logger; `getline(file, line)`: linecache.getline;
+    /// `special_keys`: keys whose values go to `fallback`; `stack_skip`: frames of files under
+    /// this prefix are left out of stack.json; `split_lists` / `keep_empty`: see the fields.
+    #[new]
+    #[pyo3(signature = (handle, kind, tensor_types, dtype_codes, strided, fallback, warn, getline,
+                        special_keys=Vec::new(), stack_skip=None, split_lists=false, keep_empty=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        handle: usize,
+        kind: &str,
+        tensor_types: Py<PyTuple>,
+        dtype_codes: Py<PyDict>,
+        strided: Option<Py<PyAny>>,
+        fallback: Py<PyAny>,
+        warn: Py<PyAny>,
+        getline: Py<PyAny>,
+        special_keys: Vec<String>,
+        stack_skip: Option<String>,
+        split_lists: bool,
+        keep_empty: bool,
+    ) -> PyResult<Self> {
+        let kind = match kind {
+            "torch" => Kind::Torch,
+            "asnumpy" => Kind::AsNumpy,
+            other => return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown tensor kind {other:?}"))),
+        };
+        let abi = Abi::load(handle).map_err(pyo3::exceptions::PyOSError::new_err)?;
+        Ok(Encoder {
+            abi,
+            kind,
+            tensor_types,
+            dtype_codes,
+            strided,
+            fallback,
+            warn,
+            frames: FrameCache::new(getline, stack_skip),
+            warned: Mutex::new(HashSet::new()),
+            special_keys,
+            split_lists,
+            keep_empty,
+        })
+    }
+
+    /// Forward of a wrapped API (L1): takes the next index of `key` (`b"Functional.linear."`),
+    /// and when capture is on begins `{key}{n}.forward` with its inputs and the stack from
+    /// `frame`. Returns None when capture is off, else `(r, n, kept)` with `r` 0 when the record
+    /// is filtered out; finish with [`Encoder::api_end`] or [`Encoder::abort`].
+    fn api_begin<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+        frame: &Bound<'py, PyAny>,
+    ) -> Option<(usize, i64, bool)> {
+        let Ok(counter) = CString::new(key) else { return None };
+        let n = self.abi.next(&counter);
+        if !self.abi.enabled() {
+            return None;
+        }
+        let mut name = key.to_vec();
+        name.extend_from_slice(format!("{n}.forward").as_bytes());
+        let Ok(name) = CString::new(name) else { return Some((0, n, false)) };
+        let Some(r) = self.abi.begin(&name) else { return Some((0, n, false)) };
+        let w = Walker { enc: self, py, r };
+        match self.inputs(&w, args, kwargs).and_then(|kept| self.stack(&w, frame).map(|_| kept)) {
+            Ok(kept) => Some((r.0, n, kept)),
+            Err(e) => {
+                self.failed(py, r, &e);
+                Some((0, n, false))
+            }
+        }
+    }
+
+    /// Adds the output of a call begun by [`Encoder::api_begin`] and ends the record (or drops
+    /// it when data_mode kept no section).
+    fn api_end<'py>(&self, py: Python<'py>, r: usize, kept: bool, output: &Bound<'py, PyAny>) {
+        if r == 0 {
+            return;
+        }
+        let w = Walker { enc: self, py, r: Rec(r) };
+        match self.output(&w, output) {
+            Ok(out_kept) => self.finish(w.r, kept || out_kept),
+            Err(e) => self.failed(py, w.r, &e),
+        }
+    }
+
+    /// Drops a begun record (the call raised).
+    fn abort(&self, r: usize) {
+        if r != 0 {
+            self.abi.abort(Rec(r));
+        }
+    }
+
+    /// A whole forward record at once (module hooks): inputs, output, stack from `frame`.
+    fn record<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        args: &Bound<'py, PyAny>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+        output: &Bound<'py, PyAny>,
+        frame: &Bound<'py, PyAny>,
+    ) {
+        let Ok(cname) = CString::new(name) else { return };
+        let Some(r) = self.abi.begin(&cname) else { return };
+        let w = Walker { enc: self, py, r };
+        let res = (|| -> PyResult<bool> {
+            let args = args.cast::<PyTuple>().map_err(PyErr::from)?;
+            let kept = self.inputs(&w, args, kwargs)?;
+            let kept = self.output(&w, output)? || kept;
+            self.stack(&w, frame)?;
+            Ok(kept)
+        })();
+        match res {
+            Ok(kept) => self.finish(r, kept),
+            Err(e) => self.failed(py, r, &e),
+        }
+    }
+
+    /// A backward record: `input` = gradients flowing in, `output` = gradients produced.
+    fn backward<'py>(&self, py: Python<'py>, name: &str, grads_in: &Bound<'py, PyAny>, grads_out: &Bound<'py, PyAny>) {
+        let Ok(cname) = CString::new(name) else { return };
+        let Some(r) = self.abi.begin(&cname) else { return };
+        let w = Walker { enc: self, py, r };
+        let res = (|| -> PyResult<bool> {
+            let mut kept = false;
+            if self.abi.section(r, c"input") {
+                kept = true;
+                w.add_all(grads_in)?;
+            }
+            if self.abi.section(r, c"output") {
+                kept = true;
+                w.add_all(grads_out)?;
+            }
+            Ok(kept)
+        })();
+        match res {
+            Ok(kept) => self.finish(r, kept),
+            Err(e) => self.failed(py, r, &e),
+        }
+    }
+}
+
+impl Encoder {
+    fn inputs<'py>(&self, w: &Walker<'_, 'py>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<bool> {
+        let mut kept = false;
+        if self.abi.section(w.r, c"input_args") {
+            kept = true;
+            w.add_all(args.as_any())?;
+        }
+        if self.abi.section(w.r, c"input_kwargs") {
+            kept = true;
+            if let Some(kw) = kwargs {
+                w.add_kwargs(kw)?;
+            }
+        }
+        Ok(kept)
+    }
+
+    /// A tuple output (torch.return_types too) is one leaf per item, as msprobe does.
+    fn output<'py>(&self, w: &Walker<'_, 'py>, output: &Bound<'py, PyAny>) -> PyResult<bool> {
+        if !self.abi.section(w.r, c"output") {
+            return Ok(false);
+        }
+        if output.is_instance_of::<PyTuple>() || (self.split_lists && output.is_instance_of::<PyList>()) {
+            w.add_all(output)?;
+        } else {
+            w.add(None, output, 0)?;
+        }
+        Ok(true)
+    }
+
+    fn stack<'py>(&self, w: &Walker<'_, 'py>, frame: &Bound<'py, PyAny>) -> PyResult<()> {
+        let frames = self.frames.frames(frame)?;
+        self.abi.stack(w.r, &frames);
+        Ok(())
+    }
+
+    fn finish(&self, r: Rec, kept: bool) {
+        if kept || self.keep_empty {
+            self.abi.end(r);
+        } else {
+            self.abi.abort(r);
+        }
+    }
+
+    /// Aborts `r` and logs the error once per message; the hooked call goes on.
+    fn failed(&self, py: Python<'_>, r: Rec, e: &PyErr) {
+        self.abi.abort(r);
+        let msg = format!("a record could not be written and was dropped: {e}");
+        let first = self.warned.lock().unwrap_or_else(|p| p.into_inner()).insert(msg.clone());
+        if first {
+            let _ = self.warn.bind(py).call1((PyString::new(py, &msg),));
+        }
+    }
+}
+
+#[pymodule]
+fn _fastpath(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Encoder>()
+}

@@ -1,0 +1,273 @@
+//! Python values onto an open record (msprobe-format.md §5.7), the common cases natively:
+//! tensors, None, bool, int, float, str and plain list/tuple/dict. Everything else (torch.Size,
+//! dtype/device values, namedtuples, numpy scalars, slices, tensors not on the host, ...) goes to
+//! the framework's pure-Python encoder, which produces the same leaves.
+
+use std::ffi::{CStr, CString};
+
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+use crate::abi::{Rec, Tensor};
+use crate::Encoder;
+
+const MAX_DEPTH: u32 = 10;
+const MAX_DIMS: usize = 64;
+
+/// Which attributes a tensor is read through.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// torch.Tensor: dtype, is_cpu, layout, shape, stride(), data_ptr(), requires_grad.
+    Torch,
+    /// A tensor with `asnumpy()` (MindSpore): the host array's `__array_interface__`, with
+    /// `dtype_codes` keyed by numpy dtype name. No requires_grad key.
+    AsNumpy,
+}
+
+/// Bytes per element of an aclDataType number (include/msprobe.h).
+fn item_size(code: i32) -> Option<u64> {
+    Some(match code {
+        2 | 4 | 12 => 1,
+        1 | 6 | 7 | 27 => 2,
+        0 | 3 | 8 => 4,
+        9 | 10 | 11 | 16 => 8,
+        17 => 16,
+        _ => return None,
+    })
+}
+
+pub struct Walker<'a, 'py> {
+    pub enc: &'a Encoder,
+    pub py: Python<'py>,
+    pub r: Rec,
+}
+
+impl<'py> Walker<'_, 'py> {
+    /// One value under `key` (None inside lists).
+    pub fn add(&self, key: Option<&Bound<'py, PyString>>, v: &Bound<'py, PyAny>, depth: u32) -> PyResult<()> {
+        let ckey = match key {
+            Some(k) => match CString::new(k.to_str()?) {
+                Ok(c) => Some(c),
+                Err(_) => return self.fallback(key, v, depth),
+            },
+            None => None,
+        };
+        let k = ckey.as_deref();
+        let abi = &self.enc.abi;
+        if v.is_instance(self.enc.tensor_types.bind(self.py))? {
+            return self.tensor(key, k, v, depth);
+        }
+        if v.is_none() {
+            abi.null(self.r, k);
+            return Ok(());
+        }
+        if let Some(key) = key {
+            // e.g. torch writes `device=` and `dtype=` values in their own form, whatever their type.
+            let s = key.to_str()?;
+            if self.enc.special_keys.iter().any(|k| k == s) {
+                return self.fallback(Some(key), v, depth);
+            }
+        }
+        if v.is_exact_instance_of::<PyBool>() {
+            abi.bool(self.r, k, v.is_truthy()?);
+        } else if v.is_exact_instance_of::<PyInt>() {
+            match v.extract::<i64>() {
+                Ok(i) => abi.int(self.r, k, i),
+                Err(_) => return self.fallback(key, v, depth),
+            }
+        } else if v.is_exact_instance_of::<PyFloat>() {
+            abi.float(self.r, k, v.extract::<f64>()?);
+        } else if v.is_exact_instance_of::<PyString>() {
+            let s = v.extract::<&str>().ok().and_then(|s| CString::new(s).ok());
+            match s {
+                Some(s) => abi.str(self.r, k, &s),
+                None => return self.fallback(key, v, depth),
+            }
+        } else if v.is_exact_instance_of::<PyTuple>() || v.is_exact_instance_of::<PyList>() {
+            if depth >= MAX_DEPTH {
+                return self.fallback(key, v, depth);
+            }
+            abi.open(self.r, k, false);
+            for item in v.try_iter()? {
+                self.add(None, &item?, depth + 1)?;
+            }
+            abi.close(self.r);
+        } else if v.is_exact_instance_of::<PyDict>() {
+            if depth >= MAX_DEPTH {
+                return self.fallback(key, v, depth);
+            }
+            let d = v.cast::<PyDict>()?;
+            abi.open(self.r, k, true);
+            for (dk, dv) in d.iter() {
+                let dk = match dk.cast_into::<PyString>() {
+                    Ok(s) => s,
+                    Err(e) => e.into_inner().str()?,
+                };
+                self.add(Some(&dk), &dv, depth + 1)?;
+            }
+            abi.close(self.r);
+        } else {
+            return self.fallback(key, v, depth);
+        }
+        Ok(())
+    }
+
+    /// Each item of `items` (a tuple, or any iterable) as an unkeyed leaf.
+    pub fn add_all(&self, items: &Bound<'py, PyAny>) -> PyResult<()> {
+        for item in items.try_iter()? {
+            self.add(None, &item?, 0)?;
+        }
+        Ok(())
+    }
+
+    /// kwargs, keyed.
+    pub fn add_kwargs(&self, kwargs: &Bound<'py, PyDict>) -> PyResult<()> {
+        for (k, v) in kwargs.iter() {
+            let k = match k.cast_into::<PyString>() {
+                Ok(s) => s,
+                Err(e) => e.into_inner().str()?,
+            };
+            self.add(Some(&k), &v, 0)?;
+        }
+        Ok(())
+    }
+
+    fn fallback(&self, key: Option<&Bound<'py, PyString>>, v: &Bound<'py, PyAny>, depth: u32) -> PyResult<()> {
+        self.enc.fallback.bind(self.py).call1((self.r.0, key, v, depth))?;
+        Ok(())
+    }
+
+    fn tensor(&self, key: Option<&Bound<'py, PyString>>, k: Option<&CStr>, t: &Bound<'py, PyAny>, depth: u32) -> PyResult<()> {
+        // `keep` holds the host array (AsNumpy) until the recorder is done with its memory.
+        let (view, keep) = match self.enc.kind {
+            Kind::Torch => (self.torch_view(t)?, None),
+            Kind::AsNumpy => match self.numpy_view(t)? {
+                Some((v, a)) => (Some(v), Some(a)),
+                None => (None, None),
+            },
+        };
+        match view {
+            Some((shape, strides, mut desc)) => {
+                desc.shape = shape.as_ptr();
+                desc.strides = strides.as_ptr();
+                // `t` (and `keep`) are alive for the whole call.
+                self.enc.abi.tensor(self.r, k, &desc);
+                drop(keep);
+                Ok(())
+            }
+            None => self.fallback(key, t, depth),
+        }
+    }
+
+    /// A MindSpore tensor through its host array (`asnumpy()`; zero-copy on CPU).
+    #[allow(clippy::type_complexity)]
+    fn numpy_view(&self, t: &Bound<'py, PyAny>) -> PyResult<Option<(([i64; MAX_DIMS], [i64; MAX_DIMS], Tensor), Bound<'py, PyAny>)>> {
+        let py = self.py;
+        let a = t.call_method0(intern!(py, "asnumpy"))?;
+        let name = a.getattr(intern!(py, "dtype"))?.getattr(intern!(py, "name"))?;
+        let Some(code) = self.enc.dtype_codes.bind(py).get_item(&name)? else { return Ok(None) };
+        let code: i32 = code.extract()?;
+        let Some(size) = item_size(code) else { return Ok(None) };
+        let ai = a.getattr(intern!(py, "__array_interface__"))?;
+        let shape_obj = ai.get_item(intern!(py, "shape"))?;
+        let strides_obj = ai.get_item(intern!(py, "strides"))?;
+        let (data, _ro): (usize, bool) = ai.get_item(intern!(py, "data"))?.extract()?;
+        let mut shape = [0i64; MAX_DIMS];
+        let mut strides = [0i64; MAX_DIMS];
+        let mut nd = 0;
+        for (i, d) in shape_obj.try_iter()?.enumerate() {
+            if i >= MAX_DIMS {
+                return Ok(None);
+            }
+            shape[i] = d?.extract()?;
+            nd = i + 1;
+        }
+        if strides_obj.is_none() {
+            let mut acc = 1i64;
+            for i in (0..nd).rev() {
+                strides[i] = acc;
+                acc *= shape[i].max(1);
+            }
+        } else {
+            for (i, s) in strides_obj.try_iter()?.enumerate() {
+                let b: i64 = s?.extract()?;
+                if i >= nd || b < 0 || b % size as i64 != 0 {
+                    return Ok(None);
+                }
+                strides[i] = b / size as i64;
+            }
+        }
+        let Some(desc) = view_desc(code, size, nd, &shape, &strides, data, -1) else { return Ok(None) };
+        Ok(Some(((shape, strides, desc), a)))
+    }
+
+    /// A host view of a CPU strided tensor, or None when the Python path must handle it (other
+    /// device, layout or dtype, conjugate/negative views, too many dimensions).
+    #[allow(clippy::type_complexity)]
+    fn torch_view(&self, t: &Bound<'py, PyAny>) -> PyResult<Option<([i64; MAX_DIMS], [i64; MAX_DIMS], Tensor)>> {
+        let py = self.py;
+        let dtype = t.getattr(intern!(py, "dtype"))?;
+        let Some(code) = self.enc.dtype_codes.bind(py).get_item(&dtype)? else { return Ok(None) };
+        let code: i32 = code.extract()?;
+        let Some(size) = item_size(code) else { return Ok(None) };
+        if !t.getattr(intern!(py, "is_cpu"))?.is_truthy()? {
+            return Ok(None);
+        }
+        if let Some(strided) = &self.enc.strided {
+            if !t.getattr(intern!(py, "layout"))?.is(strided.bind(py)) {
+                return Ok(None);
+            }
+        }
+        if t.call_method0(intern!(py, "is_conj"))?.is_truthy()? || t.call_method0(intern!(py, "is_neg"))?.is_truthy()? {
+            return Ok(None);
+        }
+        let shape_obj = t.getattr(intern!(py, "shape"))?;
+        let stride_obj = t.call_method0(intern!(py, "stride"))?;
+        let mut shape = [0i64; MAX_DIMS];
+        let mut strides = [0i64; MAX_DIMS];
+        let mut nd = 0;
+        for (i, d) in shape_obj.try_iter()?.enumerate() {
+            if i >= MAX_DIMS {
+                return Ok(None);
+            }
+            shape[i] = d?.extract()?;
+            nd = i + 1;
+        }
+        for (i, s) in stride_obj.try_iter()?.enumerate() {
+            if i >= nd {
+                return Ok(None);
+            }
+            strides[i] = s?.extract()?;
+        }
+        let empty = shape[..nd].iter().any(|&d| d == 0);
+        let data: usize = if empty { 0 } else { t.call_method0(intern!(py, "data_ptr"))?.extract()? };
+        let requires_grad = t.getattr(intern!(py, "requires_grad"))?.is_truthy()?;
+        let Some(desc) = view_desc(code, size, nd, &shape, &strides, data, requires_grad as i32) else { return Ok(None) };
+        Ok(Some((shape, strides, desc)))
+    }
+}
+
+/// The descriptor of a view that starts at `data` (its first element): the bytes it may read
+/// run to one past the last element the strides reach. None for negative strides.
+fn view_desc(code: i32, size: u64, nd: usize, shape: &[i64], strides: &[i64], data: usize, requires_grad: i32) -> Option<Tensor> {
+    let empty = shape[..nd].iter().any(|&d| d == 0);
+    let mut last = 0u64;
+    for i in 0..nd {
+        if strides[i] < 0 {
+            return None;
+        }
+        last += (shape[i].max(1) as u64 - 1) * strides[i] as u64;
+    }
+    Some(Tensor {
+        dtype: code,
+        ndim: nd as i32,
+        shape: std::ptr::null(),
+        strides: std::ptr::null(),
+        offset: 0,
+        data: data as *const std::ffi::c_void,
+        storage_bytes: if empty || data == 0 { 0 } else { (last + 1) * size },
+        requires_grad,
+        type_name: std::ptr::null(),
+    })
+}
