@@ -212,10 +212,40 @@ impl DirState {
 
     /// Writes dump.json, stack.json and construct.json into `dir`.
     pub fn write_files(&self, dir: &Path) -> std::io::Result<()> {
-        fsutil::replace_file(&dir.join("dump.json"), self.dump_json().as_bytes())?;
-        fsutil::replace_file(&dir.join("stack.json"), Self::map_json(&self.stack).as_bytes())?;
-        fsutil::replace_file(&dir.join("construct.json"), Self::map_json(&self.construct).as_bytes())?;
+        self.write_into(dir, None)
+    }
+
+    /// write_files through temporaries created beforehand (`pre`, in [`JSON_FILES`] order), or
+    /// new ones.
+    fn write_into(&self, dir: &Path, pre: Option<[fsutil::Replacement; 3]>) -> std::io::Result<()> {
+        let texts = [self.dump_json(), Self::map_json(&self.stack), Self::map_json(&self.construct)];
+        let mut pre = pre.map(|p| p.into_iter());
+        for (name, text) in JSON_FILES.iter().zip(texts) {
+            let r = match pre.as_mut().and_then(Iterator::next) {
+                Some(r) => r,
+                None => fsutil::Replacement::create(&dir.join(name))?,
+            };
+            r.commit(text.as_bytes())?;
+        }
         Ok(())
+    }
+}
+
+/// The JSON files of a rank directory.
+const JSON_FILES: [&str; 3] = ["dump.json", "stack.json", "construct.json"];
+
+/// Creates the temporaries of the JSON files of `dir` ahead of their first write.
+fn pre_create(dir: &Path) -> Option<[fsutil::Replacement; 3]> {
+    let [a, b, c] = JSON_FILES.map(|n| fsutil::Replacement::create(&dir.join(n)));
+    match (a, b, c) {
+        (Ok(a), Ok(b), Ok(c)) => Some([a, b, c]),
+        (a, b, c) => {
+            // Not fatal: write_files creates them when it needs them (and reports errors then).
+            for r in [a, b, c].into_iter().flatten() {
+                r.discard();
+            }
+            None
+        }
     }
 }
 
@@ -272,6 +302,8 @@ struct OpenDir {
     journal: Option<BufWriter<std::fs::File>>,
     /// dump_tensor_data exists.
     tensor_dir: Option<PathBuf>,
+    /// The JSON files' temporaries, created when the directory opened (see `Replacement`).
+    pre: Option<[fsutil::Replacement; 3]>,
 }
 
 struct Worker {
@@ -344,7 +376,8 @@ impl Worker {
                 None
             }
         };
-        self.dirs.insert(dir, OpenDir { state, journal, tensor_dir: None });
+        let pre = pre_create(&dir);
+        self.dirs.insert(dir, OpenDir { state, journal, tensor_dir: None, pre });
     }
 
     /// Re-opens a closed directory for a record that began before its step ended: the written
@@ -495,7 +528,7 @@ impl Worker {
         self.flush_journals();
         let Some(od) = self.dirs.get_mut(dir) else { return };
         // Nothing changed since the last write (e.g. step end right after stop): keep the files.
-        let res = if od.state.dirty { od.state.write_files(dir) } else { Ok(()) };
+        let res = if od.state.dirty { od.state.write_into(dir, od.pre.take()) } else { Ok(()) };
         od.state.dirty = false;
         match res {
             Ok(()) => {
@@ -506,7 +539,10 @@ impl Worker {
             Err(e) => self.error(&format!("cannot write the JSON files in {}", dir.display()), &e),
         }
         if close {
-            if let Some(od) = self.dirs.remove(dir) {
+            if let Some(mut od) = self.dirs.remove(dir) {
+                if let Some(pre) = od.pre.take() {
+                    pre.into_iter().for_each(fsutil::Replacement::discard);
+                }
                 if let Some(h) = od.state.header {
                     self.closed.insert(dir.to_path_buf(), h);
                 }
@@ -690,6 +726,9 @@ pub fn recover_dir(root: &Path) -> std::io::Result<Recovered> {
             let ft = entry.file_type()?;
             if ft.is_dir() {
                 pending.push(entry.path());
+            } else if ft.is_file() && is_stale_temporary(&entry.file_name().to_string_lossy()) {
+                // A JSON file's temporary left by the killed process (see `Replacement`).
+                let _ = std::fs::remove_file(entry.path());
             } else if ft.is_file() && entry.file_name() == JOURNAL {
                 let (state, n, torn) = read_journal(&entry.path())?;
                 state.write_files(&d)?;
@@ -718,6 +757,10 @@ pub fn recover_dir(root: &Path) -> std::io::Result<Recovered> {
         }
     }
     Ok(out)
+}
+
+fn is_stale_temporary(name: &str) -> bool {
+    JSON_FILES.iter().any(|f| name.starts_with(&format!(".{f}{}", fsutil::TMP_MARK)))
 }
 
 /// Whether a tensor file is whole: a `.pt` zip ends with its end-of-central-directory record; a
