@@ -3,11 +3,12 @@
 # run): PyNative on CPU, the sample model of msprobe-format.md §12 (tests/python/mindspore/drivers).
 # msprobe 1.1.1 runs with the two workarounds of real-clients.md §2.1 (--shim --shim_norm) from
 # target/msprobe-1.1.1 (scripts/setup-ms.sh --msprobe installs it).
-# cost per record = (s/step with dump - s/step without dump, same launch mode) / records per step.
-# usage: bash scripts/bench_mindspore.sh [STEPS]   (default 8; the first step is not counted)
+# cost per record = (median s/step with dump - median s/step without dump, same launch mode) / records
+# per step; the median over steps 2..STEPS (the first step builds the hooks and compiles).
+# usage: bash scripts/bench_mindspore.sh [STEPS]   (default 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STEPS=${1:-8}
+STEPS=${1:-30}
 bash scripts/setup-ms.sh --msprobe >&2
 [ -f target/release/libmsprobe.so ] || cargo build -q --release -p msprobe >&2
 PY=target/venv-ms/bin/python
@@ -19,7 +20,7 @@ run() {  # name tool task level
   [ "$2" = blocking ] && extra=(--launch_blocking)
   (cd "$OUT" && PYTHONPATH="$OLDPWD/$pp" MSPROBE_LIB="$OLDPWD/target/release/libmsprobe.so" MSPROBE_LOG_LEVEL=3 \
      "$OLDPWD/$PY" "$OLDPWD/$DRIVER" "$1" "$3" "$4" --out "$OUT" --steps "$STEPS" --cfg_dir "$OUT/cfgs" "${extra[@]}" \
-     2>/dev/null | grep RESULT | sed 's/.*mean_step_after_first=\([0-9.]*\)s.*/\1/' > "$OUT/$1.time")
+     2>/dev/null | grep '^\[case\] step' | sed 's/.* time \([0-9.]*\)s.*/\1/' > "$OUT/$1.time")
 }
 run none_rs blocking none L1
 run rs_L1 ours statistics L1
@@ -30,7 +31,8 @@ run mp_L0 msprobe statistics L0
 "$PY" - "$OUT" <<'PYEOF'
 import json, sys, os
 out = sys.argv[1]
-t = lambda n: float(open(os.path.join(out, n + ".time")).read())
+import statistics
+t = lambda n: statistics.median(float(x) for x in open(os.path.join(out, n + ".time")).read().split()[1:])
 recs = lambda n: len(json.load(open(os.path.join(out, n, "step1", "rank", "dump.json")))["data"])
 # msprobe-rs turns on mindspore.runtime.launch_blocking (synchronous launch: a host read of a tensor then
 # costs microseconds instead of a 3-5 ms pipeline wait), so each tool is measured against the no-dump

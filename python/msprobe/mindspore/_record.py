@@ -19,7 +19,7 @@ from mindspore import Tensor
 
 from msprobe.core.errors import logger as _core_logger
 
-from msprobe._native import MsprobeTensor, lib
+from msprobe._native import MsprobeTensor, lib, load_fastpath
 
 try:  # an internal class in some MindSpore versions; an alias of Tensor in 2.10
     from mindspore.common._stub_tensor import StubTensor
@@ -188,14 +188,44 @@ def set_stack(r: int) -> None:
 
 
 def finish(r: int, name: str, backward: bool) -> None:
+    _construct(name, backward)
+    lib.msprobe_record_end(r)
+
+
+def _fallback(r: int, key: Optional[str], v: Any, depth: int) -> None:
+    add_value(r, key, v, depth)
+
+
+def _make_fast() -> Any:
+    """The native encoder (msprobe._fastpath) for MindSpore tensors, or None: then the functions
+    above do it all (same output)."""
+    mod = load_fastpath()
+    if mod is None:
+        return None
+    try:
+        return mod.Encoder(lib._handle, "asnumpy", TENSOR_TYPES, dict(_ACL), None, _fallback, logger.warning,
+                           linecache.getline, special_keys=[], stack_skip=_PKG_DIR, split_lists=True,
+                           keep_empty=True)
+    except Exception as e:
+        logger.warning(f"msprobe._fastpath is unusable ({e}); recording through Python")
+        return None
+
+
+fast = _make_fast()
+
+
+def _construct(name: str, backward: bool) -> None:
     if State.construct:
         p = parent(backward)
         lib.msprobe_construct_set(name.encode(), None if p is None else p.encode())
-    lib.msprobe_record_end(r)
 
 
 def forward_record(name: str, args, kwargs, output) -> None:
     """One forward record: input_args, input_kwargs, output, stack, construct parent."""
+    if fast is not None:
+        if fast.record(name, args, kwargs or None, output, sys._getframe(1)):
+            _construct(name, False)
+        return
     r = lib.msprobe_record_begin(name.encode())
     if not r:
         return
@@ -208,6 +238,10 @@ def forward_record(name: str, args, kwargs, output) -> None:
 
 def backward_record(name: str, grads_in, grads_out) -> None:
     """One backward record: input = gradients w.r.t. the outputs, output = w.r.t. the inputs."""
+    if fast is not None:
+        if fast.backward(name, grads_in, grads_out):
+            _construct(name, True)
+        return
     r = lib.msprobe_record_begin(name.encode())
     if not r:
         return

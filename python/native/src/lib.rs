@@ -115,7 +115,7 @@ impl Encoder {
         let Ok(name) = CString::new(name) else { return Some((0, n, false)) };
         let Some(r) = self.abi.begin(&name) else { return Some((0, n, false)) };
         let w = Walker { enc: self, py, r };
-        match self.inputs(&w, args, kwargs).and_then(|kept| self.stack(&w, frame).map(|_| kept)) {
+        match self.inputs(&w, args.as_any(), kwargs).and_then(|kept| self.stack(&w, frame).map(|_| kept)) {
             Ok(kept) => Some((r.0, n, kept)),
             Err(e) => {
                 self.failed(py, r, &e);
@@ -145,6 +145,7 @@ impl Encoder {
     }
 
     /// A whole forward record at once (module hooks): inputs, output, stack from `frame`.
+    /// Returns whether the record was begun (capture on, not filtered out).
     fn record<'py>(
         &self,
         py: Python<'py>,
@@ -153,12 +154,11 @@ impl Encoder {
         kwargs: Option<&Bound<'py, PyDict>>,
         output: &Bound<'py, PyAny>,
         frame: &Bound<'py, PyAny>,
-    ) {
-        let Ok(cname) = CString::new(name) else { return };
-        let Some(r) = self.abi.begin(&cname) else { return };
+    ) -> bool {
+        let Ok(cname) = CString::new(name) else { return false };
+        let Some(r) = self.abi.begin(&cname) else { return false };
         let w = Walker { enc: self, py, r };
         let res = (|| -> PyResult<bool> {
-            let args = args.cast::<PyTuple>().map_err(PyErr::from)?;
             let kept = self.inputs(&w, args, kwargs)?;
             let kept = self.output(&w, output)? || kept;
             self.stack(&w, frame)?;
@@ -168,12 +168,14 @@ impl Encoder {
             Ok(kept) => self.finish(r, kept),
             Err(e) => self.failed(py, r, &e),
         }
+        true
     }
 
     /// A backward record: `input` = gradients flowing in, `output` = gradients produced.
-    fn backward<'py>(&self, py: Python<'py>, name: &str, grads_in: &Bound<'py, PyAny>, grads_out: &Bound<'py, PyAny>) {
-        let Ok(cname) = CString::new(name) else { return };
-        let Some(r) = self.abi.begin(&cname) else { return };
+    /// Returns whether the record was begun.
+    fn backward<'py>(&self, py: Python<'py>, name: &str, grads_in: &Bound<'py, PyAny>, grads_out: &Bound<'py, PyAny>) -> bool {
+        let Ok(cname) = CString::new(name) else { return false };
+        let Some(r) = self.abi.begin(&cname) else { return false };
         let w = Walker { enc: self, py, r };
         let res = (|| -> PyResult<bool> {
             let mut kept = false;
@@ -191,15 +193,17 @@ impl Encoder {
             Ok(kept) => self.finish(r, kept),
             Err(e) => self.failed(py, r, &e),
         }
+        true
     }
 }
 
 impl Encoder {
-    fn inputs<'py>(&self, w: &Walker<'_, 'py>, args: &Bound<'py, PyTuple>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<bool> {
+    /// `args`: a tuple or any iterable of positional values.
+    fn inputs<'py>(&self, w: &Walker<'_, 'py>, args: &Bound<'py, PyAny>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<bool> {
         let mut kept = false;
         if self.abi.section(w.r, c"input_args") {
             kept = true;
-            w.add_all(args.as_any())?;
+            w.add_all(args)?;
         }
         if self.abi.section(w.r, c"input_kwargs") {
             kept = true;

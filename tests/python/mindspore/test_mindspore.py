@@ -107,6 +107,29 @@ def test_golden(driver_runs, case):
             assert not (ours / "dump_tensor_data").exists()
 
 
+@pytest.mark.parametrize("case", [("statistics", "mix", "statistics"), ("tensor", "L0", "statistics"),
+                                  ("statistics", "L1", "md5")], ids=lambda c: _case_name(*c))
+def test_python_path_writes_the_same_files(driver_runs, tmp_path, case):
+    """The native hot path (msprobe._fastpath, used by the golden runs) and the pure-Python path
+    it falls back to (MSPROBE_FASTPATH=0, or the module not built) write identical files."""
+    assert (LIB.parent / "lib_fastpath.so").is_file(), "msprobe._fastpath is not built (scripts/build.sh builds it)"
+    out, _ = driver_runs
+    task, level, summary = case
+    name = _case_name(*case)
+    p = subprocess.run([sys.executable, str(DRIVER), name, task, level, "--out", str(tmp_path), "--steps", str(STEPS),
+                        "--summary", summary, "--cfg_dir", str(tmp_path / "cfgs")], cwd=tmp_path,
+                       env=_env({"MSPROBE_FASTPATH": "0"}), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
+    fast, slow = out / name, tmp_path / name
+    files = sorted(x.relative_to(fast) for x in fast.rglob("*") if x.is_file())
+    assert files and files == sorted(x.relative_to(slow) for x in slow.rglob("*") if x.is_file())
+    for rel in files:
+        # dump_data_dir holds the absolute dump path, which differs between the two runs.
+        a = (fast / rel).read_bytes().replace(str(out).encode(), b"ROOT")
+        b = (slow / rel).read_bytes().replace(str(tmp_path).encode(), b"ROOT")
+        assert a == b, f"{rel} differs"
+
+
 def _check_tensor_files(ours: Path, ref: Path, data: dict):
     d = ours / "dump_tensor_data"
     files = sorted(x.name for x in d.iterdir())
