@@ -77,7 +77,7 @@ class PrecisionDebugger:
                 lib.msprobe_set_rank(torch.distributed.get_rank())
         if self.level in ("L0", "mix") and id(self.model) not in self._hooked:
             self._hooked.add(id(self.model))
-            self._handles += hook_model(self.model)
+            self._handles += hook_model(self.model, lean=self.level == "L0")
         if self.level in ("L1", "mix"):
             api_wrapper.install()
         lib.msprobe_start()

@@ -5,7 +5,7 @@ execution order, as 1.1.1 does), and the module stack behind construct.json."""
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 from torch.utils.hooks import BackwardHook, RemovableHandle
@@ -116,6 +116,100 @@ class _ModuleHooks:
             state.pop_module(name)
 
 
+def _grads_hook(tensors: list[torch.Tensor], done: Callable[[list], None]) -> None:
+    """Calls `done(grads)` once the gradients w.r.t. `tensors` that this backward computes are
+    there (None for the others), like the single node of torch's BackwardHookFunction."""
+    if len(tensors) == 1:
+        tensors[0].register_hook(lambda g: done([g]))
+    else:
+        torch.autograd.graph.register_multi_grad_hook(tensors, done, mode="all")
+
+
+class _Call:
+    """One forward call of a module at L0: where its tensor inputs/outputs sit and the output
+    gradients received so far."""
+    __slots__ = ("n_in", "in_idx", "in_meta", "grad_idx", "n_out", "out_idx", "grad_out")
+
+    def __init__(self, n_in: int) -> None:
+        self.n_in = n_in
+        self.in_idx: Optional[list[int]] = None    # tensor input positions (None: no input requires grad)
+        self.in_meta: list[tuple] = []             # (shape, dtype, device) per tensor input
+        self.grad_idx: list[int] = []              # the tensor inputs that require grad
+        self.n_out = 0
+        self.out_idx: list[int] = []
+        self.grad_out: tuple = ()
+
+
+def _pack(n: int, idx: list[int], values: list) -> tuple:
+    out: list = [None] * n
+    for i, v in zip(idx, values):
+        out[i] = v
+    return tuple(out)
+
+
+class _LeanHooks(_ModuleHooks):
+    """L0 backward records without torch's full-backward-hook machinery (its Python
+    autograd.Function and bookkeeping were most of L0's cost): the forward pre-hook clones the
+    tensor inputs (as the 1.1.1-compatible path does anyway) and hooks the clones' gradients;
+    the forward hook does the same for the outputs. The records are the same: `bpre` runs when
+    the output gradients are there, `bpost` when the input gradients are (at once when no input
+    requires grad, as torch does)."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__(prefix)
+        self.calls: list[Optional[_Call]] = []
+
+    def lean_pre(self, module: torch.nn.Module, args: tuple) -> Any:
+        self.pre(module, args)
+        if not (torch.is_grad_enabled() and lib.msprobe_is_enabled()):
+            self.calls.append(None)   # capture off: the module runs exactly as without hooks
+            return None
+        call = _Call(len(args))
+        self.calls.append(call)
+        idx = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        grad_idx = [i for i in idx if args[i].requires_grad]
+        if not grad_idx:
+            return None
+        new = list(_clone(tuple(args)))
+        call.in_idx, call.grad_idx = idx, grad_idx
+        call.in_meta = [(args[i].shape, args[i].dtype, args[i].device) for i in idx]
+        _grads_hook([new[i] for i in grad_idx], lambda grads: self._inputs_done(module, call, grads))
+        return tuple(new)
+
+    def lean_post(self, module: torch.nn.Module, args: Any, kwargs: dict, output: Any) -> Any:
+        self.post(module, args, kwargs, output)
+        call = self.calls.pop() if self.calls else None
+        if call is None or not torch.is_grad_enabled():
+            return None
+        single = isinstance(output, torch.Tensor)
+        if not (single or (isinstance(output, tuple) and output and all(isinstance(o, torch.Tensor) for o in output))):
+            return None   # as 1.1.1: only a tensor or a tuple of tensors gets a backward record
+        outs = (output,) if single else output
+        call.out_idx = [i for i, o in enumerate(outs) if o.requires_grad]
+        if not call.out_idx:
+            return None
+        call.n_out = len(outs)
+        new = _clone(tuple(outs))
+        _grads_hook([new[i] for i in call.out_idx], lambda grads: self._outputs_done(module, call, grads))
+        return new[0] if single else new
+
+    def _outputs_done(self, module: torch.nn.Module, call: _Call, grads: list) -> None:
+        call.grad_out = _pack(call.n_out, call.out_idx, grads)
+        self.bpre(module, call.grad_out)
+        if call.in_idx is None:
+            self.bpost(module, (None,) * call.n_in, call.grad_out)
+
+    def _inputs_done(self, module: torch.nn.Module, call: _Call, grads: list) -> None:
+        # torch's node materialises the gradients it does not get (inputs without grad, or not
+        # reached) as zeros; so do we.
+        got = dict(zip(call.grad_idx, grads))
+        full = []
+        for i, (shape, dtype, device) in zip(call.in_idx or [], call.in_meta):
+            g = got.get(i)
+            full.append(g if g is not None else torch.zeros(shape, dtype=dtype, device=device))
+        self.bpost(module, _pack(call.n_in, call.in_idx or [], full), call.grad_out)
+
+
 def hook_module(module: torch.nn.Module, prefix: str) -> list[RemovableHandle]:
     h = _ModuleHooks(prefix)
     return [
@@ -126,12 +220,20 @@ def hook_module(module: torch.nn.Module, prefix: str) -> list[RemovableHandle]:
     ]
 
 
-def hook_model(model: torch.nn.Module) -> list[RemovableHandle]:
-    """Hooks every submodule of `model` (not the model itself)."""
+def hook_module_lean(module: torch.nn.Module, prefix: str) -> list[RemovableHandle]:
+    h = _LeanHooks(prefix)
+    return [module.register_forward_pre_hook(h.lean_pre), module.register_forward_hook(h.lean_post, with_kwargs=True)]
+
+
+def hook_model(model: torch.nn.Module, lean: bool = False) -> list[RemovableHandle]:
+    """Hooks every submodule of `model` (not the model itself). `lean` (level L0): backward
+    records through `_LeanHooks`; at mix level torch's own machinery stays, because 1.1.1's mix
+    dumps show the `Tensor.view_as` calls it makes."""
     patch_backward_hook()
     handles: list[RemovableHandle] = []
     for name, mod in model.named_modules():
         if mod is model or name == "":
             continue
-        handles += hook_module(mod, f"Module.{name}.{type(mod).__name__}.")
+        prefix = f"Module.{name}.{type(mod).__name__}."
+        handles += hook_module_lean(mod, prefix) if lean else hook_module(mod, prefix)
     return handles

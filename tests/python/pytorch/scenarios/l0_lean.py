@@ -1,0 +1,62 @@
+"""L0 with the modules that make backward hooking tricky: several tensor inputs (one without
+grad), a non-tensor argument, a tuple output with an unused part, a dict output, a module called
+twice, an in-place op on a module input, nesting, two steps. argv: OUT MODE, MODE "lean" (what
+L0 uses) or "torch" (torch's full backward hooks, what mix and 1.1.1 use): the test compares the
+two dumps file by file."""
+import os, sys
+import torch, torch.nn as nn
+
+out, mode = sys.argv[1], sys.argv[2]
+import msprobe.pytorch.debugger as dbg_mod
+if mode == "torch":
+    _orig = dbg_mod.hook_model
+    dbg_mod.hook_model = lambda m, lean=False: _orig(m, lean=False)
+from msprobe.pytorch import PrecisionDebugger
+
+
+class Pair(nn.Module):
+    def __init__(self):
+        super().__init__(); self.lin = nn.Linear(4, 4)
+    def forward(self, a, b, k, c):      # b requires grad, c does not, k is an int
+        return self.lin(a) * b + c * k
+
+
+class Split(nn.Module):
+    def forward(self, x):
+        return x * 2, x + 1               # the second output is not used
+
+
+class Dicty(nn.Module):
+    def forward(self, x):
+        return {"y": x.sin()}
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(4, 4)
+        self.pair = Pair()
+        self.split = Split()
+        self.act = nn.ReLU(inplace=True)
+        self.seq = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+        self.dicty = Dicty()
+    def forward(self, x, b):
+        h = self.act(self.first(x))
+        h = self.pair(h, b, 3, torch.ones(2, 4))
+        h, _ = self.split(h)
+        h = self.act(self.seq(h))
+        return self.dicty(h)["y"] + self.seq(h)
+
+
+torch.manual_seed(0)
+net = Net()
+os.environ["MSPROBE_SUMMARY_MODE"] = "md5"
+dbg = PrecisionDebugger(level="L0", dump_path=out, model=net)
+for step in range(2):
+    x = torch.randn(2, 4)
+    b = torch.randn(2, 4, requires_grad=True)
+    dbg.start()
+    net(x, b).sum().backward()
+    dbg.stop()
+    dbg.step()
+print("OK")
