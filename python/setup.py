@@ -1,6 +1,8 @@
-"""Bundles libmsprobe.so into the package (msprobe/lib/) when it is available at build time:
-$MSPROBE_LIB, else the repository's target/release build. Without it the package still works
-with MSPROBE_LIB, a preloaded library, or the repository build (msprobe/_native.py)."""
+"""Bundles libmsprobe.so and the msprobe._fastpath extension into the package (msprobe/lib/) when
+they are available at build time: $MSPROBE_LIB / $MSPROBE_FASTPATH, else the repository's
+target/release build (`cargo build --release --workspace`). Without them the package still works
+with MSPROBE_LIB, a preloaded library, or the repository build (msprobe/_native.py); without the
+extension it records through its pure-Python path."""
 import os
 import shutil
 from pathlib import Path
@@ -15,12 +17,14 @@ class BuildPyWithLib(build_py):
     def run(self) -> None:
         super().run()
         target = Path(os.environ.get("CARGO_TARGET_DIR", HERE.parent / "target"))
-        for c in (os.environ.get("MSPROBE_LIB"), target / "release" / "libmsprobe.so"):
-            if c and Path(c).is_file():
-                dest = Path(self.build_lib) / "msprobe" / "lib"
-                dest.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(c, dest / "libmsprobe.so")
-                break
+        dest = Path(self.build_lib) / "msprobe" / "lib"
+        for name, env, built in (("libmsprobe.so", "MSPROBE_LIB", "libmsprobe.so"),
+                                 ("_fastpath.abi3.so", "MSPROBE_FASTPATH", "lib_fastpath.so")):
+            for c in (os.environ.get(env), target / "release" / built):
+                if c and Path(c).is_file():
+                    dest.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(c, dest / name)
+                    break
 
 
 setup(cmdclass={"build_py": BuildPyWithLib})

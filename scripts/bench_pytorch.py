@@ -2,7 +2,7 @@
 driver, same config, same machine, runs interleaved). Per-record cost =
 (median dumped step - median undumped step of the same side) / records per step.
 
-usage: python scripts/bench_pytorch.py [--steps 20] [--warmup 3] [--rounds 2] [--out target/bench-pytorch]
+usage: python scripts/bench_pytorch.py [--steps 100] [--warmup 3] [--rounds 2] [--out target/bench-pytorch]
 """
 from __future__ import annotations
 
@@ -42,6 +42,9 @@ def run(side: str, mode: tuple | None, out: Path, a: argparse.Namespace) -> dict
         argv += ["--level", mode[0], "--task", mode[1], "--summary", mode[2]]
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
+    # Each run starts with the previous run's files on disk: otherwise their write-back (thousands
+    # of tensor files in the tensor task) slows the file writes of whichever run comes next.
+    os.sync()
     p = subprocess.run(argv, env=env, cwd=out, capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         raise SystemExit(f"{side} {mode} failed:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}")
@@ -54,7 +57,7 @@ def run(side: str, mode: tuple | None, out: Path, a: argparse.Namespace) -> dict
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", default=str(REPO / "target/bench-pytorch"))
