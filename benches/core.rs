@@ -140,6 +140,7 @@ fn main() {
     }
     w.shutdown();
     rec.finish();
+    small_records();
     println!("{:<34} {:>8} {:>10}", "", "GB/s", "vs plain");
     let pb = gbps(n, plain);
     println!("{:<34} {:>8.2} {:>10}", "plain sequential write (baseline)", pb, "1.00");
@@ -150,4 +151,63 @@ fn main() {
         gbps(n, writer),
         gbps(n, writer) / pb
     );
+}
+
+/// What a hooked framework call costs: one record with four small f32 tensors (a linear
+/// layer's input, weight, bias and output) and ten stack frames. The capturing thread's part
+/// (build it, hand it to the writer; fewer records than the queue holds, so it never waits) beside
+/// the statistics of the same elements alone, and the writer thread's part (format, journal).
+fn small_records() {
+    let dir = std::env::temp_dir().join(format!("msprobe-bench-small-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let rec = Recorder::new(Config { task: Task::Statistics, dump_path: dir.clone(), ..Config::default() });
+    rec.start();
+    let shapes: [&[i64]; 4] = [&[16, 32], &[64, 32], &[64], &[16, 64]];
+    let data: Vec<Vec<u8>> = shapes
+        .iter()
+        .map(|s| (0..s.iter().product::<i64>()).flat_map(|i| ((i % 97) as f32 * 0.01).to_le_bytes()).collect())
+        .collect();
+    let frames: Vec<String> = (0..10).map(|i| format!("File /work/model.py, line {i}, in forward, \n h = self.fc(x)")).collect();
+    let n = 2_000;
+    let mut k = 0u64;
+    let mut writer = Duration::MAX;
+    let mut capture = Duration::MAX;
+    best(5, || {
+        let t0 = Instant::now();
+        for _ in 0..n {
+            let mut b = rec.begin(&format!("Functional.linear.{k}.forward")).expect("capturing");
+            k += 1;
+            b.section("input_args").unwrap();
+            for i in 0..3 {
+                let t = TensorRef { dtype: DType::F32, shape: shapes[i], data: &data[i], requires_grad: Some(i > 0), type_name: None };
+                b.add_tensor(None, &t, rec.budget()).unwrap();
+            }
+            b.section("input_kwargs").unwrap();
+            b.section("output").unwrap();
+            let t = TensorRef { dtype: DType::F32, shape: shapes[3], data: &data[3], requires_grad: Some(true), type_name: None };
+            b.add_tensor(None, &t, rec.budget()).unwrap();
+            b.stack = Some(frames.clone());
+            rec.end(b);
+        }
+        // The writer works in parallel; waiting for it gives its throughput.
+        capture = capture.min(t0.elapsed());
+        rec.flush(); // includes writing dump.json/stack.json of these records, as stop() does
+        writer = writer.min(t0.elapsed());
+        rec.step();
+        rec.start();
+    });
+    let stats_only = best(5, || {
+        for _ in 0..n {
+            for d in &data {
+                black_box(stats::tensor_stats(DType::F32, false, black_box(d)));
+            }
+        }
+    });
+    rec.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+    let per = |d: Duration| d.as_secs_f64() / n as f64 * 1e6;
+    println!("{:<34} {:>8} {:>10}", "", "µs/rec", "vs stats");
+    println!("{:<34} {:>8.2} {:>10}", "statistics of its 4 tensors", per(stats_only), "1.00");
+    println!("{:<34} {:>8.2} {:>10.2}", "record: capturing thread", per(capture), per(capture) / per(stats_only));
+    println!("{:<34} {:>8.2} {:>10.2}", "record: done by the writer", per(writer), per(writer) / per(stats_only));
 }

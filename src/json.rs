@@ -145,13 +145,20 @@ pub fn write_py_float(out: &mut String, x: f64) {
 
 fn write_str(out: &mut String, s: &str) {
     out.push('"');
-    // Fast path: printable ASCII without quotes or backslashes needs no escaping.
-    if s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
-        out.push_str(s);
-        out.push('"');
-        return;
-    }
-    for c in s.chars() {
+    // Runs of printable ASCII other than quote and backslash are copied as they are (stack
+    // frames are long strings with one newline each); the rest is escaped as Python's
+    // json.dumps (ensure_ascii) does.
+    let bytes = s.as_bytes();
+    let mut run = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+            i += 1;
+            continue;
+        }
+        out.push_str(&s[run..i]);
+        let c = s[i..].chars().next().unwrap_or('\u{fffd}');
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -160,15 +167,17 @@ fn write_str(out: &mut String, s: &str) {
             '\t' => out.push_str("\\t"),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+            c => {
                 let mut buf = [0u16; 2];
                 for unit in c.encode_utf16(&mut buf) {
                     let _ = write!(out, "\\u{:04x}", unit);
                 }
             }
-            c => out.push(c),
         }
+        i += c.len_utf8();
+        run = i;
     }
+    out.push_str(&s[run..]);
     out.push('"');
 }
 
@@ -450,6 +459,14 @@ mod tests {
         for (x, want) in cases {
             assert_eq!(py_float_repr(*x), *want, "repr of {x:e}");
         }
+    }
+
+    #[test]
+    fn strings_escape_as_python_json_dumps() {
+        // Python 3.11: json.dumps('a"b\\c\nd\té€😀\x01\x7f/')
+        let want = r#""a\"b\\c\nd\t\u00e9\u20ac\ud83d\ude00\u0001\u007f/""#;
+        assert_eq!(Json::str("a\"b\\c\nd\té€😀\u{1}\u{7f}/").to_compact(), want);
+        assert_eq!(Json::str("File /x.py, line 3, in f, \n y = g(x)").to_compact(), r#""File /x.py, line 3, in f, \n y = g(x)""#);
     }
 
     #[test]

@@ -146,7 +146,7 @@ pub struct DirState {
 const RECORD_DEPTH: usize = 2;
 
 fn pretty(v: &Json, depth: usize) -> String {
-    let mut s = String::new();
+    let mut s = String::with_capacity(4096);
     v.write_pretty_at(&mut s, depth);
     s
 }
