@@ -71,11 +71,13 @@ class _ModuleHooks:
         self.bwd: list[tuple[str, Optional[str]]] = []
 
     def _start(self, key: bytes, direction: str, names: list) -> None:
+        if not lib.msprobe_is_enabled():
+            return   # capture off: nothing to number; post/bpost find no entry and return
         n = lib.msprobe_next_index(key)
         name = f"{self.prefix}{direction}.{n}"
         parent = state.parent()
         names.append((name, parent))
-        if state.construct and lib.msprobe_is_enabled():
+        if state.construct:
             state.pending.append((name, parent))
         state.module_stack.append(name)
 
