@@ -1,5 +1,5 @@
 //! stack.json frames: msprobe 1.1.1 calls `inspect.stack()` per record (half its cost). We walk
-//! `f_back` from the hook's caller and format each (code object, line) once, as msprobe's
+//! `f_back` from the hook's caller and format each call site once, as msprobe's
 //! `File {path}, line {n}, in {func}, \n {source}`. Frames without source text are skipped, as
 //! msprobe does.
 
@@ -10,10 +10,12 @@ use std::sync::Mutex;
 use pyo3::intern;
 use pyo3::prelude::*;
 
-/// Formatted frames by (code object address, line). Entries are never removed: the strings are
-/// leaked so their pointers stay valid without holding the lock, and the code objects are kept
-/// alive so an address is never reused for another function. The size is bounded by the number
-/// of distinct source lines that call hooked code.
+/// Formatted frames by (code object address, bytecode offset): the offset is a plain integer
+/// on the frame, while `f_lineno` decodes the line table, so the line is computed only when a
+/// key is new. Entries are never removed: the strings are leaked so their pointers stay valid
+/// without holding the lock, and the code objects are kept alive so an address is never reused
+/// for another function. The size is bounded by the number of distinct call sites that reach
+/// hooked code.
 pub struct FrameCache {
     map: Mutex<HashMap<(usize, i64), Option<&'static CStr>>>,
     keep: Mutex<Vec<Py<PyAny>>>,
@@ -27,32 +29,35 @@ impl FrameCache {
         FrameCache { map: Mutex::new(HashMap::new()), keep: Mutex::new(Vec::new()), getline, skip }
     }
 
-    /// The formatted frames from `frame` outwards (innermost first). The lock is never held
-    /// while Python runs (linecache may release the GIL).
+    /// The formatted frames from `frame` outwards (innermost first). The lock is taken once for
+    /// the lookups and never held while Python runs (linecache may release the GIL).
     pub fn frames<'py>(&self, frame: &Bound<'py, PyAny>) -> PyResult<Vec<&'static CStr>> {
         let py = frame.py();
-        let mut out = Vec::with_capacity(32);
+        let mut chain: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>, (usize, i64))> = Vec::with_capacity(32);
         let mut f = frame.clone();
         while !f.is_none() {
             let code = f.getattr(intern!(py, "f_code"))?;
-            let line: i64 = f.getattr(intern!(py, "f_lineno"))?.extract().unwrap_or(0);
-            let k = (code.as_ptr() as usize, line);
-            let hit = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(&k).copied();
-            let s = match hit {
-                Some(s) => s,
-                None => {
-                    let s = self.format(&code, line)?;
-                    self.keep.lock().unwrap_or_else(|e| e.into_inner()).push(code.clone().unbind());
-                    self.map.lock().unwrap_or_else(|e| e.into_inner()).insert(k, s);
-                    s
-                }
-            };
-            if let Some(s) = s {
-                out.push(s);
-            }
-            f = f.getattr(intern!(py, "f_back"))?;
+            let lasti: i64 = f.getattr(intern!(py, "f_lasti"))?.extract().unwrap_or(-1);
+            let key = (code.as_ptr() as usize, lasti);
+            let back = f.getattr(intern!(py, "f_back"))?;
+            chain.push((f, code, key));
+            f = back;
         }
-        Ok(out)
+        let mut found: Vec<Option<Option<&'static CStr>>> = {
+            let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+            chain.iter().map(|(_, _, k)| map.get(k).copied()).collect()
+        };
+        for (i, (f, code, key)) in chain.iter().enumerate() {
+            if found[i].is_some() {
+                continue;
+            }
+            let line: i64 = f.getattr(intern!(py, "f_lineno"))?.extract().unwrap_or(0);
+            let s = self.format(code, line)?;
+            self.keep.lock().unwrap_or_else(|e| e.into_inner()).push(code.clone().unbind());
+            self.map.lock().unwrap_or_else(|e| e.into_inner()).insert(*key, s);
+            found[i] = Some(s);
+        }
+        Ok(found.into_iter().flatten().flatten().collect())
     }
 
     fn format(&self, code: &Bound<'_, PyAny>, line: i64) -> PyResult<Option<&'static CStr>> {

@@ -219,7 +219,10 @@ impl<'py> Walker<'_, 'py> {
                 return Ok(None);
             }
         }
-        if t.call_method0(intern!(py, "is_conj"))?.is_truthy()? || t.call_method0(intern!(py, "is_neg"))?.is_truthy()? {
+        // Conjugate and negative views (lazy bits; the conjugate bit exists on complex tensors
+        // only, the negative one also on e.g. `x.conj().imag`) are resolved by the Python path.
+        let complex = code == 16 || code == 17;
+        if (complex && t.call_method0(intern!(py, "is_conj"))?.is_truthy()?) || t.call_method0(intern!(py, "is_neg"))?.is_truthy()? {
             return Ok(None);
         }
         let shape_obj = t.getattr(intern!(py, "shape"))?;

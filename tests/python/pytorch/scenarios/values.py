@@ -15,6 +15,7 @@ x = torch.randn(4, 6)
 h = x.half(); b = x.bfloat16()
 bad = torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), 2.0])
 inf = torch.tensor([float("inf"), 1.0, -2.0])
+neg = torch.complex(torch.tensor([1.0, 2.0]), torch.tensor([3.0, -4.0])).conj().imag  # real, with the negative bit
 dbg.start()
 torch.add(x, other=x, alpha=2)                              # Torch.add.0: kwargs
 torch.mul(h, 1.5); torch.mul(b, 2)                           # Torch.mul.0/1: fp16, bf16
@@ -28,12 +29,14 @@ torch.sum(x, dim=0, dtype=torch.float64)                     # Torch.sum.0: dtyp
 torch.einsum("ij,kj->ik", x, x)                              # Torch.einsum.0: str arg
 F.softmax(x, dim=-1)                                         # Functional.softmax.0 (Tensor.softmax inside: not recorded)
 torch.abs(torch.empty(0, 3)); torch.abs(torch.tensor(-2.5))  # Torch.abs.2/3: empty, 0-d
+torch.abs(neg)                                               # Torch.abs.4: negative-bit view
 dbg.stop()
 d = dump(out)["data"]
 assert list(d) == ["Torch.add.0.forward", "Torch.mul.0.forward", "Torch.mul.1.forward", "Torch.abs.0.forward",
     "Torch.abs.1.forward", "Tensor.__getitem__.0.forward", "Tensor.__getitem__.1.forward", "Tensor.reshape.0.forward",
     "Torch.max.0.forward", "Torch.split.0.forward", "Torch.add.1.forward", "Torch.sum.0.forward",
-    "Torch.einsum.0.forward", "Functional.softmax.0.forward", "Torch.abs.2.forward", "Torch.abs.3.forward"], list(d)
+    "Torch.einsum.0.forward", "Functional.softmax.0.forward", "Torch.abs.2.forward", "Torch.abs.3.forward",
+    "Torch.abs.4.forward"], list(d)
 r = d["Torch.add.0.forward"]
 check_leaf(r["input_args"][0], x); check_leaf(r["input_kwargs"]["other"], x)
 assert r["input_kwargs"]["alpha"] == {"type": "int", "value": 2}
@@ -66,4 +69,6 @@ e = d["Torch.abs.2.forward"]["input_args"][0]
 assert e["Max"] is None and e["md5"] == "00000000" and e["shape"] == [0, 3]
 z = d["Torch.abs.3.forward"]["input_args"][0]
 assert z["Norm"] == -2.5 and z["shape"] == []
+assert neg.is_neg()
+check_leaf(d["Torch.abs.4.forward"]["input_args"][0], neg.resolve_neg())
 print("OK")
