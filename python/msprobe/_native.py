@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import linecache
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 _HERE = Path(__file__).resolve().parent
 _REPO = _HERE.parent.parent
@@ -124,6 +125,21 @@ for _name, (_res, _args) in _SIGS.items():
     _f = getattr(lib, _name)
     _f.restype = _res
     _f.argtypes = _args
+
+
+def native_encoder(kind: str, tensor_types: tuple, dtype_codes: dict, strided: Any, fallback: Callable,
+                   warn: Callable[[str], Any], **options: Any) -> Any:
+    """A ``msprobe._fastpath.Encoder`` recording into `lib`, or None (not built, MSPROBE_FASTPATH=0,
+    or unusable, which `warn` reports): the layer then records through its pure-Python path."""
+    mod = load_fastpath()
+    if mod is None:
+        return None
+    try:
+        return mod.Encoder(lib._handle, kind, tensor_types, dtype_codes, strided, fallback, warn,
+                           linecache.getline, **options)
+    except Exception as e:
+        warn(f"msprobe._fastpath is unusable ({e}); recording through Python")
+        return None
 
 
 def enc(s: Optional[str]) -> Optional[bytes]:

@@ -19,7 +19,7 @@ from mindspore import Tensor
 
 from msprobe.core.errors import logger as _core_logger
 
-from msprobe._native import MsprobeTensor, lib, load_fastpath
+from msprobe._native import MsprobeTensor, lib, native_encoder
 
 try:  # an internal class in some MindSpore versions; an alias of Tensor in 2.10
     from mindspore.common._stub_tensor import StubTensor
@@ -196,22 +196,10 @@ def _fallback(r: int, key: Optional[str], v: Any, depth: int) -> None:
     add_value(r, key, v, depth)
 
 
-def _make_fast() -> Any:
-    """The native encoder (msprobe._fastpath) for MindSpore tensors, or None: then the functions
-    above do it all (same output)."""
-    mod = load_fastpath()
-    if mod is None:
-        return None
-    try:
-        return mod.Encoder(lib._handle, "asnumpy", TENSOR_TYPES, dict(_ACL), None, _fallback, logger.warning,
-                           linecache.getline, special_keys=[], stack_skip=_PKG_DIR, split_lists=True,
-                           keep_empty=True)
-    except Exception as e:
-        logger.warning(f"msprobe._fastpath is unusable ({e}); recording through Python")
-        return None
-
-
-fast = _make_fast()
+# The native encoder (msprobe._fastpath) for MindSpore tensors, or None: then the functions above
+# do it all (same output).
+fast = native_encoder("asnumpy", TENSOR_TYPES, dict(_ACL), None, _fallback, logger.warning, special_keys=[],
+                      stack_skip=_PKG_DIR, split_lists=True, keep_empty=True)
 
 
 def _construct(name: str, backward: bool) -> None:

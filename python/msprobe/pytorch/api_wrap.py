@@ -19,9 +19,8 @@ import torch
 from msprobe.core.errors import logger
 from msprobe.core.native import lib
 
-from . import record
+from .record import recorder
 from .state import state
-from .tensors import fast
 
 YAML = Path(__file__).with_name("support_wrap_ops.yaml")
 # 1.1.1 neutralises dropout after wrapping, so these are never recorded (msprobe-format.md §3).
@@ -70,7 +69,7 @@ def _backward_hook(name: str) -> Callable:
         prev = local.busy
         local.busy = True
         try:
-            record.record_backward(name, grad_outputs, grad_inputs)
+            recorder.backward(name, grad_outputs, grad_inputs)
             state.note_construct(name, state.parent())
         finally:
             local.busy = prev
@@ -83,52 +82,22 @@ def _hook_backward(out: Any, name: str) -> None:
         t.grad_fn.register_hook(_backward_hook(name))
 
 
-def _call_fast(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) -> Any:
-    """_call with the native encoder: one call records the inputs and stack, one the output."""
+def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) -> Any:
+    """One outermost wrapped call: inputs and stack before the op, output after it."""
     local = state.local
     local.busy = True
     try:
-        begun = fast.api_begin(key, args, kwargs, sys._getframe(1))
+        begun = recorder.api_begin(key, args, kwargs, sys._getframe(1))
         if begun is None:
             return orig(*args, **kwargs)
         r, n, kept = begun
         try:
             out = orig(*args, **kwargs)
         except BaseException:
-            fast.abort(r)
+            recorder.abort(r)
             raise
-        fast.api_end(r, kept, out)
-        if state.construct:
-            state.note_construct(f"{prefix}{n}.forward", state.parent())
-        _hook_backward(out, f"{prefix}{n}.backward")
-        return out
-    finally:
-        local.busy = False
-
-
-def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) -> Any:
-    local = state.local
-    local.busy = True
-    try:
-        n = lib.msprobe_next_index(key)
-        if not lib.msprobe_is_enabled():
-            return orig(*args, **kwargs)
-        name = f"{prefix}{n}.forward"
-        r = lib.msprobe_record_begin(name.encode())
-        kept = False
-        if r:
-            kept = record.add_inputs(r, args, kwargs)
-            record.set_stack(r, sys._getframe(1))
-        try:
-            out = orig(*args, **kwargs)
-        except BaseException:
-            if r:
-                lib.msprobe_record_abort(r)
-            raise
-        if r:
-            kept = record.add_output(r, out) or kept
-            record.finish(r, kept)
-        state.note_construct(name, state.parent())
+        recorder.api_end(r, kept, out)
+        state.note_construct(f"{prefix}{n}.forward", state.parent())
         _hook_backward(out, f"{prefix}{n}.backward")
         return out
     finally:
@@ -138,12 +107,11 @@ def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) ->
 def _make_wrapper(orig: Callable, prefix: str) -> Callable:
     key = prefix.encode()
     local = state.local
-    call = _call if fast is None else _call_fast
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if local.busy:
             return orig(*args, **kwargs)
-        return call(orig, prefix, key, args, kwargs)
+        return _call(orig, prefix, key, args, kwargs)
 
     try:
         functools.update_wrapper(wrapper, orig)

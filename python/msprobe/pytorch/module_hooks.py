@@ -12,7 +12,7 @@ from torch.utils.hooks import BackwardHook, RemovableHandle
 
 from msprobe.core.native import lib
 
-from . import record
+from .record import recorder
 from .state import state
 
 
@@ -93,7 +93,7 @@ class _ModuleHooks:
         local.busy = True
         try:
             if lib.msprobe_is_enabled():
-                record.record_forward(name, args, kwargs, output, _caller_of_call_impl())
+                recorder.record(name, args, kwargs, output, _caller_of_call_impl())
                 state.note_construct(name, parent)
         finally:
             local.busy = prev
@@ -111,7 +111,7 @@ class _ModuleHooks:
         local.busy = True
         try:
             if lib.msprobe_is_enabled():
-                record.record_backward(name, grad_output, grad_input)
+                recorder.backward(name, grad_output, grad_input)
                 state.note_construct(name, parent)
         finally:
             local.busy = prev

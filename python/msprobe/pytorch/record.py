@@ -1,5 +1,9 @@
 """Building records from torch calls (forward: input_args, input_kwargs, output; backward:
-input = gradients flowing in, output = gradients produced)."""
+input = gradients flowing in, output = gradients produced).
+
+`recorder` is the native encoder (msprobe._fastpath) when it is built, else `PyRecorder`, its
+pure-Python twin with the same methods and the same output; the hooks only talk to `recorder`.
+"""
 from __future__ import annotations
 
 from types import FrameType
@@ -11,7 +15,7 @@ from msprobe.core.native import lib
 from .tensors import encoder, fast
 
 
-def add_inputs(r: int, args: Iterable[Any], kwargs: Optional[dict]) -> bool:
+def _add_inputs(r: int, args: Iterable[Any], kwargs: Optional[dict]) -> bool:
     kept = False
     if lib.msprobe_record_section(r, b"input_args"):
         kept = True
@@ -25,7 +29,7 @@ def add_inputs(r: int, args: Iterable[Any], kwargs: Optional[dict]) -> bool:
     return kept
 
 
-def add_output(r: int, output: Any) -> bool:
+def _add_output(r: int, output: Any) -> bool:
     if not lib.msprobe_record_section(r, b"output"):
         return False
     for item in (output if isinstance(output, tuple) else (output,)):
@@ -33,7 +37,7 @@ def add_output(r: int, output: Any) -> bool:
     return True
 
 
-def finish(r: int, kept: bool) -> None:
+def _finish(r: int, kept: bool) -> None:
     """Ends the record, or drops it when data_mode removed every section."""
     if kept:
         lib.msprobe_record_end(r)
@@ -41,38 +45,52 @@ def finish(r: int, kept: bool) -> None:
         lib.msprobe_record_abort(r)
 
 
-def set_stack(r: int, frame: Optional[FrameType]) -> None:
-    stack.set_stack(r, stack.frames(frame))
+class PyRecorder:
+    """The pure-Python path (msprobe._fastpath not built, or MSPROBE_FASTPATH=0); see the
+    native Encoder for what each method does."""
+
+    def api_begin(self, key: bytes, args: tuple, kwargs: Optional[dict], frame: FrameType) -> Optional[tuple]:
+        n = lib.msprobe_next_index(key)
+        if not lib.msprobe_is_enabled():
+            return None
+        r = lib.msprobe_record_begin(key + f"{n}.forward".encode())
+        if not r:
+            return 0, n, False
+        kept = _add_inputs(r, args, kwargs)
+        stack.set_stack(r, stack.frames(frame))
+        return r, n, kept
+
+    def api_end(self, r: int, kept: bool, output: Any) -> None:
+        if r:
+            kept = _add_output(r, output) or kept
+            _finish(r, kept)
+
+    def abort(self, r: int) -> None:
+        if r:
+            lib.msprobe_record_abort(r)
+
+    def record(self, name: str, args: tuple, kwargs: Optional[dict], output: Any, frame: Optional[FrameType]) -> bool:
+        r = lib.msprobe_record_begin(name.encode())
+        if not r:
+            return False
+        kept = _add_inputs(r, args, kwargs)
+        kept = _add_output(r, output) or kept
+        stack.set_stack(r, stack.frames(frame))
+        _finish(r, kept)
+        return True
+
+    def backward(self, name: str, grads_in: Iterable[Any], grads_out: Iterable[Any]) -> bool:
+        r = lib.msprobe_record_begin(name.encode())
+        if not r:
+            return False
+        kept = False
+        for section, grads in ((b"input", grads_in), (b"output", grads_out)):
+            if lib.msprobe_record_section(r, section):
+                kept = True
+                for g in grads:
+                    encoder.add(r, None, g)
+        _finish(r, kept)
+        return True
 
 
-def record_forward(name: str, args: tuple, kwargs: Optional[dict], output: Any, frame: Optional[FrameType]) -> None:
-    """A whole forward record (module hooks): inputs, output, stack."""
-    if fast is not None:
-        fast.record(name, args, kwargs, output, frame)
-        return
-    r = lib.msprobe_record_begin(name.encode())
-    if r:
-        kept = add_inputs(r, args, kwargs)
-        kept = add_output(r, output) or kept
-        set_stack(r, frame)
-        finish(r, kept)
-
-
-def record_backward(name: str, grads_in: Iterable[Any], grads_out: Iterable[Any]) -> None:
-    """`grads_in` = gradients w.r.t. the forward outputs, `grads_out` = w.r.t. its inputs."""
-    if fast is not None:
-        fast.backward(name, grads_in, grads_out)
-        return
-    r = lib.msprobe_record_begin(name.encode())
-    if not r:
-        return
-    kept = False
-    if lib.msprobe_record_section(r, b"input"):
-        kept = True
-        for g in grads_in:
-            encoder.add(r, None, g)
-    if lib.msprobe_record_section(r, b"output"):
-        kept = True
-        for g in grads_out:
-            encoder.add(r, None, g)
-    finish(r, kept)
+recorder: Any = fast if fast is not None else PyRecorder()

@@ -4,14 +4,13 @@ Statistics, CRC and ``.pt`` files are computed by the recorder while the call la
 from __future__ import annotations
 
 import ctypes
-import linecache
 import threading
 from typing import Any, Optional
 
 import torch
 
 from msprobe.core.errors import logger
-from msprobe._native import load_fastpath
+from msprobe._native import native_encoder
 from msprobe.core.native import MsprobeTensor, lib
 from msprobe.core.values import ValueEncoder, add_ints
 
@@ -126,17 +125,5 @@ def _fallback(r: int, key: Optional[str], v: Any, depth: int) -> None:
     encoder.add(r, key, v, depth)
 
 
-def _make_fast() -> Any:
-    """The native encoder (msprobe._fastpath) for torch, or None: then `encoder` does it all."""
-    mod = load_fastpath()
-    if mod is None:
-        return None
-    try:
-        return mod.Encoder(lib._handle, "torch", (torch.Tensor,), dict(ACL_DTYPE), torch.strided, _fallback,
-                           logger.warning, linecache.getline)
-    except Exception as e:
-        logger.warning(f"msprobe._fastpath is unusable ({e}); recording through Python")
-        return None
-
-
-fast = _make_fast()
+# The native encoder (msprobe._fastpath), or None: then `encoder` does it all.
+fast = native_encoder("torch", (torch.Tensor,), dict(ACL_DTYPE), torch.strided, _fallback, logger.warning)

@@ -33,26 +33,28 @@ impl FrameCache {
     /// the lookups and never held while Python runs (linecache may release the GIL).
     pub fn frames<'py>(&self, frame: &Bound<'py, PyAny>) -> PyResult<Vec<&'static CStr>> {
         let py = frame.py();
-        let mut chain: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>, (usize, i64))> = Vec::with_capacity(32);
+        let mut frames = Vec::with_capacity(32);
+        let mut keys = Vec::with_capacity(32);
         let mut f = frame.clone();
         while !f.is_none() {
             let code = f.getattr(intern!(py, "f_code"))?;
             let lasti: i64 = f.getattr(intern!(py, "f_lasti"))?.extract().unwrap_or(-1);
-            let key = (code.as_ptr() as usize, lasti);
+            keys.push((code.as_ptr() as usize, lasti));
             let back = f.getattr(intern!(py, "f_back"))?;
-            chain.push((f, code, key));
+            frames.push(f);
             f = back;
         }
         let mut found: Vec<Option<Option<&'static CStr>>> = {
             let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-            chain.iter().map(|(_, _, k)| map.get(k).copied()).collect()
+            keys.iter().map(|k| map.get(k).copied()).collect()
         };
-        for (i, (f, code, key)) in chain.iter().enumerate() {
+        for (i, (f, key)) in frames.iter().zip(&keys).enumerate() {
             if found[i].is_some() {
                 continue;
             }
+            let code = f.getattr(intern!(py, "f_code"))?;
             let line: i64 = f.getattr(intern!(py, "f_lineno"))?.extract().unwrap_or(0);
-            let s = self.format(code, line)?;
+            let s = self.format(&code, line)?;
             self.keep.lock().unwrap_or_else(|e| e.into_inner()).push(code.clone().unbind());
             self.map.lock().unwrap_or_else(|e| e.into_inner()).insert(*key, s);
             found[i] = Some(s);

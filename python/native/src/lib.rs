@@ -105,23 +105,7 @@ impl Encoder {
         kwargs: Option<&Bound<'py, PyDict>>,
         frame: &Bound<'py, PyAny>,
     ) -> Option<(usize, i64, bool)> {
-        let Ok(counter) = CString::new(key) else { return None };
-        let n = self.abi.next(&counter);
-        if !self.abi.enabled() {
-            return None;
-        }
-        let mut name = key.to_vec();
-        name.extend_from_slice(format!("{n}.forward").as_bytes());
-        let Ok(name) = CString::new(name) else { return Some((0, n, false)) };
-        let Some(r) = self.abi.begin(&name) else { return Some((0, n, false)) };
-        let w = Walker { enc: self, py, r };
-        match self.inputs(&w, args.as_any(), kwargs).and_then(|kept| self.stack(&w, frame).map(|_| kept)) {
-            Ok(kept) => Some((r.0, n, kept)),
-            Err(e) => {
-                self.failed(py, r, &e);
-                Some((0, n, false))
-            }
-        }
+        self.guarded(py, None, || self.api_begin_inner(py, key, args, kwargs, frame))
     }
 
     /// Adds the output of a call begun by [`Encoder::api_begin`] and ends the record (or drops
@@ -130,11 +114,13 @@ impl Encoder {
         if r == 0 {
             return;
         }
-        let w = Walker { enc: self, py, r: Rec(r) };
-        match self.output(&w, output) {
-            Ok(out_kept) => self.finish(w.r, kept || out_kept),
-            Err(e) => self.failed(py, w.r, &e),
-        }
+        self.guarded(py, (), || {
+            let w = Walker { enc: self, py, r: Rec(r) };
+            match self.output(&w, output) {
+                Ok(out_kept) => self.finish(w.r, kept || out_kept),
+                Err(e) => self.failed(py, w.r, &e),
+            }
+        })
     }
 
     /// Drops a begun record (the call raised).
@@ -155,49 +141,72 @@ impl Encoder {
         output: &Bound<'py, PyAny>,
         frame: &Bound<'py, PyAny>,
     ) -> bool {
-        let Ok(cname) = CString::new(name) else { return false };
-        let Some(r) = self.abi.begin(&cname) else { return false };
-        let w = Walker { enc: self, py, r };
-        let res = (|| -> PyResult<bool> {
-            let kept = self.inputs(&w, args, kwargs)?;
-            let kept = self.output(&w, output)? || kept;
-            self.stack(&w, frame)?;
-            Ok(kept)
-        })();
-        match res {
-            Ok(kept) => self.finish(r, kept),
-            Err(e) => self.failed(py, r, &e),
-        }
-        true
+        self.guarded(py, false, || {
+            let Some(r) = self.begin(name) else { return false };
+            let w = Walker { enc: self, py, r };
+            let res = (|| -> PyResult<bool> {
+                let kept = self.inputs(&w, args, kwargs)?;
+                let kept = self.output(&w, output)? || kept;
+                self.stack(&w, frame)?;
+                Ok(kept)
+            })();
+            self.settle(py, r, res);
+            true
+        })
     }
 
     /// A backward record: `input` = gradients flowing in, `output` = gradients produced.
     /// Returns whether the record was begun.
     fn backward<'py>(&self, py: Python<'py>, name: &str, grads_in: &Bound<'py, PyAny>, grads_out: &Bound<'py, PyAny>) -> bool {
-        let Ok(cname) = CString::new(name) else { return false };
-        let Some(r) = self.abi.begin(&cname) else { return false };
-        let w = Walker { enc: self, py, r };
-        let res = (|| -> PyResult<bool> {
-            let mut kept = false;
-            if self.abi.section(r, c"input") {
-                kept = true;
-                w.add_all(grads_in)?;
-            }
-            if self.abi.section(r, c"output") {
-                kept = true;
-                w.add_all(grads_out)?;
-            }
-            Ok(kept)
-        })();
-        match res {
-            Ok(kept) => self.finish(r, kept),
-            Err(e) => self.failed(py, r, &e),
-        }
-        true
+        self.guarded(py, false, || {
+            let Some(r) = self.begin(name) else { return false };
+            let w = Walker { enc: self, py, r };
+            let res = (|| -> PyResult<bool> {
+                let mut kept = false;
+                if self.abi.section(r, c"input") {
+                    kept = true;
+                    w.add_all(grads_in)?;
+                }
+                if self.abi.section(r, c"output") {
+                    kept = true;
+                    w.add_all(grads_out)?;
+                }
+                Ok(kept)
+            })();
+            self.settle(py, r, res);
+            true
+        })
     }
 }
 
 impl Encoder {
+    fn api_begin_inner<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+        frame: &Bound<'py, PyAny>,
+    ) -> Option<(usize, i64, bool)> {
+        let Ok(counter) = CString::new(key) else { return None };
+        let n = self.abi.next(&counter);
+        if !self.abi.enabled() {
+            return None;
+        }
+        let mut name = key.to_vec();
+        name.extend_from_slice(format!("{n}.forward").as_bytes());
+        let Ok(name) = CString::new(name) else { return Some((0, n, false)) };
+        let Some(r) = self.abi.begin(&name) else { return Some((0, n, false)) };
+        let w = Walker { enc: self, py, r };
+        match self.inputs(&w, args.as_any(), kwargs).and_then(|kept| self.stack(&w, frame).map(|_| kept)) {
+            Ok(kept) => Some((r.0, n, kept)),
+            Err(e) => {
+                self.failed(py, r, &e);
+                Some((0, n, false))
+            }
+        }
+    }
+
     /// `args`: a tuple or any iterable of positional values.
     fn inputs<'py>(&self, w: &Walker<'_, 'py>, args: &Bound<'py, PyAny>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<bool> {
         let mut kept = false;
@@ -208,7 +217,7 @@ impl Encoder {
         if self.abi.section(w.r, c"input_kwargs") {
             kept = true;
             if let Some(kw) = kwargs {
-                w.add_kwargs(kw)?;
+                w.add_keyed(kw, 0)?;
             }
         }
         Ok(kept)
@@ -233,6 +242,30 @@ impl Encoder {
         Ok(())
     }
 
+    fn begin(&self, name: &str) -> Option<Rec> {
+        self.abi.begin(&CString::new(name).ok()?)
+    }
+
+    /// Ends `r` after building it: written, dropped (no section kept) or aborted (error).
+    fn settle(&self, py: Python<'_>, r: Rec, built: PyResult<bool>) {
+        match built {
+            Ok(kept) => self.finish(r, kept),
+            Err(e) => self.failed(py, r, &e),
+        }
+    }
+
+    /// Runs `f`; a panic (a bug here) gives `default` and one warning instead of an exception in
+    /// the hooked program. The record being built is then lost (its handle is not freed).
+    fn guarded<T>(&self, py: Python<'_>, default: T, f: impl FnOnce() -> T) -> T {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Ok(v) => v,
+            Err(_) => {
+                self.warn_once(py, "msprobe._fastpath hit an internal error (a panic); that record was dropped".into());
+                default
+            }
+        }
+    }
+
     fn finish(&self, r: Rec, kept: bool) {
         if kept || self.keep_empty {
             self.abi.end(r);
@@ -244,7 +277,10 @@ impl Encoder {
     /// Aborts `r` and logs the error once per message; the hooked call goes on.
     fn failed(&self, py: Python<'_>, r: Rec, e: &PyErr) {
         self.abi.abort(r);
-        let msg = format!("a record could not be written and was dropped: {e}");
+        self.warn_once(py, format!("a record could not be written and was dropped: {e}"));
+    }
+
+    fn warn_once(&self, py: Python<'_>, msg: String) {
         let first = self.warned.lock().unwrap_or_else(|p| p.into_inner()).insert(msg.clone());
         if first {
             let _ = self.warn.bind(py).call1((PyString::new(py, &msg),));

@@ -97,15 +97,8 @@ impl<'py> Walker<'_, 'py> {
             if depth >= MAX_DEPTH {
                 return self.fallback(key, v, depth);
             }
-            let d = v.cast::<PyDict>()?;
             abi.open(self.r, k, true);
-            for (dk, dv) in d.iter() {
-                let dk = match dk.cast_into::<PyString>() {
-                    Ok(s) => s,
-                    Err(e) => e.into_inner().str()?,
-                };
-                self.add(Some(&dk), &dv, depth + 1)?;
-            }
+            self.add_keyed(v.cast::<PyDict>()?, depth + 1)?;
             abi.close(self.r);
         } else {
             return self.fallback(key, v, depth);
@@ -121,14 +114,14 @@ impl<'py> Walker<'_, 'py> {
         Ok(())
     }
 
-    /// kwargs, keyed.
-    pub fn add_kwargs(&self, kwargs: &Bound<'py, PyDict>) -> PyResult<()> {
-        for (k, v) in kwargs.iter() {
+    /// A dict's items (kwargs at depth 0), keyed by `str(key)`.
+    pub fn add_keyed(&self, d: &Bound<'py, PyDict>, depth: u32) -> PyResult<()> {
+        for (k, v) in d.iter() {
             let k = match k.cast_into::<PyString>() {
                 Ok(s) => s,
                 Err(e) => e.into_inner().str()?,
             };
-            self.add(Some(&k), &v, 0)?;
+            self.add(Some(&k), &v, depth)?;
         }
         Ok(())
     }
@@ -147,70 +140,57 @@ impl<'py> Walker<'_, 'py> {
                 None => (None, None),
             },
         };
-        match view {
-            Some((shape, strides, mut desc)) => {
-                desc.shape = shape.as_ptr();
-                desc.strides = strides.as_ptr();
-                // `t` (and `keep`) are alive for the whole call.
+        let res = match view.as_ref().and_then(View::desc) {
+            Some(desc) => {
+                // `t` and `keep` are alive for the whole call.
                 self.enc.abi.tensor(self.r, k, &desc);
-                drop(keep);
                 Ok(())
             }
             None => self.fallback(key, t, depth),
-        }
+        };
+        drop(keep);
+        res
     }
 
-    /// A MindSpore tensor through its host array (`asnumpy()`; zero-copy on CPU).
-    #[allow(clippy::type_complexity)]
-    fn numpy_view(&self, t: &Bound<'py, PyAny>) -> PyResult<Option<(([i64; MAX_DIMS], [i64; MAX_DIMS], Tensor), Bound<'py, PyAny>)>> {
+    /// A MindSpore tensor through its host array (`asnumpy()`; zero-copy on CPU), which is
+    /// returned too: the view points into it.
+    fn numpy_view(&self, t: &Bound<'py, PyAny>) -> PyResult<Option<(View, Bound<'py, PyAny>)>> {
         let py = self.py;
         let a = t.call_method0(intern!(py, "asnumpy"))?;
         let name = a.getattr(intern!(py, "dtype"))?.getattr(intern!(py, "name"))?;
-        let Some(code) = self.enc.dtype_codes.bind(py).get_item(&name)? else { return Ok(None) };
-        let code: i32 = code.extract()?;
-        let Some(size) = item_size(code) else { return Ok(None) };
+        let Some((code, size)) = self.dtype(&name)? else { return Ok(None) };
         let ai = a.getattr(intern!(py, "__array_interface__"))?;
-        let shape_obj = ai.get_item(intern!(py, "shape"))?;
-        let strides_obj = ai.get_item(intern!(py, "strides"))?;
         let (data, _ro): (usize, bool) = ai.get_item(intern!(py, "data"))?.extract()?;
-        let mut shape = [0i64; MAX_DIMS];
-        let mut strides = [0i64; MAX_DIMS];
-        let mut nd = 0;
-        for (i, d) in shape_obj.try_iter()?.enumerate() {
-            if i >= MAX_DIMS {
-                return Ok(None);
-            }
-            shape[i] = d?.extract()?;
-            nd = i + 1;
-        }
-        if strides_obj.is_none() {
+        let mut v = View::new(code, size, data, -1);
+        let Some(nd) = read_dims(&ai.get_item(intern!(py, "shape"))?, &mut v.shape)? else { return Ok(None) };
+        v.nd = nd;
+        let strides = ai.get_item(intern!(py, "strides"))?;
+        if strides.is_none() {
             let mut acc = 1i64;
             for i in (0..nd).rev() {
-                strides[i] = acc;
-                acc *= shape[i].max(1);
+                v.strides[i] = acc;
+                acc *= v.shape[i].max(1);
             }
         } else {
-            for (i, s) in strides_obj.try_iter()?.enumerate() {
-                let b: i64 = s?.extract()?;
-                if i >= nd || b < 0 || b % size as i64 != 0 {
+            // numpy strides are in bytes.
+            if read_dims(&strides, &mut v.strides)? != Some(nd) {
+                return Ok(None);
+            }
+            for st in &mut v.strides[..nd] {
+                if *st % size as i64 != 0 {
                     return Ok(None);
                 }
-                strides[i] = b / size as i64;
+                *st /= size as i64;
             }
         }
-        let Some(desc) = view_desc(code, size, nd, &shape, &strides, data, -1) else { return Ok(None) };
-        Ok(Some(((shape, strides, desc), a)))
+        Ok(Some((v, a)))
     }
 
     /// A host view of a CPU strided tensor, or None when the Python path must handle it (other
     /// device, layout or dtype, conjugate/negative views, too many dimensions).
-    #[allow(clippy::type_complexity)]
-    fn torch_view(&self, t: &Bound<'py, PyAny>) -> PyResult<Option<([i64; MAX_DIMS], [i64; MAX_DIMS], Tensor)>> {
+    fn torch_view(&self, t: &Bound<'py, PyAny>) -> PyResult<Option<View>> {
         let py = self.py;
-        let dtype = t.getattr(intern!(py, "dtype"))?;
-        let Some(code) = self.enc.dtype_codes.bind(py).get_item(&dtype)? else { return Ok(None) };
-        let code: i32 = code.extract()?;
-        let Some(size) = item_size(code) else { return Ok(None) };
+        let Some((code, size)) = self.dtype(&t.getattr(intern!(py, "dtype"))?)? else { return Ok(None) };
         if !t.getattr(intern!(py, "is_cpu"))?.is_truthy()? {
             return Ok(None);
         }
@@ -225,52 +205,82 @@ impl<'py> Walker<'_, 'py> {
         if (complex && t.call_method0(intern!(py, "is_conj"))?.is_truthy()?) || t.call_method0(intern!(py, "is_neg"))?.is_truthy()? {
             return Ok(None);
         }
-        let shape_obj = t.getattr(intern!(py, "shape"))?;
-        let stride_obj = t.call_method0(intern!(py, "stride"))?;
-        let mut shape = [0i64; MAX_DIMS];
-        let mut strides = [0i64; MAX_DIMS];
-        let mut nd = 0;
-        for (i, d) in shape_obj.try_iter()?.enumerate() {
-            if i >= MAX_DIMS {
-                return Ok(None);
-            }
-            shape[i] = d?.extract()?;
-            nd = i + 1;
-        }
-        for (i, s) in stride_obj.try_iter()?.enumerate() {
-            if i >= nd {
-                return Ok(None);
-            }
-            strides[i] = s?.extract()?;
-        }
-        let empty = shape[..nd].iter().any(|&d| d == 0);
-        let data: usize = if empty { 0 } else { t.call_method0(intern!(py, "data_ptr"))?.extract()? };
         let requires_grad = t.getattr(intern!(py, "requires_grad"))?.is_truthy()?;
-        let Some(desc) = view_desc(code, size, nd, &shape, &strides, data, requires_grad as i32) else { return Ok(None) };
-        Ok(Some((shape, strides, desc)))
+        let mut v = View::new(code, size, 0, requires_grad as i32);
+        let Some(nd) = read_dims(&t.getattr(intern!(py, "shape"))?, &mut v.shape)? else { return Ok(None) };
+        v.nd = nd;
+        if read_dims(&t.call_method0(intern!(py, "stride"))?, &mut v.strides)? != Some(nd) {
+            return Ok(None);
+        }
+        if !v.is_empty() {
+            v.data = t.call_method0(intern!(py, "data_ptr"))?.extract()?;
+        }
+        Ok(Some(v))
+    }
+
+    /// (aclDataType number, element size) of a framework dtype, or None when not recorded natively.
+    fn dtype(&self, dtype: &Bound<'py, PyAny>) -> PyResult<Option<(i32, u64)>> {
+        let Some(code) = self.enc.dtype_codes.bind(self.py).get_item(dtype)? else { return Ok(None) };
+        let code: i32 = code.extract()?;
+        Ok(item_size(code).map(|size| (code, size)))
     }
 }
 
-/// The descriptor of a view that starts at `data` (its first element): the bytes it may read
-/// run to one past the last element the strides reach. None for negative strides.
-fn view_desc(code: i32, size: u64, nd: usize, shape: &[i64], strides: &[i64], data: usize, requires_grad: i32) -> Option<Tensor> {
-    let empty = shape[..nd].iter().any(|&d| d == 0);
-    let mut last = 0u64;
-    for i in 0..nd {
-        if strides[i] < 0 {
-            return None;
+/// Reads a sequence of ints (a shape or strides) into `out`: its length, or None if longer.
+fn read_dims(seq: &Bound<'_, PyAny>, out: &mut [i64; MAX_DIMS]) -> PyResult<Option<usize>> {
+    let mut n = 0;
+    for d in seq.try_iter()? {
+        if n == MAX_DIMS {
+            return Ok(None);
         }
-        last += (shape[i].max(1) as u64 - 1) * strides[i] as u64;
+        out[n] = d?.extract()?;
+        n += 1;
     }
-    Some(Tensor {
-        dtype: code,
-        ndim: nd as i32,
-        shape: std::ptr::null(),
-        strides: std::ptr::null(),
-        offset: 0,
-        data: data as *const std::ffi::c_void,
-        storage_bytes: if empty || data == 0 { 0 } else { (last + 1) * size },
-        requires_grad,
-        type_name: std::ptr::null(),
-    })
+    Ok(Some(n))
+}
+
+/// A tensor view in host memory, from its first element at `data` (element strides).
+struct View {
+    code: i32,
+    size: u64,
+    nd: usize,
+    shape: [i64; MAX_DIMS],
+    strides: [i64; MAX_DIMS],
+    data: usize,
+    requires_grad: i32,
+}
+
+impl View {
+    fn new(code: i32, size: u64, data: usize, requires_grad: i32) -> View {
+        View { code, size, nd: 0, shape: [0; MAX_DIMS], strides: [0; MAX_DIMS], data, requires_grad }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.shape[..self.nd].contains(&0)
+    }
+
+    /// The C descriptor, borrowing the arrays: the bytes it may read run from `data` to one past
+    /// the last element the strides reach. None for negative strides (never seen from torch or
+    /// numpy views we read; the Python path copes).
+    fn desc(&self) -> Option<Tensor> {
+        let mut last = 0u64;
+        for i in 0..self.nd {
+            if self.strides[i] < 0 {
+                return None;
+            }
+            last += (self.shape[i].max(1) as u64 - 1) * self.strides[i] as u64;
+        }
+        let empty = self.is_empty() || self.data == 0;
+        Some(Tensor {
+            dtype: self.code,
+            ndim: self.nd as i32,
+            shape: self.shape.as_ptr(),
+            strides: self.strides.as_ptr(),
+            offset: 0,
+            data: self.data as *const std::ffi::c_void,
+            storage_bytes: if empty { 0 } else { (last + 1) * self.size },
+            requires_grad: self.requires_grad,
+            type_name: std::ptr::null(),
+        })
+    }
 }
