@@ -105,7 +105,25 @@ impl Encoder {
         kwargs: Option<&Bound<'py, PyDict>>,
         frame: &Bound<'py, PyAny>,
     ) -> Option<(usize, i64, bool)> {
-        self.guarded(py, None, || self.api_begin_inner(py, key, args, kwargs, frame))
+        self.guarded(py, None, || {
+            let Ok(counter) = CString::new(key) else { return None };
+            let n = self.abi.next(&counter);
+            if !self.abi.enabled() {
+                return None;
+            }
+            let mut name = key.to_vec();
+            name.extend_from_slice(format!("{n}.forward").as_bytes());
+            let Ok(name) = CString::new(name) else { return Some((0, n, false)) };
+            let Some(r) = self.abi.begin(&name) else { return Some((0, n, false)) };
+            let w = Walker { enc: self, py, r };
+            match self.inputs(&w, args.as_any(), kwargs).and_then(|kept| self.stack(&w, frame).map(|_| kept)) {
+                Ok(kept) => Some((r.0, n, kept)),
+                Err(e) => {
+                    self.failed(py, r, &e);
+                    Some((0, n, false))
+                }
+            }
+        })
     }
 
     /// Adds the output of a call begun by [`Encoder::api_begin`] and ends the record (or drops
@@ -180,33 +198,6 @@ impl Encoder {
 }
 
 impl Encoder {
-    fn api_begin_inner<'py>(
-        &self,
-        py: Python<'py>,
-        key: &[u8],
-        args: &Bound<'py, PyTuple>,
-        kwargs: Option<&Bound<'py, PyDict>>,
-        frame: &Bound<'py, PyAny>,
-    ) -> Option<(usize, i64, bool)> {
-        let Ok(counter) = CString::new(key) else { return None };
-        let n = self.abi.next(&counter);
-        if !self.abi.enabled() {
-            return None;
-        }
-        let mut name = key.to_vec();
-        name.extend_from_slice(format!("{n}.forward").as_bytes());
-        let Ok(name) = CString::new(name) else { return Some((0, n, false)) };
-        let Some(r) = self.abi.begin(&name) else { return Some((0, n, false)) };
-        let w = Walker { enc: self, py, r };
-        match self.inputs(&w, args.as_any(), kwargs).and_then(|kept| self.stack(&w, frame).map(|_| kept)) {
-            Ok(kept) => Some((r.0, n, kept)),
-            Err(e) => {
-                self.failed(py, r, &e);
-                Some((0, n, false))
-            }
-        }
-    }
-
     /// `args`: a tuple or any iterable of positional values.
     fn inputs<'py>(&self, w: &Walker<'_, 'py>, args: &Bound<'py, PyAny>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<bool> {
         let mut kept = false;
