@@ -3,6 +3,7 @@ driver, same config, same machine, runs interleaved). Per-record cost =
 (median dumped step - median undumped step of the same side) / records per step.
 
 usage: python scripts/bench_pytorch.py [--steps 100] [--warmup 3] [--rounds 2] [--out target/bench-pytorch]
+                                      [--levels L0,L1]
 """
 from __future__ import annotations
 
@@ -61,14 +62,16 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", default=str(REPO / "target/bench-pytorch"))
+    ap.add_argument("--levels", default="L0,L1", help="rows to run, by level")
     a = ap.parse_args()
+    modes = [m for m in MODES if m[0] in a.levels.split(",")]
     root = Path(a.out)
     times: dict = {}
     records: dict = {}
     shutil.rmtree(root / "runs", ignore_errors=True)
     n = 0
     for rnd in range(a.rounds):
-        for mode in [None] + MODES:
+        for mode in [None] + modes:
             for side in SIDES:
                 n += 1
                 r = run(side, mode, root / "runs" / str(n), a)
@@ -80,7 +83,7 @@ def main() -> None:
     print(f"\nMLP of run_case.py, {a.steps} steps x {a.rounds} rounds per cell (median ms), warm-up {a.warmup}\n")
     print("| level | task / summary | side | step ms | baseline ms | records/step | per-record µs | msprobe-rs / 1.1.1 |")
     print("|---|---|---|---|---|---|---|---|")
-    for mode in MODES:
+    for mode in modes:
         per = {}
         for side in SIDES:
             base = med[(side, None)]

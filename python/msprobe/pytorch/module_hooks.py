@@ -118,21 +118,33 @@ class _ModuleHooks:
             state.pop_module(name)
 
 
+def _on_grad(t: torch.Tensor, hook: Callable) -> None:
+    """`t.register_hook(hook)` for a tensor that has no hook yet (our fresh clones), without
+    the RemovableHandle that register_hook builds in Python (most of its cost; ours are never
+    removed). Same calls, same effect: the hook dict, then its link to the grad_fn."""
+    t._backward_hooks = d = {}
+    t.grad_fn._register_hook_dict(t)
+    d[0] = hook
+
+
 def _grads_hook(tensors: list[torch.Tensor], done: Callable[[list], None]) -> None:
-    """Calls `done(grads)` once the gradients w.r.t. `tensors` that this backward computes are
-    there (None for the others), like the single node of torch's BackwardHookFunction."""
+    """Calls `done(grads)` once the gradients w.r.t. `tensors` (fresh clones) that this backward
+    computes are there (None for the others), like the single node of torch's
+    BackwardHookFunction."""
     if len(tensors) == 1:
-        tensors[0].register_hook(lambda g: done([g]))
+        _on_grad(tensors[0], lambda g: done([g]))
     else:
         torch.autograd.graph.register_multi_grad_hook(tensors, done, mode="all")
 
 
 class _Call:
-    """One forward call of a module at L0: where its tensor inputs/outputs sit and the output
-    gradients received so far."""
-    __slots__ = ("n_in", "in_idx", "in_meta", "grad_idx", "n_out", "out_idx", "grad_out")
+    """One forward call of a module at L0: its record name and parent, where its tensor inputs
+    and outputs sit, and the output gradients received so far."""
+    __slots__ = ("name", "parent", "n_in", "in_idx", "in_meta", "grad_idx", "n_out", "out_idx", "grad_out")
 
-    def __init__(self, n_in: int) -> None:
+    def __init__(self, name: str, parent: Optional[str], n_in: int) -> None:
+        self.name = name
+        self.parent = parent
         self.n_in = n_in
         self.in_idx: Optional[list[int]] = None    # tensor input positions (None: no input requires grad)
         self.in_meta: list[tuple] = []             # (shape, dtype, device) per tensor input
@@ -149,59 +161,93 @@ def _pack(n: int, idx: list[int], values: list) -> tuple:
     return tuple(out)
 
 
-class _LeanHooks(_ModuleHooks):
-    """L0 backward records without torch's full-backward-hook machinery (its Python
-    autograd.Function and bookkeeping were most of L0's cost): the forward pre-hook clones the
-    tensor inputs (as the 1.1.1-compatible path does anyway) and hooks the clones' gradients;
-    the forward hook does the same for the outputs. The records are the same: `bpre` runs when
-    the output gradients are there, `bpost` when the input gradients are (at once when no input
-    requires grad, as torch does)."""
+class _LeanHooks:
+    """L0 records without torch's full-backward-hook machinery (its Python autograd.Function
+    and bookkeeping were most of L0's cost), and with as little Python per call as possible:
+    the forward pre-hook clones the tensor inputs that require grad (as the 1.1.1-compatible
+    path does anyway) and hooks the clones' gradients; the forward hook records and does the
+    same for the outputs. The records are those of `_ModuleHooks`: the backward record starts
+    when the output gradients are there and ends when the input gradients are (at once when no
+    input requires grad, as torch does). Level L0 wraps no API, so `state.local.busy` is not
+    needed here."""
 
     def __init__(self, prefix: str) -> None:
-        super().__init__(prefix)
+        self.fwd_key = (prefix + "forward.").encode()
+        self.bwd_key = (prefix + "backward.").encode()
+        self.fwd_name = prefix + "forward."
+        self.bwd_name = prefix + "backward."
         self.calls: list[Optional[_Call]] = []
+        self.bwd: list[tuple[str, Optional[str]]] = []
 
-    def lean_pre(self, module: torch.nn.Module, args: tuple) -> Any:
-        self.pre(module, args)
-        if not (torch.is_grad_enabled() and lib.msprobe_is_enabled()):
+    def pre(self, module: torch.nn.Module, args: tuple) -> Any:
+        n = recorder.index(self.fwd_key)
+        if n is None:
             self.calls.append(None)   # capture off: the module runs exactly as without hooks
             return None
-        call = _Call(len(args))
+        name = self.fwd_name + str(n)
+        stack = state.module_stack
+        parent = stack[-1] if stack else None
+        if state.construct:
+            state.pending.append((name, parent))
+        stack.append(name)
+        call = _Call(name, parent, len(args))
         self.calls.append(call)
-        idx = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-        grad_idx = [i for i in idx if args[i].requires_grad]
+        if not torch.is_grad_enabled():
+            return None
+        grad_idx = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
         if not grad_idx:
             return None
-        new = list(_clone(tuple(args)))
+        idx = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
         call.in_idx, call.grad_idx = idx, grad_idx
         call.in_meta = [(args[i].shape, args[i].dtype, args[i].device) for i in idx]
-        _grads_hook([new[i] for i in grad_idx], lambda grads: self._inputs_done(module, call, grads))
+        new = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        _grads_hook([new[i] for i in grad_idx], lambda grads: self._inputs_done(call, grads))
         return tuple(new)
 
-    def lean_post(self, module: torch.nn.Module, args: Any, kwargs: dict, output: Any) -> Any:
-        self.post(module, args, kwargs, output)
+    def post(self, module: torch.nn.Module, args: Any, kwargs: dict, output: Any) -> Any:
         call = self.calls.pop() if self.calls else None
-        if call is None or not torch.is_grad_enabled():
+        if call is None:
             return None
-        single = isinstance(output, torch.Tensor)
-        if not (single or (isinstance(output, tuple) and output and all(isinstance(o, torch.Tensor) for o in output))):
-            return None   # as 1.1.1: only a tensor or a tuple of tensors gets a backward record
-        outs = (output,) if single else output
-        call.out_idx = [i for i, o in enumerate(outs) if o.requires_grad]
+        try:
+            recorder.record(call.name, args, kwargs, output, _caller_of_call_impl())
+            state.note_construct(call.name, call.parent)   # filtered-out records too, as 1.1.1
+        finally:
+            state.pop_module(call.name)
+        if not torch.is_grad_enabled():
+            return None
+        if isinstance(output, torch.Tensor):
+            if not output.requires_grad:
+                return None
+            call.n_out, call.out_idx = 1, [0]
+            new = output.clone()
+            _on_grad(new, lambda g: self._outputs_done(call, [g]))
+            return new
+        # As 1.1.1: only a tensor or a tuple of tensors gets a backward record.
+        if not (type(output) is tuple and output and all(isinstance(o, torch.Tensor) for o in output)):
+            return None
+        call.out_idx = [i for i, o in enumerate(output) if o.requires_grad]
         if not call.out_idx:
             return None
-        call.n_out = len(outs)
-        new = _clone(tuple(outs))
-        _grads_hook([new[i] for i in call.out_idx], lambda grads: self._outputs_done(module, call, grads))
-        return new[0] if single else new
+        call.n_out = len(output)
+        new = tuple(o.clone() for o in output)
+        _grads_hook([new[i] for i in call.out_idx], lambda grads: self._outputs_done(call, grads))
+        return new
 
-    def _outputs_done(self, module: torch.nn.Module, call: _Call, grads: list) -> None:
+    def _outputs_done(self, call: _Call, grads: list) -> None:
         call.grad_out = _pack(call.n_out, call.out_idx, grads)
-        self.bpre(module, call.grad_out)
+        n = recorder.index(self.bwd_key)
+        if n is not None:
+            name = self.bwd_name + str(n)
+            stack = state.module_stack
+            parent = stack[-1] if stack else None
+            if state.construct:
+                state.pending.append((name, parent))
+            stack.append(name)
+            self.bwd.append((name, parent))
         if call.in_idx is None:
-            self.bpost(module, (None,) * call.n_in, call.grad_out)
+            self._backward_record(call, (None,) * call.n_in)
 
-    def _inputs_done(self, module: torch.nn.Module, call: _Call, grads: list) -> None:
+    def _inputs_done(self, call: _Call, grads: list) -> None:
         # torch's node materialises the gradients it does not get (inputs without grad, or not
         # reached) as zeros; so do we.
         got = dict(zip(call.grad_idx, grads))
@@ -209,7 +255,17 @@ class _LeanHooks(_ModuleHooks):
         for i, (shape, dtype, device) in zip(call.in_idx or [], call.in_meta):
             g = got.get(i)
             full.append(g if g is not None else torch.zeros(shape, dtype=dtype, device=device))
-        self.bpost(module, _pack(call.n_in, call.in_idx or [], full), call.grad_out)
+        self._backward_record(call, _pack(call.n_in, call.in_idx or [], full))
+
+    def _backward_record(self, call: _Call, grad_in: tuple) -> None:
+        if not self.bwd:
+            return
+        name, parent = self.bwd.pop()
+        try:
+            recorder.backward(name, call.grad_out, grad_in)
+            state.note_construct(name, parent)
+        finally:
+            state.pop_module(name)
 
 
 def hook_module(module: torch.nn.Module, prefix: str) -> list[RemovableHandle]:
@@ -224,7 +280,7 @@ def hook_module(module: torch.nn.Module, prefix: str) -> list[RemovableHandle]:
 
 def hook_module_lean(module: torch.nn.Module, prefix: str) -> list[RemovableHandle]:
     h = _LeanHooks(prefix)
-    return [module.register_forward_pre_hook(h.lean_pre), module.register_forward_hook(h.lean_post, with_kwargs=True)]
+    return [module.register_forward_pre_hook(h.pre), module.register_forward_hook(h.post, with_kwargs=True)]
 
 
 def hook_model(model: torch.nn.Module, lean: bool = False) -> list[RemovableHandle]:

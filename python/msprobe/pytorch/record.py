@@ -60,6 +60,17 @@ class PyRecorder:
         stack.set_stack(r, stack.frames(frame))
         return r, n, kept
 
+    def index(self, key: bytes) -> Optional[int]:
+        return lib.msprobe_next_index(key) if lib.msprobe_is_enabled() else None
+
+    def construct(self, name: str, parent: Optional[str], pending: list) -> None:
+        if not lib.msprobe_is_enabled():
+            return
+        lib.msprobe_construct_set(name.encode(), None if parent is None else parent.encode())
+        for m, p in pending:
+            lib.msprobe_construct_set(m.encode(), None if p is None else p.encode())
+        pending.clear()
+
     def api_end(self, r: int, kept: bool, output: Any) -> None:
         if r:
             kept = _add_output(r, output) or kept

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
-from msprobe.core.native import lib
+from .record import recorder
 
 
 class _Local(threading.local):
@@ -31,12 +31,8 @@ class State:
     def note_construct(self, name: str, parent: Optional[str]) -> None:
         """msprobe merges {record: parent} and then the module-parent map at every collection,
         so the record's entry comes first and modules started since then follow."""
-        if not self.construct or not lib.msprobe_is_enabled():
-            return
-        lib.msprobe_construct_set(name.encode(), None if parent is None else parent.encode())
-        for m, p in self.pending:
-            lib.msprobe_construct_set(m.encode(), None if p is None else p.encode())
-        self.pending.clear()
+        if self.construct:
+            recorder.construct(name, parent, self.pending)
 
     def reset_step(self) -> None:
         self.module_stack.clear()

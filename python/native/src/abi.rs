@@ -73,6 +73,7 @@ abi! {
     set_stack = "msprobe_record_set_stack": fn(R, *const Key, usize) -> c_int;
     end = "msprobe_record_end": fn(R) -> c_int;
     abort = "msprobe_record_abort": fn(R);
+    construct_set = "msprobe_construct_set": fn(Key, Key) -> c_int;
 }
 
 fn key(k: Option<&CStr>) -> Key {
@@ -95,6 +96,12 @@ impl Abi {
     pub fn next(&self, counter: &CStr) -> i64 {
         // SAFETY: see the impl comment.
         unsafe { (self.next_index)(counter.as_ptr()) }
+    }
+
+    /// construct.json: `name`'s parent module (None: a top-level one).
+    pub fn construct(&self, name: &CStr, parent: Option<&CStr>) {
+        // SAFETY: see the impl comment.
+        unsafe { (self.construct_set)(name.as_ptr(), key(parent)) };
     }
 
     /// `None` when capture is off or the name is filtered out.

@@ -126,6 +126,34 @@ impl Encoder {
         })
     }
 
+    /// The next index of `key` (a module's `b"Module.fc1.Linear.forward"`), or None when capture
+    /// is off (nothing is counted then).
+    fn index(&self, py: Python<'_>, key: &[u8]) -> Option<i64> {
+        self.guarded(py, None, || {
+            if !self.abi.enabled() {
+                return None;
+            }
+            Some(self.abi.next(&CString::new(key).ok()?))
+        })
+    }
+
+    /// construct.json entries, when capture is on: `name` under `parent`, then each
+    /// `(module, parent)` of `pending` (modules started since the last entry), which is emptied.
+    fn construct<'py>(&self, py: Python<'py>, name: &str, parent: Option<&str>, pending: &Bound<'py, PyList>) -> PyResult<()> {
+        self.guarded(py, Ok(()), || {
+            if !self.abi.enabled() {
+                return Ok(());
+            }
+            self.construct_one(name, parent);
+            for item in pending.iter() {
+                let (m, p): (String, Option<String>) = item.extract()?;
+                self.construct_one(&m, p.as_deref());
+            }
+            pending.call_method0(pyo3::intern!(py, "clear"))?;
+            Ok(())
+        })
+    }
+
     /// Adds the output of a call begun by [`Encoder::api_begin`] and ends the record (or drops
     /// it when data_mode kept no section).
     fn api_end<'py>(&self, py: Python<'py>, r: usize, kept: bool, output: &Bound<'py, PyAny>) {
@@ -231,6 +259,11 @@ impl Encoder {
         let frames = self.frames.frames(frame)?;
         self.abi.stack(w.r, &frames);
         Ok(())
+    }
+
+    fn construct_one(&self, name: &str, parent: Option<&str>) {
+        let (Ok(n), Ok(p)) = (CString::new(name), parent.map(CString::new).transpose()) else { return };
+        self.abi.construct(&n, p.as_deref());
     }
 
     fn begin(&self, name: &str) -> Option<Rec> {
