@@ -122,9 +122,13 @@ def _on_grad(t: torch.Tensor, hook: Callable) -> None:
     """`t.register_hook(hook)` for a tensor that has no hook yet (our fresh clones), without
     the RemovableHandle that register_hook builds in Python (most of its cost; ours are never
     removed). Same calls, same effect: the hook dict, then its link to the grad_fn."""
-    t._backward_hooks = d = {}
-    t.grad_fn._register_hook_dict(t)
-    d[0] = hook
+    try:
+        t._backward_hooks = d = {}
+        t.grad_fn._register_hook_dict(t)
+        d[0] = hook
+    except (AttributeError, TypeError):   # a torch without these internals
+        t._backward_hooks = None
+        t.register_hook(hook)
 
 
 def _grads_hook(tensors: list[torch.Tensor], done: Callable[[list], None]) -> None:
