@@ -198,6 +198,14 @@ class _LeanHooks:
         self.calls.append(call)
         if not torch.is_grad_enabled():
             return None
+        if len(args) == 1:   # the common case, without the bookkeeping below
+            a = args[0]
+            if not (isinstance(a, torch.Tensor) and a.requires_grad):
+                return None
+            call.in_idx = call.grad_idx = [0]
+            new = a.clone()
+            _on_grad(new, lambda g: self._backward_record(call, (g,)))
+            return (new,)
         grad_idx = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
         if not grad_idx:
             return None
@@ -213,8 +221,9 @@ class _LeanHooks:
         if call is None:
             return None
         try:
-            recorder.record(call.name, args, kwargs, output, _caller_of_call_impl())
-            state.note_construct(call.name, call.parent)   # filtered-out records too, as 1.1.1
+            # construct entries for filtered-out records too, as 1.1.1
+            recorder.record(call.name, args, kwargs, output, sys._getframe(1), "_call_impl", call.parent,
+                            state.pending if state.construct else None)
         finally:
             state.pop_module(call.name)
         if not torch.is_grad_enabled():
@@ -238,7 +247,7 @@ class _LeanHooks:
         return new
 
     def _outputs_done(self, call: _Call, grads: list) -> None:
-        call.grad_out = _pack(call.n_out, call.out_idx, grads)
+        call.grad_out = _pack(call.n_out, call.out_idx, grads) if call.n_out > 1 else tuple(grads)
         n = recorder.index(self.bwd_key)
         if n is not None:
             name = self.bwd_name + str(n)
@@ -266,8 +275,7 @@ class _LeanHooks:
             return
         name, parent = self.bwd.pop()
         try:
-            recorder.backward(name, call.grad_out, grad_in)
-            state.note_construct(name, parent)
+            recorder.backward(name, call.grad_out, grad_in, parent, state.pending if state.construct else None)
         finally:
             state.pop_module(name)
 

@@ -80,28 +80,42 @@ class PyRecorder:
         if r:
             lib.msprobe_record_abort(r)
 
-    def record(self, name: str, args: tuple, kwargs: Optional[dict], output: Any, frame: Optional[FrameType]) -> bool:
+    def record(self, name: str, args: tuple, kwargs: Optional[dict], output: Any, frame: Optional[FrameType],
+               caller_of: Optional[str] = None, parent: Optional[str] = None, pending: Optional[list] = None) -> bool:
         r = lib.msprobe_record_begin(name.encode())
-        if not r:
-            return False
-        kept = _add_inputs(r, args, kwargs)
-        kept = _add_output(r, output) or kept
-        stack.set_stack(r, stack.frames(frame))
-        _finish(r, kept)
-        return True
+        if r:
+            kept = _add_inputs(r, args, kwargs)
+            kept = _add_output(r, output) or kept
+            stack.set_stack(r, stack.frames(_caller_of(frame, caller_of) if caller_of else frame))
+            _finish(r, kept)
+        if pending is not None:
+            self.construct(name, parent, pending)
+        return bool(r)
 
-    def backward(self, name: str, grads_in: Iterable[Any], grads_out: Iterable[Any]) -> bool:
+    def backward(self, name: str, grads_in: Iterable[Any], grads_out: Iterable[Any],
+                 parent: Optional[str] = None, pending: Optional[list] = None) -> bool:
         r = lib.msprobe_record_begin(name.encode())
-        if not r:
-            return False
-        kept = False
-        for section, grads in ((b"input", grads_in), (b"output", grads_out)):
-            if lib.msprobe_record_section(r, section):
-                kept = True
-                for g in grads:
-                    encoder.add(r, None, g)
-        _finish(r, kept)
-        return True
+        if r:
+            kept = False
+            for section, grads in ((b"input", grads_in), (b"output", grads_out)):
+                if lib.msprobe_record_section(r, section):
+                    kept = True
+                    for g in grads:
+                        encoder.add(r, None, g)
+            _finish(r, kept)
+        if pending is not None:
+            self.construct(name, parent, pending)
+        return bool(r)
+
+
+def _caller_of(frame: Optional[FrameType], func: str) -> Optional[FrameType]:
+    """The caller of the innermost frame of function `func` at or above `frame`, else `frame`."""
+    f = frame
+    while f is not None:
+        if f.f_code.co_name == func:
+            return f.f_back
+        f = f.f_back
+    return frame
 
 
 recorder: Any = fast if fast is not None else PyRecorder()

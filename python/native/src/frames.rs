@@ -82,3 +82,18 @@ impl FrameCache {
         Ok(CString::new(s).ok().map(|c| &*Box::leak(c.into_boxed_c_str())))
     }
 }
+
+/// The caller of the innermost frame of function `func` at or above `frame` (msprobe's module
+/// stacks start at the caller of torch's `Module._call_impl`), or `frame` when there is none.
+pub fn caller_of<'py>(frame: &Bound<'py, PyAny>, func: &str) -> PyResult<Bound<'py, PyAny>> {
+    let py = frame.py();
+    let mut f = frame.clone();
+    while !f.is_none() {
+        let back = f.getattr(intern!(py, "f_back"))?;
+        if f.getattr(intern!(py, "f_code"))?.getattr(intern!(py, "co_name"))?.extract::<&str>()? == func {
+            return Ok(back);
+        }
+        f = back;
+    }
+    Ok(frame.clone())
+}

@@ -139,19 +139,8 @@ impl Encoder {
 
     /// construct.json entries, when capture is on: `name` under `parent`, then each
     /// `(module, parent)` of `pending` (modules started since the last entry), which is emptied.
-    fn construct<'py>(&self, py: Python<'py>, name: &str, parent: Option<&str>, pending: &Bound<'py, PyList>) -> PyResult<()> {
-        self.guarded(py, Ok(()), || {
-            if !self.abi.enabled() {
-                return Ok(());
-            }
-            self.construct_one(name, parent);
-            for item in pending.iter() {
-                let (m, p): (String, Option<String>) = item.extract()?;
-                self.construct_one(&m, p.as_deref());
-            }
-            pending.call_method0(pyo3::intern!(py, "clear"))?;
-            Ok(())
-        })
+    fn construct<'py>(&self, py: Python<'py>, name: &str, parent: Option<&str>, pending: &Bound<'py, PyList>) {
+        self.note(py, name, parent, pending);
     }
 
     /// Adds the output of a call begun by [`Encoder::api_begin`] and ends the record (or drops
@@ -176,8 +165,13 @@ impl Encoder {
         }
     }
 
-    /// A whole forward record at once (module hooks): inputs, output, stack from `frame`.
-    /// Returns whether the record was begun (capture on, not filtered out).
+    /// A whole forward record at once (module hooks): inputs, output, stack from `frame`, or
+    /// from the caller of the innermost frame of function `caller_of` (torch's `_call_impl`)
+    /// at or above it. With `pending`, the construct.json entries follow, as
+    /// [`Encoder::construct`] (also for a record filtered out). Returns whether the record was
+    /// begun (capture on, not filtered out).
+    #[pyo3(signature = (name, args, kwargs, output, frame, caller_of=None, parent=None, pending=None))]
+    #[allow(clippy::too_many_arguments)]
     fn record<'py>(
         &self,
         py: Python<'py>,
@@ -186,25 +180,44 @@ impl Encoder {
         kwargs: Option<&Bound<'py, PyDict>>,
         output: &Bound<'py, PyAny>,
         frame: &Bound<'py, PyAny>,
+        caller_of: Option<&str>,
+        parent: Option<&str>,
+        pending: Option<&Bound<'py, PyList>>,
     ) -> bool {
-        self.guarded(py, false, || {
+        let begun = self.guarded(py, false, || {
             let Some(r) = self.begin(name) else { return false };
             let w = Walker { enc: self, py, r };
             let res = (|| -> PyResult<bool> {
                 let kept = self.inputs(&w, args, kwargs)?;
                 let kept = self.output(&w, output)? || kept;
-                self.stack(&w, frame)?;
+                match caller_of {
+                    Some(func) => self.stack(&w, &frames::caller_of(frame, func)?)?,
+                    None => self.stack(&w, frame)?,
+                }
                 Ok(kept)
             })();
             self.settle(py, r, res);
             true
-        })
+        });
+        if let Some(pending) = pending {
+            self.note(py, name, parent, pending);
+        }
+        begun
     }
 
-    /// A backward record: `input` = gradients flowing in, `output` = gradients produced.
-    /// Returns whether the record was begun.
-    fn backward<'py>(&self, py: Python<'py>, name: &str, grads_in: &Bound<'py, PyAny>, grads_out: &Bound<'py, PyAny>) -> bool {
-        self.guarded(py, false, || {
+    /// A backward record: `input` = gradients flowing in, `output` = gradients produced; then
+    /// the construct.json entries as [`Encoder::record`]. Returns whether the record was begun.
+    #[pyo3(signature = (name, grads_in, grads_out, parent=None, pending=None))]
+    fn backward<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        grads_in: &Bound<'py, PyAny>,
+        grads_out: &Bound<'py, PyAny>,
+        parent: Option<&str>,
+        pending: Option<&Bound<'py, PyList>>,
+    ) -> bool {
+        let begun = self.guarded(py, false, || {
             let Some(r) = self.begin(name) else { return false };
             let w = Walker { enc: self, py, r };
             let res = (|| -> PyResult<bool> {
@@ -221,7 +234,11 @@ impl Encoder {
             })();
             self.settle(py, r, res);
             true
-        })
+        });
+        if let Some(pending) = pending {
+            self.note(py, name, parent, pending);
+        }
+        begun
     }
 }
 
@@ -259,6 +276,25 @@ impl Encoder {
         let frames = self.frames.frames(frame)?;
         self.abi.stack(w.r, &frames);
         Ok(())
+    }
+
+    /// See [`Encoder::construct`]; errors are logged once, never raised.
+    fn note(&self, py: Python<'_>, name: &str, parent: Option<&str>, pending: &Bound<'_, PyList>) {
+        let res = self.guarded(py, Ok(()), || -> PyResult<()> {
+            if !self.abi.enabled() {
+                return Ok(());
+            }
+            self.construct_one(name, parent);
+            for item in pending.iter() {
+                let (m, p): (String, Option<String>) = item.extract()?;
+                self.construct_one(&m, p.as_deref());
+            }
+            pending.call_method0(pyo3::intern!(py, "clear"))?;
+            Ok(())
+        });
+        if let Err(e) = res {
+            self.warn_once(py, format!("a construct.json entry could not be noted: {e}"));
+        }
     }
 
     fn construct_one(&self, name: &str, parent: Option<&str>) {
