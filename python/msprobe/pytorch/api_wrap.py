@@ -70,7 +70,8 @@ def _backward_hook(name: str) -> Callable:
         local.busy = True
         try:
             recorder.backward(name, grad_outputs, grad_inputs)
-            state.note_construct(name, state.parent())
+            if state.construct:   # mix
+                state.note_construct(name, state.parent())
         finally:
             local.busy = prev
     return hook
@@ -97,7 +98,8 @@ def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) ->
             recorder.abort(r)
             raise
         recorder.api_end(r, kept, out)
-        state.note_construct(f"{prefix}{n}.forward", state.parent())
+        if state.construct:   # mix
+            state.note_construct(f"{prefix}{n}.forward", state.parent())
         _hook_backward(out, f"{prefix}{n}.backward")
         return out
     finally:
