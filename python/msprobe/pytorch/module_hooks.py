@@ -236,14 +236,21 @@ class _LeanHooks:
             _on_grad(new, lambda g: self._outputs_done(call, [g]))
             return new
         # As 1.1.1: only a tensor or a tuple of tensors gets a backward record.
-        if not (type(output) is tuple and output and all(isinstance(o, torch.Tensor) for o in output)):
+        if not (isinstance(output, tuple) and output and all(isinstance(o, torch.Tensor) for o in output)):
             return None
         call.out_idx = [i for i, o in enumerate(output) if o.requires_grad]
         if not call.out_idx:
             return None
+        clones = [o.clone() for o in output]
+        if type(output) is tuple:
+            new = tuple(clones)
+        else:   # a namedtuple keeps its type, as torch's BackwardHook does
+            try:
+                new = type(output)(*clones)
+            except Exception:
+                return None   # a tuple type that cannot be rebuilt: the output stays, no backward record
         call.n_out = len(output)
-        new = tuple(o.clone() for o in output)
-        _grads_hook([new[i] for i in call.out_idx], lambda grads: self._outputs_done(call, grads))
+        _grads_hook([clones[i] for i in call.out_idx], lambda grads: self._outputs_done(call, grads))
         return new
 
     def _outputs_done(self, call: _Call, grads: list) -> None:

@@ -1,9 +1,11 @@
 """L0 with the modules that make backward hooking tricky: several tensor inputs (one without
 grad), a non-tensor argument, a tuple output with an unused part, a dict output, a module called
-twice, an in-place op on a module input, nesting, two steps. argv: OUT MODE, MODE "lean" (what
+twice, an in-place op on a module input, nesting, a namedtuple output (read by field name, so
+its type must survive the hooks), two steps. argv: OUT MODE, MODE "lean" (what
 L0 uses) or "torch" (torch's full backward hooks, what mix and 1.1.1 use): the test compares the
 two dumps file by file."""
 import os, sys
+from collections import namedtuple
 import torch, torch.nn as nn
 
 out, mode = sys.argv[1], sys.argv[2]
@@ -26,6 +28,14 @@ class Split(nn.Module):
         return x * 2, x + 1               # the second output is not used
 
 
+MinMax = namedtuple("MinMax", ["low", "high"])
+
+
+class Named(nn.Module):
+    def forward(self, x):
+        return MinMax(x.clamp(max=0.5), x.clamp(min=-0.5))
+
+
 class Dicty(nn.Module):
     def forward(self, x):
         return {"y": x.sin()}
@@ -40,10 +50,13 @@ class Net(nn.Module):
         self.act = nn.ReLU(inplace=True)
         self.seq = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
         self.dicty = Dicty()
+        self.named = Named()
     def forward(self, x, b):
         h = self.act(self.first(x))
         h = self.pair(h, b, 3, torch.ones(2, 4))
         h, _ = self.split(h)
+        m = self.named(h)
+        h = m.high * 2 + m.low
         h = self.act(self.seq(h))
         return self.dicty(h)["y"] + self.seq(h)
 
