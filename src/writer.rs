@@ -5,9 +5,9 @@
 //! by a [`Budget`] that either blocks the capturing thread or drops (and counts) data. Each
 //! record is formatted once, into exactly the text it will have inside dump.json, and appended
 //! to a journal (`dump.json.journal`) before its tensor files are written; journal writes are
-//! batched while more records are queued and reach the file as soon as the queue is empty. A killed process therefore leaves what [`recover_dir`]
-//! needs to rebuild its JSON files. The JSON files are written at step end, at stop and at exit
-//! by concatenating the stored texts.
+//! batched while more records are queued and reach the file as soon as the queue is empty. A
+//! killed process therefore leaves what [`recover_dir`] needs to rebuild its JSON files. The
+//! JSON files are written at step end, at stop and at exit by concatenating the stored texts.
 //!
 //! Journal format: a JSON header line, then entries `R|S|C <name as JSON> <byte length>\n<text>\n`
 //! for a record body, a stack.json value and a construct.json value.
@@ -609,7 +609,12 @@ struct Doorbell {
 
 impl Doorbell {
     fn new() -> Doorbell {
-        Doorbell { state: std::sync::atomic::AtomicU8::new(AWAKE), closed: AtomicBool::new(false), rung: Mutex::new(false), cv: Condvar::new() }
+        Doorbell {
+            state: std::sync::atomic::AtomicU8::new(AWAKE),
+            closed: AtomicBool::new(false),
+            rung: Mutex::new(false),
+            cv: Condvar::new(),
+        }
     }
 
     /// Writer side: naps (or sleeps, `deep`) until rung, unless `rx` already has messages.

@@ -53,15 +53,6 @@ def patch_backward_hook() -> None:
     BackwardHook.setup_output_hook = _setup_output_hook  # type: ignore[method-assign]
 
 
-def _caller_of_call_impl() -> Any:
-    """The frame that called Module._call_impl (msprobe's module stacks start there)."""
-    f = sys._getframe(2)
-    start = f
-    while f is not None and f.f_code.co_name != "_call_impl":
-        f = f.f_back
-    return f.f_back if f is not None else start
-
-
 class _ModuleHooks:
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
@@ -73,13 +64,8 @@ class _ModuleHooks:
     def _start(self, key: bytes, direction: str, names: list) -> None:
         if not lib.msprobe_is_enabled():
             return   # capture off: nothing to number; post/bpost find no entry and return
-        n = lib.msprobe_next_index(key)
-        name = f"{self.prefix}{direction}.{n}"
-        parent = state.parent()
-        names.append((name, parent))
-        if state.construct:
-            state.pending.append((name, parent))
-        state.module_stack.append(name)
+        name = f"{self.prefix}{direction}.{lib.msprobe_next_index(key)}"
+        names.append((name, state.enter_module(name)))
 
     def pre(self, module: torch.nn.Module, args: Any) -> None:
         self._start(self.fwd_key, "forward", self.fwd)
@@ -93,7 +79,7 @@ class _ModuleHooks:
         local.busy = True
         try:
             if lib.msprobe_is_enabled():
-                recorder.record(name, args, kwargs, output, _caller_of_call_impl())
+                recorder.record(name, args, kwargs, output, sys._getframe(1), "_call_impl")
                 state.note_construct(name, parent)
         finally:
             local.busy = prev
@@ -189,12 +175,7 @@ class _LeanHooks:
             self.calls.append(None)   # capture off: the module runs exactly as without hooks
             return None
         name = self.fwd_name + str(n)
-        stack = state.module_stack
-        parent = stack[-1] if stack else None
-        if state.construct:
-            state.pending.append((name, parent))
-        stack.append(name)
-        call = _Call(name, parent, len(args))
+        call = _Call(name, state.enter_module(name), len(args))
         self.calls.append(call)
         if not torch.is_grad_enabled():
             return None
@@ -258,12 +239,7 @@ class _LeanHooks:
         n = recorder.index(self.bwd_key)
         if n is not None:
             name = self.bwd_name + str(n)
-            stack = state.module_stack
-            parent = stack[-1] if stack else None
-            if state.construct:
-                state.pending.append((name, parent))
-            stack.append(name)
-            self.bwd.append((name, parent))
+            self.bwd.append((name, state.enter_module(name)))
         if call.in_idx is None:
             self._backward_record(call, (None,) * call.n_in)
 

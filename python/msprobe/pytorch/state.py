@@ -21,6 +21,15 @@ class State:
     def parent(self) -> Optional[str]:
         return self.module_stack[-1] if self.module_stack else None
 
+    def enter_module(self, name: str) -> Optional[str]:
+        """A module's forward or backward record `name` starts: it is noted for construct.json
+        under the innermost open module (returned) and becomes the innermost itself."""
+        parent = self.parent()
+        if self.construct:
+            self.pending.append((name, parent))
+        self.module_stack.append(name)
+        return parent
+
     def pop_module(self, name: str) -> None:
         st = self.module_stack
         for i in range(len(st) - 1, -1, -1):

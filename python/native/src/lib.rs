@@ -184,25 +184,15 @@ impl Encoder {
         parent: Option<&str>,
         pending: Option<&Bound<'py, PyList>>,
     ) -> bool {
-        let begun = self.guarded(py, false, || {
-            let Some(r) = self.begin(name) else { return false };
-            let w = Walker { enc: self, py, r };
-            let res = (|| -> PyResult<bool> {
-                let kept = self.inputs(&w, args, kwargs)?;
-                let kept = self.output(&w, output)? || kept;
-                match caller_of {
-                    Some(func) => self.stack(&w, &frames::caller_of(frame, func)?)?,
-                    None => self.stack(&w, frame)?,
-                }
-                Ok(kept)
-            })();
-            self.settle(py, r, res);
-            true
-        });
-        if let Some(pending) = pending {
-            self.note(py, name, parent, pending);
-        }
-        begun
+        self.whole(py, name, parent, pending, |w| {
+            let kept = self.inputs(w, args, kwargs)?;
+            let kept = self.output(w, output)? || kept;
+            match caller_of {
+                Some(func) => self.stack(w, &frames::caller_of(frame, func)?)?,
+                None => self.stack(w, frame)?,
+            }
+            Ok(kept)
+        })
     }
 
     /// A backward record: `input` = gradients flowing in, `output` = gradients produced; then
@@ -217,21 +207,37 @@ impl Encoder {
         parent: Option<&str>,
         pending: Option<&Bound<'py, PyList>>,
     ) -> bool {
+        self.whole(py, name, parent, pending, |w| {
+            let mut kept = false;
+            if self.abi.section(w.r, c"input") {
+                kept = true;
+                w.add_all(grads_in)?;
+            }
+            if self.abi.section(w.r, c"output") {
+                kept = true;
+                w.add_all(grads_out)?;
+            }
+            Ok(kept)
+        })
+    }
+}
+
+impl Encoder {
+    /// A record built in one call: begins `name`, lets `build` add its sections (returning
+    /// whether any was kept), ends it, then notes the construct.json entries when `pending` is
+    /// given (also for a record filtered out). Returns whether the record was begun.
+    fn whole<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        parent: Option<&str>,
+        pending: Option<&Bound<'py, PyList>>,
+        build: impl FnOnce(&Walker<'_, 'py>) -> PyResult<bool>,
+    ) -> bool {
         let begun = self.guarded(py, false, || {
             let Some(r) = self.begin(name) else { return false };
             let w = Walker { enc: self, py, r };
-            let res = (|| -> PyResult<bool> {
-                let mut kept = false;
-                if self.abi.section(r, c"input") {
-                    kept = true;
-                    w.add_all(grads_in)?;
-                }
-                if self.abi.section(r, c"output") {
-                    kept = true;
-                    w.add_all(grads_out)?;
-                }
-                Ok(kept)
-            })();
+            let res = build(&w);
             self.settle(py, r, res);
             true
         });
@@ -240,9 +246,7 @@ impl Encoder {
         }
         begun
     }
-}
 
-impl Encoder {
     /// `args`: a tuple or any iterable of positional values.
     fn inputs<'py>(&self, w: &Walker<'_, 'py>, args: &Bound<'py, PyAny>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<bool> {
         let mut kept = false;
