@@ -57,7 +57,8 @@ typedef struct MsprobeTensor {
 int msprobe_init(const char *args_json);
 const char *msprobe_last_error(void);
 int msprobe_start(void);          /* 1 capturing, 0 step/rank not selected */
-int msprobe_stop(void);           /* capture off; JSON files of the step written */
+int msprobe_stop(void);           /* capture off; JSON files of the step written in the background */
+int msprobe_stop_wait(void);      /* capture off; returns when the JSON files and queued data are on disk */
 int msprobe_step(void);           /* end the step: JSON written, counters reset, step + 1 */
 int msprobe_flush(void);          /* JSON written and queued data on disk */
 int msprobe_finish(void);         /* end the session (also run at exit), log the summary */

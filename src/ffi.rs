@@ -182,10 +182,22 @@ pub extern "C" fn msprobe_start() -> c_int {
     with_recorder(|r| r.start() as c_int)
 }
 
+/// Capture off; the step's JSON files are written in the background.
 #[no_mangle]
 pub extern "C" fn msprobe_stop() -> c_int {
     with_recorder(|r| {
-        r.stop();
+        r.stop(false);
+        MSPROBE_OK
+    })
+}
+
+/// Capture off; returns once the step's JSON files and all queued data are on disk (msprobe's
+/// `stop()`). Cheaper than `msprobe_stop` + `msprobe_flush`: the calling thread does the
+/// writing itself instead of waking the writer thread and waiting for it.
+#[no_mangle]
+pub extern "C" fn msprobe_stop_wait() -> c_int {
+    with_recorder(|r| {
+        r.stop(true);
         MSPROBE_OK
     })
 }

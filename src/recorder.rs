@@ -201,11 +201,13 @@ impl Recorder {
         ok
     }
 
-    /// Turns capture off and writes the JSON files of the current step.
-    pub fn stop(&self) {
+    /// Turns capture off and writes the JSON files of the current step: in the background, or
+    /// (`wait`) before returning, together with everything still queued, as msprobe's `stop()`.
+    pub fn stop(&self, wait: bool) {
         self.enabled.store(false, Relaxed);
-        let dir = self.lock().dir.clone();
-        if let Some(d) = dir {
+        if wait {
+            self.flush();
+        } else if let Some(d) = self.lock().dir.clone() {
             self.writer.write(d, false);
         }
     }
@@ -334,13 +336,13 @@ impl Recorder {
         self.capture_ns.fetch_add(since.elapsed().as_nanos() as u64, Relaxed);
     }
 
-    /// Writes the current JSON files and waits for the writer.
+    /// Writes the current JSON files and returns once they and everything queued are on disk.
     pub fn flush(&self) {
         let dir = self.lock().dir.clone();
-        if let Some(d) = dir {
-            self.writer.write(d, false);
+        match dir {
+            Some(d) => self.writer.write_now(&d, false),
+            None => self.writer.sync(),
         }
-        self.writer.sync();
     }
 
     /// Ends the session: final JSON files, writer stopped. Only the first call does (and
@@ -418,14 +420,19 @@ mod tests {
         std::fs::write(t.path().join("step0"), b"in the way").unwrap();
         let rec = recorder(t.path(), Task::Statistics, 1 << 30);
         assert!(rec.start(), "the dump root itself is fine");
-        let data = 1f32.to_le_bytes();
-        let b = tensor_record(&rec, "Torch.a.0.forward", &data);
-        rec.end(b);
+        // The writer may already have failed (capture off, nothing begun) or not yet (the record
+        // is begun, then dropped and counted).
+        let began = rec.begin("Torch.a.0.forward").map(|mut b| {
+            b.section("input_args").unwrap();
+            let t = TensorRef { dtype: DType::F32, shape: &[1], data: &1f32.to_le_bytes(), requires_grad: None, type_name: None };
+            b.add_tensor(None, &t, rec.budget()).unwrap();
+            rec.end(b);
+        });
         rec.writer.sync();
         assert!(rec.begin("Torch.a.1.forward").is_none(), "capture is off once the writer failed");
         assert!(!rec.is_enabled());
         let s = rec.finish().unwrap();
-        assert_eq!((s.records, s.dropped), (0, 1), "{s:?}");
+        assert_eq!((s.records, s.dropped), (0, began.is_some() as u64), "{s:?}");
         assert_eq!(std::fs::read(t.path().join("step0")).unwrap(), b"in the way");
     }
 

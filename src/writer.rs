@@ -1,7 +1,10 @@
 //! The background writer: tensor files, the journal, and dump.json / stack.json / construct.json.
 //!
 //! Capturing threads hand finished records to one writer thread through a bounded crossbeam
-//! channel, and wake it only when needed (see [`Doorbell`]); tensor bytes in flight are capped
+//! channel, and wake it only when needed (see [`Doorbell`]). A thread that must wait for the
+//! files (a synchronous `stop()`, a flush) does not wake the writer and sleep until it replies:
+//! it takes the writer's state and does the queued work itself (see [`Writer::sync`]), which
+//! spares it two thread wake-ups per stop. Tensor bytes in flight are capped
 //! by a [`Budget`] that either blocks the capturing thread or drops (and counts) data. Each
 //! record is formatted once, into exactly the text it will have inside dump.json, and appended
 //! to a journal (`dump.json.journal`) before its tensor files are written; journal writes are
@@ -51,7 +54,6 @@ enum Msg {
     Record { dir: PathBuf, rec: Finished },
     Write { dir: PathBuf, close: bool },
     Construct { dir: PathBuf, name: String, parent: Option<String> },
-    Sync(Sender<()>),
 }
 
 /// Counters shared with the recorder for the run summary.
@@ -550,35 +552,78 @@ impl Worker {
         }
     }
 
-    fn run(mut self, rx: Receiver<Msg>, bell: Arc<Doorbell>) {
-        let mut worked = false;
-        loop {
-            let msg = match rx.try_recv() {
-                Ok(m) => m,
-                Err(crossbeam_channel::TryRecvError::Empty) => {
-                    // Idle: journal entries reach the file before we wait.
-                    self.flush_journals();
-                    bell.sleep(!std::mem::take(&mut worked), &rx);
-                    continue;
-                }
-                Err(crossbeam_channel::TryRecvError::Disconnected) => break,
-            };
-            worked = true;
-            match msg {
-                Msg::Open { dir, header } => self.open(dir, header),
-                Msg::Record { dir, rec } => self.record(dir, rec),
-                Msg::Write { dir, close } => self.write(&dir, close),
-                Msg::Construct { dir, name, parent } => self.construct(dir, name, parent),
-                Msg::Sync(done) => {
-                    self.flush_journals();
-                    let _ = done.send(());
-                }
-            }
+    fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Open { dir, header } => self.open(dir, header),
+            Msg::Record { dir, rec } => self.record(dir, rec),
+            Msg::Write { dir, close } => self.write(&dir, close),
+            Msg::Construct { dir, name, parent } => self.construct(dir, name, parent),
         }
-        // Channel closed: the process is ending; finish every open directory.
+    }
+
+    /// Handles everything queued, in order, and pushes the journal entries to their files.
+    fn drain(&mut self, rx: &Receiver<Msg>) {
+        while let Ok(m) = rx.try_recv() {
+            self.handle(m);
+        }
+        self.flush_journals();
+    }
+
+    /// Finishes every open directory (the process is ending).
+    fn close_all(&mut self) {
         let dirs: Vec<PathBuf> = self.dirs.keys().cloned().collect();
         for d in dirs {
             self.write(&d, true);
+        }
+    }
+}
+
+/// What the writer thread and a waiting caller share: the queue and the state behind it.
+/// Messages are taken from the queue only while holding `worker`, so they are handled in the
+/// order they were sent whoever handles them.
+struct Shared {
+    rx: Receiver<Msg>,
+    worker: Mutex<Worker>,
+}
+
+impl Shared {
+    fn worker(&self) -> std::sync::MutexGuard<'_, Worker> {
+        // A panic while handling a message (caught at the FFI edge) leaves the state usable:
+        // each message is handled on its own.
+        self.worker.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The writer thread.
+    fn run(&self, bell: &Doorbell) {
+        /// Messages handled per hold of the lock, so a waiting caller gets in soon.
+        const BATCH: usize = 64;
+        let mut worked = false;
+        loop {
+            let mut w = self.worker();
+            let mut idle = false;
+            for _ in 0..BATCH {
+                match self.rx.try_recv() {
+                    Ok(m) => {
+                        worked = true;
+                        w.handle(m);
+                    }
+                    Err(crossbeam_channel::TryRecvError::Empty) => {
+                        idle = true;
+                        break;
+                    }
+                    Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                        // The process is ending.
+                        w.close_all();
+                        return;
+                    }
+                }
+            }
+            if idle {
+                // Journal entries reach the file before we wait.
+                w.flush_journals();
+                drop(w);
+                bell.sleep(!std::mem::take(&mut worked), &self.rx);
+            }
         }
     }
 }
@@ -650,9 +695,15 @@ impl Doorbell {
     }
 }
 
+/// The sending end and the shared state, once the thread runs.
+struct Link {
+    tx: Sender<Msg>,
+    shared: Arc<Shared>,
+}
+
 /// The handle capture paths use. The thread starts with the first message.
 pub struct Writer {
-    tx: Mutex<Option<Sender<Msg>>>,
+    link: Mutex<Option<Link>>,
     bell: Arc<Doorbell>,
     /// Set by `shutdown`: later messages are dropped (counted) instead of starting a new thread.
     stopped: std::sync::atomic::AtomicBool,
@@ -664,7 +715,7 @@ pub struct Writer {
 impl Writer {
     pub fn new(budget: Budget) -> Writer {
         Writer {
-            tx: Mutex::new(None),
+            link: Mutex::new(None),
             bell: Arc::new(Doorbell::new()),
             stopped: std::sync::atomic::AtomicBool::new(false),
             thread: Mutex::new(None),
@@ -673,13 +724,13 @@ impl Writer {
         }
     }
 
+    /// A sender to the writer, started here on first use; None once shut down.
     fn sender(&self) -> Option<Sender<Msg>> {
-        let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let mut link = self.link.lock().unwrap_or_else(|e| e.into_inner());
         if self.stopped.load(Relaxed) {
-            self.counters.dropped.fetch_add(1, Relaxed);
             return None;
         }
-        if tx.is_none() {
+        if link.is_none() {
             let (s, r) = bounded::<Msg>(4096);
             let worker = Worker {
                 dirs: HashMap::new(),
@@ -689,12 +740,13 @@ impl Writer {
                 counters: self.counters.clone(),
                 budget: self.budget.clone(),
             };
-            let bell = self.bell.clone();
-            let handle = std::thread::Builder::new().name("msprobe-writer".into()).spawn(move || worker.run(r, bell));
+            let shared = Arc::new(Shared { rx: r, worker: Mutex::new(worker) });
+            let (bell, sh) = (self.bell.clone(), shared.clone());
+            let handle = std::thread::Builder::new().name("msprobe-writer".into()).spawn(move || sh.run(&bell));
             match handle {
                 Ok(h) => {
                     *self.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
-                    *tx = Some(s);
+                    *link = Some(Link { tx: s, shared });
                 }
                 Err(e) => {
                     log::error!("cannot start the writer thread: {e}");
@@ -702,24 +754,31 @@ impl Writer {
                 }
             }
         }
-        tx.clone()
+        link.as_ref().map(|l| l.tx.clone())
+    }
+
+    /// The writer's shared state if it runs (nothing was sent otherwise).
+    fn shared(&self) -> Option<Arc<Shared>> {
+        self.link.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|l| l.shared.clone())
     }
 
     fn send(&self, m: Msg) {
         let urgent = match &m {
             Msg::Record { rec, .. } => !rec.files.is_empty(),
             Msg::Open { .. } | Msg::Construct { .. } => false,
-            Msg::Write { .. } | Msg::Sync(_) => true,
+            Msg::Write { .. } => true,
         };
-        if let Some(tx) = self.sender() {
-            if tx.is_full() {
-                self.bell.ring();
-            }
-            if tx.send(m).is_err() {
-                self.counters.errors.fetch_add(1, Relaxed);
-            }
-            self.bell.after_send(urgent, tx.len());
+        let Some(tx) = self.sender() else {
+            self.counters.dropped.fetch_add(1, Relaxed);
+            return;
+        };
+        if tx.is_full() {
+            self.bell.ring();
         }
+        if tx.send(m).is_err() {
+            self.counters.errors.fetch_add(1, Relaxed);
+        }
+        self.bell.after_send(urgent, tx.len());
     }
 
     /// Whether a step directory could not be created (capture must stop).
@@ -747,21 +806,35 @@ impl Writer {
         self.send(Msg::Construct { dir, name, parent });
     }
 
-    /// Waits until everything sent so far is on disk.
+    /// Returns once everything sent so far is on disk. The caller does the queued work itself,
+    /// in order, under the writer's lock (waiting only for the message the writer is handling):
+    /// waking the writer and sleeping until it replies cost a `stop()` two thread wake-ups,
+    /// about as long as writing the step's JSON files.
     pub fn sync(&self) {
-        let (s, r) = bounded(1);
-        self.send(Msg::Sync(s));
-        let _ = r.recv();
+        if let Some(shared) = self.shared() {
+            shared.worker().drain(&shared.rx);
+        }
+    }
+
+    /// Writes the JSON files of `dir` (`close`: and ends it) after everything queued, and
+    /// returns when all of it is on disk. Same as [`write`](Self::write) then
+    /// [`sync`](Self::sync), without ringing the writer.
+    pub fn write_now(&self, dir: &Path, close: bool) {
+        if let Some(shared) = self.shared() {
+            let mut w = shared.worker();
+            w.drain(&shared.rx);
+            w.write(dir, close);
+        }
     }
 
     /// Closes every directory and stops the thread.
     pub fn shutdown(&self) {
-        let tx = {
-            let mut g = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let link = {
+            let mut g = self.link.lock().unwrap_or_else(|e| e.into_inner());
             self.stopped.store(true, Relaxed);
             g.take()
         };
-        drop(tx);
+        drop(link);
         self.bell.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         self.bell.ring();
         if let Some(h) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
@@ -970,6 +1043,59 @@ mod tests {
             w.record(dir.clone(), Finished { name: name.clone(), body, files: vec![], stack: None, parent: None, reserved: 0 });
             assert!(wait_for(&name), "{name} never reached the journal");
         }
+        w.shutdown();
+    }
+
+    /// A waiting write (a synchronous `stop()`) handles the queue itself while the writer thread
+    /// and other senders are busy: each time it returns, dump.json holds every record its own
+    /// thread sent before it, and each sender's records form a prefix in sending order.
+    #[test]
+    fn a_waiting_write_has_everything_sent_before_it_in_order() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("step0").join("rank0");
+        let w = Arc::new(Writer::new(Budget::new(1 << 20, true)));
+        let header = Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None };
+        w.open(dir.clone(), header);
+        const N: usize = 300;
+        fn send(w: &Writer, dir: &Path, s: usize, i: usize) {
+            let body = json::parse(r#"{"input_args": [], "output": []}"#).unwrap();
+            let name = format!("Functional.s{s}.{i}.forward");
+            w.record(dir.to_path_buf(), Finished { name, body, files: vec![], stack: None, parent: None, reserved: 0 });
+        }
+        // Per sender (2 threads, then this one): how many of its records dump.json holds,
+        // checking that they come in sending order.
+        let counts = || -> [usize; 3] {
+            let v = json::parse(&std::fs::read_to_string(dir.join("dump.json")).unwrap()).unwrap();
+            let Some(Json::Object(data)) = v.get("data") else { panic!("no data in dump.json") };
+            let mut n = [0usize; 3];
+            for (name, _) in data {
+                let mut parts = name.split('.').skip(1);
+                let s: usize = parts.next().unwrap()[1..].parse().unwrap();
+                let i: usize = parts.next().unwrap().parse().unwrap();
+                assert_eq!(i, n[s], "sender {s}: {name} out of order");
+                n[s] += 1;
+            }
+            n
+        };
+        let senders: Vec<_> = (0..2)
+            .map(|s| {
+                let (w, dir) = (w.clone(), dir.clone());
+                std::thread::spawn(move || (0..N).for_each(|i| send(&w, &dir, s, i)))
+            })
+            .collect();
+        let (mut mine, mut last) = (0, [0usize; 3]);
+        while mine < 5 || !senders.iter().all(|t| t.is_finished()) {
+            send(&w, &dir, 2, mine);
+            mine += 1;
+            w.write_now(&dir, false);
+            let n = counts();
+            assert_eq!(n[2], mine, "a record sent before the write is missing");
+            assert!(n[0] >= last[0] && n[1] >= last[1], "{n:?} after {last:?}");
+            last = n;
+        }
+        senders.into_iter().for_each(|t| t.join().unwrap());
+        w.write_now(&dir, false);
+        assert_eq!(counts(), [N, N, mine]);
         w.shutdown();
     }
 

@@ -136,7 +136,7 @@ fn reproduce(data_case: &str, target_case: &str, out: &Path) -> PathBuf {
         }
         rec.end(b);
     }
-    rec.stop();
+    rec.stop(true);
     let s = rec.finish().expect("first finish");
     assert_eq!(s.errors, 0);
     assert_eq!(s.dropped, 0);

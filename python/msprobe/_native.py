@@ -94,6 +94,7 @@ _SIGS = {
     "msprobe_last_error": (_S, []),
     "msprobe_start": (_I, []),
     "msprobe_stop": (_I, []),
+    "msprobe_stop_wait": (_I, []),
     "msprobe_step": (_I, []),
     "msprobe_flush": (_I, []),
     "msprobe_finish": (_I, []),

@@ -87,3 +87,10 @@ def effective(key: str, explicit: Optional[Any], config_path: Optional[str], def
         return env
     v = _file_value(config_path, key)
     return default if v is None else v
+
+
+def stop_waits() -> bool:
+    """Whether `stop()` returns only once dump.json and the tensor files are on disk, as msprobe's
+    does (its drivers read dump.json right after it). ``MSPROBE_STOP_FLUSH=0``: it returns at
+    once and the writer thread finishes the files."""
+    return os.environ.get("MSPROBE_STOP_FLUSH", "1") != "0"

@@ -9,6 +9,7 @@ from typing import Any, Optional
 import mindspore as ms
 
 from msprobe._native import last_error, lib
+from msprobe.core.config import stop_waits
 from . import _hooks as H
 from ._record import State, logger
 
@@ -98,6 +99,7 @@ class PrecisionDebugger:
             _launch_blocking()
         self.hooked = False
         self.ended = False
+        self.stop_waits = stop_waits()
         self.dump_end = False
         self._initialized = True
 
@@ -158,7 +160,10 @@ class PrecisionDebugger:
             return
         self._reset_stacks()
         State.enabled = False
-        lib.msprobe_stop()
+        if self.stop_waits:
+            lib.msprobe_stop_wait()
+        else:
+            lib.msprobe_stop()
 
     def step(self) -> None:
         if not self.ok or self.ended:

@@ -1,7 +1,6 @@
 """PrecisionDebugger, module_dump / module_dump_end (msprobe 1.1.1's API, §2.1, §3)."""
 from __future__ import annotations
 
-import os
 from typing import Any, Optional
 
 import torch
@@ -52,8 +51,7 @@ class PrecisionDebugger:
         self._handles: list = []
         self._started = False
         self._ended = False
-        # MSPROBE_STOP_FLUSH=0: stop() returns at once and the writer thread finishes the files.
-        self._stop_flush = os.environ.get("MSPROBE_STOP_FLUSH", "1") != "0"
+        self._stop_waits = config.stop_waits()
         self._initialized = True
         state.construct = self.level in ("L0", "mix")
 
@@ -85,9 +83,10 @@ class PrecisionDebugger:
     def stop(self) -> None:
         if self.off:
             return
-        lib.msprobe_stop()
-        if self._stop_flush:
-            lib.msprobe_flush()   # as msprobe: once stop() returns, dump.json and the files are on disk
+        if self._stop_waits:
+            lib.msprobe_stop_wait()
+        else:
+            lib.msprobe_stop()
 
     def step(self) -> None:
         if self.off:

@@ -26,6 +26,7 @@ JOBS = {
     "api_errors": ("api_errors.py", []),
     "l0_lean": ("l0_lean.py", ["lean"]),
     "l0_torch": ("l0_lean.py", ["torch"]),
+    "stop_waits": ("stop_waits.py", []),
 }
 
 
