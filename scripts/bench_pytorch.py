@@ -14,6 +14,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,6 +57,21 @@ def run(side: str, mode: tuple | None, out: Path, a: argparse.Namespace) -> dict
     return r
 
 
+def create_cost(parent: Path, n: int = 200) -> float:
+    """µs to create, write and close one small file in a fresh directory under `parent`. Both tools
+    pay this for every file they make (step directories, JSON files, tensor files). On ext4 it
+    grows several-fold for a few minutes after many files were deleted: new inodes skip the
+    recently deleted ones one by one (`recently_deleted` in the kernel's inode allocator)."""
+    d = parent / f"probe-{time.time_ns()}"
+    d.mkdir(parents=True)
+    t = time.perf_counter()
+    for i in range(n):
+        fd = os.open(d / f"f{i}.pt", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+        os.write(fd, b"x" * 1024)
+        os.close(fd)
+    return (time.perf_counter() - t) / n * 1e6
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=100)
@@ -68,7 +84,14 @@ def main() -> None:
     root = Path(a.out)
     times: dict = {}
     records: dict = {}
-    shutil.rmtree(root / "runs", ignore_errors=True)
+    # Files of an earlier bench are deleted after this one has measured, never before: deleting
+    # makes file creation slower for minutes (see create_cost).
+    trash = root / f"trash-{time.time_ns()}"
+    for old in [root / "runs", *root.glob("trash-*")]:
+        if old.exists():
+            trash.mkdir(parents=True, exist_ok=True)
+            old.rename(trash / old.name)
+    create_before = create_cost(root / "runs")
     n = 0
     for rnd in range(a.rounds):
         for mode in [None] + modes:
@@ -78,6 +101,7 @@ def main() -> None:
                 times.setdefault((side, mode), []).extend(r["times"])
                 if mode is not None:
                     records[(side, mode)] = r["records"]
+    create_after = create_cost(root / "runs")
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     rows = []
     print(f"\nMLP of run_case.py, {a.steps} steps x {a.rounds} rounds per cell (median ms), warm-up {a.warmup}\n")
@@ -95,8 +119,11 @@ def main() -> None:
                   f"{records[(side, mode)]} | {per[side]:.0f} | {ratio} |")
             rows.append({"level": mode[0], "task": task, "side": side, "step_ms": med[(side, mode)],
                          "baseline_ms": med[(side, None)], "records": records[(side, mode)], "per_record_us": per[side]})
+    print(f"\nFile creation on this disk (create + write 1 KiB + close, fresh directory): "
+          f"{create_before:.0f} µs before the runs, {create_after:.0f} µs after.")
     (root / "bench.json").write_text(json.dumps(rows, indent=1))
     shutil.rmtree(root / "runs", ignore_errors=True)
+    shutil.rmtree(trash, ignore_errors=True)
 
 
 if __name__ == "__main__":
