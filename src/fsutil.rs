@@ -61,6 +61,11 @@ pub fn create_new(path: &Path) -> io::Result<File> {
     Ok(f)
 }
 
+/// Opens an existing file for writing in place (not truncated, not created), not following links.
+pub fn open_existing(path: &Path) -> io::Result<File> {
+    OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW).open(path)
+}
+
 /// Opens a file for appending (created 0640 if missing), not following links.
 pub fn open_append(path: &Path) -> io::Result<File> {
     let f = OpenOptions::new()
@@ -74,9 +79,8 @@ pub fn open_append(path: &Path) -> io::Result<File> {
 }
 
 /// A file written under a temporary name next to `path` and renamed onto it when complete, so
-/// readers never see a half-written file. Creating it early (the writer does so when a step
-/// directory opens) takes the file creation, the slow part on many file systems, off the path
-/// of a `stop()` that waits for the files.
+/// readers never see a half-written file (`msprobe recover`, and JSON files that could not be
+/// kept open while their step runs).
 pub struct Replacement {
     path: PathBuf,
     tmp: PathBuf,
