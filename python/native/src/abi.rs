@@ -71,6 +71,7 @@ abi! {
     add_float = "msprobe_record_add_float": fn(R, Key, Key, f64) -> c_int;
     add_str = "msprobe_record_add_str": fn(R, Key, Key, Key, Key) -> c_int;
     set_stack = "msprobe_record_set_stack": fn(R, *const Key, usize) -> c_int;
+    set_parent = "msprobe_record_set_parent": fn(R, Key) -> c_int;
     end = "msprobe_record_end": fn(R) -> c_int;
     abort = "msprobe_record_abort": fn(R);
     construct_set = "msprobe_construct_set": fn(Key, Key) -> c_int;
@@ -163,6 +164,12 @@ impl Abi {
         let ptrs: Vec<Key> = frames.iter().map(|s| s.as_ptr()).collect();
         // SAFETY: see the impl comment; `ptrs` holds `len` valid string pointers.
         unsafe { (self.set_stack)(rp(r), ptrs.as_ptr(), ptrs.len()) };
+    }
+
+    /// The record's own construct.json entry: its parent module (None: a top-level one).
+    pub fn parent(&self, r: Rec, parent: Option<&CStr>) {
+        // SAFETY: see the impl comment.
+        unsafe { (self.set_parent)(rp(r), key(parent)) };
     }
 
     pub fn end(&self, r: Rec) {

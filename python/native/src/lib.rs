@@ -226,6 +226,11 @@ impl Encoder {
     /// A record built in one call: begins `name`, lets `build` add its sections (returning
     /// whether any was kept), ends it, then notes the construct.json entries when `pending` is
     /// given (also for a record filtered out). Returns whether the record was begun.
+    ///
+    /// A written record carries its own entry (`name` under `parent`), which the writer inserts
+    /// with it, in the order [`Encoder::construct`] would: that spares the recorder's lock and a
+    /// message per entry, and in the common case (`pending` holds just this record's module)
+    /// every separate entry.
     fn whole<'py>(
         &self,
         py: Python<'py>,
@@ -234,15 +239,22 @@ impl Encoder {
         pending: Option<&Bound<'py, PyList>>,
         build: impl FnOnce(&Walker<'_, 'py>) -> PyResult<bool>,
     ) -> bool {
+        let mut carried = false;
         let begun = self.guarded(py, false, || {
             let Some(r) = self.begin(name) else { return false };
             let w = Walker { enc: self, py, r };
             let res = build(&w);
+            if let (Some(_), Ok(kept), Ok(p)) = (pending, &res, parent.map(CString::new).transpose()) {
+                if *kept || self.keep_empty {
+                    self.abi.parent(r, p.as_deref());
+                    carried = true;
+                }
+            }
             self.settle(py, r, res);
             true
         });
         if let Some(pending) = pending {
-            self.note(py, name, parent, pending);
+            self.note_after(py, name, parent, carried, pending);
         }
         begun
     }
@@ -284,13 +296,25 @@ impl Encoder {
 
     /// See [`Encoder::construct`]; errors are logged once, never raised.
     fn note(&self, py: Python<'_>, name: &str, parent: Option<&str>, pending: &Bound<'_, PyList>) {
+        self.note_after(py, name, parent, false, pending);
+    }
+
+    /// [`Encoder::note`] after a record that may already carry `name`'s entry (`carried`):
+    /// then neither it nor an equal pending entry is sent again (the same key with the same
+    /// value changes nothing in construct.json).
+    fn note_after(&self, py: Python<'_>, name: &str, parent: Option<&str>, carried: bool, pending: &Bound<'_, PyList>) {
         let res = self.guarded(py, Ok(()), || -> PyResult<()> {
             if !self.abi.enabled() {
                 return Ok(());
             }
-            self.construct_one(name, parent);
+            if !carried {
+                self.construct_one(name, parent);
+            }
             for item in pending.iter() {
                 let (m, p): (String, Option<String>) = item.extract()?;
+                if carried && m == name && p.as_deref() == parent {
+                    continue;
+                }
                 self.construct_one(&m, p.as_deref());
             }
             pending.call_method0(pyo3::intern!(py, "clear"))?;
