@@ -4,11 +4,43 @@
 //! msprobe does.
 
 use std::collections::HashMap;
-use std::ffi::{CStr, CString};
-use std::sync::Mutex;
+use std::ffi::{c_int, c_void, CStr, CString};
+use std::sync::{Mutex, OnceLock};
 
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
+
+/// CPython's frame accessors outside the stable ABI this module is built for
+/// (`PyFrame_GetBack`, 3.9+; `PyFrame_GetLasti`, 3.11+), looked up in the running interpreter.
+/// They read what the `f_back` and `f_lasti` attributes return, without an attribute lookup
+/// and an int object per frame (the walk is most of a record's stack cost). None on an
+/// interpreter without them: the walk then reads the attributes.
+struct FrameApi {
+    back: unsafe extern "C" fn(*mut ffi::PyFrameObject) -> *mut ffi::PyFrameObject,
+    lasti: unsafe extern "C" fn(*mut ffi::PyFrameObject) -> c_int,
+}
+
+fn frame_api() -> Option<&'static FrameApi> {
+    static API: OnceLock<Option<FrameApi>> = OnceLock::new();
+    API.get_or_init(|| {
+        // SAFETY: dlsym with RTLD_DEFAULT and NUL-terminated names only reads them; the symbols,
+        // when the interpreter exports them, are the documented C API functions of these exact
+        // signatures.
+        unsafe {
+            let back = libc::dlsym(libc::RTLD_DEFAULT, c"PyFrame_GetBack".as_ptr());
+            let lasti = libc::dlsym(libc::RTLD_DEFAULT, c"PyFrame_GetLasti".as_ptr());
+            if back.is_null() || lasti.is_null() {
+                return None;
+            }
+            Some(FrameApi {
+                back: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut ffi::PyFrameObject) -> *mut ffi::PyFrameObject>(back),
+                lasti: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut ffi::PyFrameObject) -> c_int>(lasti),
+            })
+        }
+    })
+    .as_ref()
+}
 
 /// Formatted frames by (code object address, bytecode offset): the offset is a plain integer
 /// on the frame, while `f_lineno` decodes the line table, so the line is computed only when a
@@ -22,11 +54,13 @@ pub struct FrameCache {
     getline: Py<PyAny>,
     /// Frames of files under this prefix (the layer's own code) are left out.
     skip: Option<String>,
+    /// `types.FrameType`: only frame objects are walked through the C functions.
+    frame_type: Py<PyAny>,
 }
 
 impl FrameCache {
-    pub fn new(getline: Py<PyAny>, skip: Option<String>) -> Self {
-        FrameCache { map: Mutex::new(HashMap::new()), keep: Mutex::new(Vec::new()), getline, skip }
+    pub fn new(getline: Py<PyAny>, skip: Option<String>, frame_type: Py<PyAny>) -> Self {
+        FrameCache { map: Mutex::new(HashMap::new()), keep: Mutex::new(Vec::new()), getline, skip, frame_type }
     }
 
     /// The formatted frames from `frame` outwards (innermost first). The lock is taken once for
@@ -35,14 +69,19 @@ impl FrameCache {
         let py = frame.py();
         let mut frames = Vec::with_capacity(32);
         let mut keys = Vec::with_capacity(32);
-        let mut f = frame.clone();
-        while !f.is_none() {
-            let code = f.getattr(intern!(py, "f_code"))?;
-            let lasti: i64 = f.getattr(intern!(py, "f_lasti"))?.extract().unwrap_or(-1);
-            keys.push((code.as_ptr() as usize, lasti));
-            let back = f.getattr(intern!(py, "f_back"))?;
-            frames.push(f);
-            f = back;
+        match frame_api() {
+            Some(api) if frame.get_type().is(self.frame_type.bind(py)) => walk_c(api, frame, &mut frames, &mut keys),
+            _ => {
+                let mut f = frame.clone();
+                while !f.is_none() {
+                    let code = f.getattr(intern!(py, "f_code"))?;
+                    let lasti: i64 = f.getattr(intern!(py, "f_lasti"))?.extract().unwrap_or(-1);
+                    keys.push((code.as_ptr() as usize, lasti));
+                    let back = f.getattr(intern!(py, "f_back"))?;
+                    frames.push(f);
+                    f = back;
+                }
+            }
         }
         let mut found: Vec<Option<Option<&'static CStr>>> = {
             let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
@@ -80,6 +119,33 @@ impl FrameCache {
         let func: String = code.getattr(intern!(py, "co_name"))?.extract()?;
         let s = format!("File {file}, line {line}, in {func}, \n {src}");
         Ok(CString::new(s).ok().map(|c| &*Box::leak(c.into_boxed_c_str())))
+    }
+}
+
+/// The frames from `frame` (a frame object) outwards and their cache keys, as the attribute walk
+/// gives them, through the C functions.
+fn walk_c<'py>(api: &FrameApi, frame: &Bound<'py, PyAny>, frames: &mut Vec<Bound<'py, PyAny>>, keys: &mut Vec<(usize, i64)>) {
+    let py = frame.py();
+    let mut f = frame.clone();
+    loop {
+        let fp = f.as_ptr().cast::<ffi::PyFrameObject>();
+        // SAFETY: `f` is a live frame object (checked type for the first, and PyFrame_GetBack
+        // returns frame objects), kept alive by the Bound for these calls. PyFrame_GetCode and
+        // PyFrame_GetBack return new references (the code never NULL, the back frame NULL at the
+        // outermost frame), owned by the Bounds made from them.
+        let (code, lasti, back) = unsafe {
+            let code = Bound::from_owned_ptr(py, ffi::PyFrame_GetCode(fp).cast::<ffi::PyObject>());
+            let lasti = (api.lasti)(fp);
+            let back = (api.back)(fp);
+            (code, lasti, (!back.is_null()).then(|| Bound::from_owned_ptr(py, back.cast::<ffi::PyObject>())))
+        };
+        // The code object stays alive while its frame (in `frames`) does.
+        keys.push((code.as_ptr() as usize, lasti as i64));
+        frames.push(f);
+        match back {
+            Some(b) => f = b,
+            None => break,
+        }
     }
 }
 

@@ -58,6 +58,7 @@ impl Encoder {
                         special_keys=Vec::new(), stack_skip=None, split_lists=false, keep_empty=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         handle: usize,
         kind: &str,
         tensor_types: Py<PyTuple>,
@@ -77,6 +78,7 @@ impl Encoder {
             other => return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown tensor kind {other:?}"))),
         };
         let abi = Abi::load(handle).map_err(pyo3::exceptions::PyOSError::new_err)?;
+        let frame_type = py.import("types")?.getattr("FrameType")?.unbind();
         Ok(Encoder {
             abi,
             kind,
@@ -85,7 +87,7 @@ impl Encoder {
             strided,
             fallback,
             warn,
-            frames: FrameCache::new(getline, stack_skip),
+            frames: FrameCache::new(getline, stack_skip, frame_type),
             warned: Mutex::new(HashSet::new()),
             special_keys,
             split_lists,
