@@ -118,12 +118,6 @@ impl Replacement {
             }
         }
     }
-
-    /// Removes the unused temporary file.
-    pub fn discard(self) {
-        drop(self.file);
-        let _ = fs::remove_file(&self.tmp);
-    }
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so readers never see a

@@ -387,12 +387,17 @@ mod tests {
     }
 
     fn tensor_record(rec: &Recorder, name: &str, data: &[u8]) -> RecordBuilder {
-        let mut b = rec.begin(name).expect("recording");
+        try_tensor_record(rec, name, data).expect("recording")
+    }
+
+    /// A record of one f32 tensor, or None when the recorder does not record.
+    fn try_tensor_record(rec: &Recorder, name: &str, data: &[u8]) -> Option<RecordBuilder> {
+        let mut b = rec.begin(name)?;
         b.section("input_args").unwrap();
         let shape = [(data.len() / 4) as i64];
         let t = TensorRef { dtype: DType::F32, shape: &shape, data, requires_grad: None, type_name: None };
         b.add_tensor(None, &t, rec.budget()).unwrap();
-        b
+        Some(b)
     }
 
     #[test]
@@ -422,12 +427,7 @@ mod tests {
         assert!(rec.start(), "the dump root itself is fine");
         // The writer may already have failed (capture off, nothing begun) or not yet (the record
         // is begun, then dropped and counted).
-        let began = rec.begin("Torch.a.0.forward").map(|mut b| {
-            b.section("input_args").unwrap();
-            let t = TensorRef { dtype: DType::F32, shape: &[1], data: &1f32.to_le_bytes(), requires_grad: None, type_name: None };
-            b.add_tensor(None, &t, rec.budget()).unwrap();
-            rec.end(b);
-        });
+        let began = try_tensor_record(&rec, "Torch.a.0.forward", &1f32.to_le_bytes()).map(|b| rec.end(b));
         rec.writer.sync();
         assert!(rec.begin("Torch.a.1.forward").is_none(), "capture is off once the writer failed");
         assert!(!rec.is_enabled());

@@ -210,16 +210,8 @@ impl Encoder {
         pending: Option<&Bound<'py, PyList>>,
     ) -> bool {
         self.whole(py, name, parent, pending, |w| {
-            let mut kept = false;
-            if self.abi.section(w.r, c"input") {
-                kept = true;
-                w.add_all(grads_in)?;
-            }
-            if self.abi.section(w.r, c"output") {
-                kept = true;
-                w.add_all(grads_out)?;
-            }
-            Ok(kept)
+            let kept = self.items(w, c"input", grads_in)?;
+            Ok(self.items(w, c"output", grads_out)? || kept)
         })
     }
 }
@@ -261,13 +253,19 @@ impl Encoder {
         begun
     }
 
+    /// Section `key` holding one leaf per item of `items` (any iterable); false when data_mode
+    /// drops the section.
+    fn items<'py>(&self, w: &Walker<'_, 'py>, key: &std::ffi::CStr, items: &Bound<'py, PyAny>) -> PyResult<bool> {
+        if !self.abi.section(w.r, key) {
+            return Ok(false);
+        }
+        w.add_all(items)?;
+        Ok(true)
+    }
+
     /// `args`: a tuple or any iterable of positional values.
     fn inputs<'py>(&self, w: &Walker<'_, 'py>, args: &Bound<'py, PyAny>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<bool> {
-        let mut kept = false;
-        if self.abi.section(w.r, c"input_args") {
-            kept = true;
-            w.add_all(args)?;
-        }
+        let mut kept = self.items(w, c"input_args", args)?;
         if self.abi.section(w.r, c"input_kwargs") {
             kept = true;
             if let Some(kw) = kwargs {
