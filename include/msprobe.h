@@ -89,6 +89,10 @@ int msprobe_record_add_str(MsprobeRecord *r, const char *key, const char *type_n
                            const char *value_key);
 int msprobe_record_add_ints(MsprobeRecord *r, const char *key, const char *type_name,
                             const int64_t *v, const uint8_t *is_null, size_t n);
+/* {"type": type_name (NULL = "torch.ProcessGroup"), "group_ranks": [...], "group_id": md5 hex of
+ * Python's str(ranks)}: msprobe's leaf for a process group. */
+int msprobe_record_add_group(MsprobeRecord *r, const char *key, const char *type_name,
+                             const int64_t *ranks, size_t n);
 int msprobe_record_set_stack(MsprobeRecord *r, const char *const *frames, size_t n);
 int msprobe_record_set_parent(MsprobeRecord *r, const char *parent /* NULL = null */);
 int msprobe_record_end(MsprobeRecord *r);

@@ -13,7 +13,7 @@ use crate::config;
 use crate::dtype::DType;
 use crate::json::{self, Json};
 use crate::layout;
-use crate::record::{value_leaf, RecordBuilder, TensorRef};
+use crate::record::{group_leaf, value_leaf, RecordBuilder, TensorRef};
 use crate::recorder::Recorder;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -564,6 +564,29 @@ pub extern "C" fn msprobe_record_add_ints(
             .collect();
         // SAFETY: type_name is NULL or a NUL-terminated string (header contract).
         Ok(value_leaf(&unsafe { type_or(type_name, "slice") }, Json::Array(items)))
+    })
+}
+
+/// `{"type": type_name, "group_ranks": [ranks...], "group_id": md5 of str(ranks)}`: a process
+/// group, as msprobe writes `torch.distributed.ProcessGroup` arguments.
+#[no_mangle]
+pub extern "C" fn msprobe_record_add_group(
+    r: *mut MsprobeRecord,
+    key: *const c_char,
+    type_name: *const c_char,
+    ranks: *const i64,
+    n: usize,
+) -> c_int {
+    add_leaf(r, key, || {
+        if n > 0 && ranks.is_null() {
+            return Err(fail("ranks are NULL"));
+        }
+        // SAFETY: ranks points to n i64s (header contract); type_name is NULL or NUL-terminated.
+        let (ranks, t) = unsafe {
+            let ranks: &[i64] = if n == 0 { &[] } else { std::slice::from_raw_parts(ranks, n) };
+            (ranks, type_or(type_name, "torch.ProcessGroup"))
+        };
+        Ok(group_leaf(&t, ranks))
     })
 }
 

@@ -365,6 +365,20 @@ pub fn value_leaf(type_name: &str, value: Json) -> Json {
     Json::Object(vec![("type".into(), Json::str(type_name)), ("value".into(), value)])
 }
 
+/// msprobe's leaf for a process group: `{"type": T, "group_ranks": [...], "group_id": md5}`, where
+/// group_id is the md5 hex digest of Python's `str(ranks)` (`"[0, 1]"`), so dumps of the same
+/// group made by either tool name it alike.
+pub fn group_leaf(type_name: &str, ranks: &[i64]) -> Json {
+    use md5::{Digest, Md5};
+    let text = format!("[{}]", ranks.iter().map(i64::to_string).collect::<Vec<_>>().join(", "));
+    let id: String = Md5::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    Json::Object(vec![
+        ("type".into(), Json::str(type_name)),
+        ("group_ranks".into(), Json::Array(ranks.iter().map(|&r| Json::Int(r as i128)).collect())),
+        ("group_id".into(), Json::str(id)),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,6 +426,19 @@ mod tests {
         let Json::Object(kv) = &b[0] else { panic!() };
         let keys: Vec<_> = kv.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["type", "dtype", "shape", "Max", "Min", "Mean", "Norm", "requires_grad", "data_name"]);
+    }
+
+    #[test]
+    fn group_id_is_the_md5_of_the_python_list_text() {
+        // Independent truth: Python's hashlib.md5(str(ranks).encode()).hexdigest().
+        let id = |ranks: &[i64]| group_leaf("torch.ProcessGroup", ranks).get("group_id").unwrap().as_str().unwrap().to_string();
+        assert_eq!(id(&[0, 1]), "264884439b70ab09a86bc848421c6de6");
+        assert_eq!(id(&[3]), "f2577a6fc29b900fe7d4c6321346be48");
+        assert_eq!(id(&[]), "d751713988987e9331980363e24189ce");
+        let leaf = group_leaf("torch.ProcessGroup", &[]);
+        let Json::Object(kv) = &leaf else { panic!() };
+        let keys: Vec<_> = kv.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["type", "group_ranks", "group_id"]);
     }
 
     #[test]

@@ -117,6 +117,7 @@ _SIGS = {
     "msprobe_record_add_float": (_I, [_P, _S, _S, ctypes.c_double]),
     "msprobe_record_add_str": (_I, [_P, _S, _S, _S, _S]),
     "msprobe_record_add_ints": (_I, [_P, _S, _S, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t]),
+    "msprobe_record_add_group": (_I, [_P, _S, _S, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t]),
     "msprobe_record_set_stack": (_I, [_P, ctypes.POINTER(_S), ctypes.c_size_t]),
     "msprobe_record_set_parent": (_I, [_P, _S]),
     "msprobe_record_end": (_I, [_P]),

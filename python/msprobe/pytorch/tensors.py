@@ -95,12 +95,8 @@ def _special(r: int, k: Optional[bytes], v: Any, last_key: Optional[str]) -> boo
     elif isinstance(v, (torch.dtype, torch.device)):
         lib.msprobe_record_add_empty(r, k)
     elif _is_process_group(v):
-        # msprobe writes {"type": "torch.ProcessGroup", "group_ranks": [...], "group_id": md5};
-        # the C ABI has no leaf with two custom keys, so group_ranks is left out (see README).
-        import hashlib
         ranks = _group_ranks(v)
-        lib.msprobe_record_add_str(r, k, b"torch.ProcessGroup", hashlib.md5(str(ranks).encode()).hexdigest().encode(),
-                                   b"group_id")
+        lib.msprobe_record_add_group(r, k, b"torch.ProcessGroup", (ctypes.c_int64 * len(ranks))(*ranks), len(ranks))
     else:
         return False
     return True

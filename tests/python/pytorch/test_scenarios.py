@@ -27,6 +27,7 @@ JOBS = {
     "l0_lean": ("l0_lean.py", ["lean"]),
     "l0_torch": ("l0_lean.py", ["torch"]),
     "stop_waits": ("stop_waits.py", []),
+    "dist": ("dist.py", []),
 }
 
 
