@@ -4,7 +4,8 @@
 //! channel, and wake it only when needed (see [`Doorbell`]). A thread that must wait for the
 //! files (a synchronous `stop()`, a flush) does not wake the writer and sleep until it replies:
 //! it takes the writer's state and does the queued work itself (see [`Writer::sync`]), which
-//! spares it two thread wake-ups per stop. Tensor bytes in flight are capped
+//! spares it two thread wake-ups per stop. Tensor files are written outside the state's lock,
+//! so that caller and the writer thread write them side by side. Tensor bytes in flight are capped
 //! by a [`Budget`] that either blocks the capturing thread or drops (and counts) data. Each
 //! record is formatted once, into exactly the text it will have inside dump.json, and appended
 //! to a journal (`dump.json.journal`) before its tensor files are written; journal writes are
@@ -355,14 +356,55 @@ struct Worker {
     budget: Arc<Budget>,
 }
 
+/// Counts a write error and logs the first few.
+fn report(counters: &Counters, what: &str, e: &dyn std::fmt::Display) {
+    let n = counters.errors.fetch_add(1, Relaxed);
+    if n < 5 {
+        log::error!("writer: {what}: {e}");
+    } else if n == 5 {
+        log::error!("writer: more errors; only counting them from now on");
+    }
+}
+
+/// The tensor files of one record, written outside the worker's lock: each file stands alone
+/// (its record is already journaled and in the JSON state), so the writer thread and a caller
+/// waiting in `stop()` write files side by side instead of one after the other.
+struct FileJob {
+    tdir: PathBuf,
+    files: Vec<TensorFile>,
+    reserved: u64,
+}
+
+impl FileJob {
+    fn run(self, counters: &Counters, budget: &Budget) {
+        let mut ok = true;
+        for f in &self.files {
+            // One O_EXCL create + write: never replaces a file. A file cut short by a kill is
+            // detected and removed by `recover_dir` (see `complete`).
+            match fsutil::create_new(&self.tdir.join(&f.name)).and_then(|mut h| h.write_all(&f.bytes)) {
+                Ok(()) => {
+                    counters.files.fetch_add(1, Relaxed);
+                    counters.bytes.fetch_add(f.bytes.len() as u64, Relaxed);
+                }
+                Err(e) => {
+                    ok = false;
+                    report(counters, &format!("cannot write {}", f.name), &e);
+                }
+            }
+        }
+        budget.release(self.reserved);
+        for f in self.files {
+            budget.give_buffer(f.bytes);
+        }
+        if ok {
+            counters.records.fetch_add(1, Relaxed);
+        }
+    }
+}
+
 impl Worker {
     fn error(&self, what: &str, e: &dyn std::fmt::Display) {
-        let n = self.counters.errors.fetch_add(1, Relaxed);
-        if n < 5 {
-            log::error!("writer: {what}: {e}");
-        } else if n == 5 {
-            log::error!("writer: more errors; only counting them from now on");
-        }
+        report(&self.counters, what, e);
     }
 
     /// Creates `dir` (`{root}/step{N}/rank{R}`, made by the recorder, whose root exists) and
@@ -456,11 +498,13 @@ impl Worker {
         }
     }
 
-    fn record(&mut self, dir: PathBuf, rec: Finished) {
+    /// Journals and stores a record; its tensor files are returned to be written (by whoever
+    /// handles the message, after releasing the lock).
+    fn record(&mut self, dir: PathBuf, rec: Finished) -> Option<FileJob> {
         if self.failed.contains(&dir) {
             self.counters.dropped.fetch_add(1, Relaxed);
             self.budget.release(rec.reserved);
-            return;
+            return None;
         }
         if !self.dirs.contains_key(&dir) {
             match self.closed.get(&dir).cloned() {
@@ -471,7 +515,7 @@ impl Worker {
                 // It could not be created (logged once): the record is lost, and counted.
                 self.counters.dropped.fetch_add(1, Relaxed);
                 self.budget.release(rec.reserved);
-                return;
+                return None;
             }
         }
         // The journal line goes first: a record whose data reached disk is always journaled.
@@ -496,44 +540,6 @@ impl Worker {
         if let Err(e) = journaled {
             self.error("cannot append to the journal", &e);
         }
-        let mut files_ok = true;
-        if !rec.files.is_empty() {
-            let known = self.dirs.get(&dir).and_then(|od| od.tensor_dir.clone());
-            let tdir = match known {
-                Some(t) => Ok(t),
-                None => fsutil::create_dirs(&dir, &[TENSOR_DIR]),
-            };
-            match tdir {
-                Ok(tdir) => {
-                    if let Some(od) = self.dirs.get_mut(&dir) {
-                        od.tensor_dir = Some(tdir.clone());
-                    }
-                    for f in &rec.files {
-                        // One O_EXCL create + write: never replaces a file. A file cut short by a
-                        // kill is detected and removed by `recover_dir` (see `complete`).
-                        let written = fsutil::create_new(&tdir.join(&f.name)).and_then(|mut h| h.write_all(&f.bytes));
-                        match written {
-                            Ok(()) => {
-                                self.counters.files.fetch_add(1, Relaxed);
-                                self.counters.bytes.fetch_add(f.bytes.len() as u64, Relaxed);
-                            }
-                            Err(e) => {
-                                files_ok = false;
-                                self.error(&format!("cannot write {}", f.name), &e);
-                            }
-                        }
-                    }
-                }
-                Err(e) => {
-                    files_ok = false;
-                    self.error("cannot create dump_tensor_data", &e);
-                }
-            }
-        }
-        self.budget.release(rec.reserved);
-        for f in rec.files {
-            self.budget.give_buffer(f.bytes);
-        }
         let od = self.dirs.get_mut(&dir).expect("opened above");
         od.state.add_text(&rec.name, text);
         if let Some(st) = stack {
@@ -542,8 +548,28 @@ impl Worker {
         if let Some(p) = parent {
             od.state.construct.insert(rec.name.clone(), p);
         }
-        if files_ok {
+        if rec.files.is_empty() {
+            self.budget.release(rec.reserved);
             self.counters.records.fetch_add(1, Relaxed);
+            return None;
+        }
+        let tdir = match od.tensor_dir.clone() {
+            Some(t) => Ok(t),
+            None => fsutil::create_dirs(&dir, &[TENSOR_DIR]),
+        };
+        match tdir {
+            Ok(tdir) => {
+                od.tensor_dir = Some(tdir.clone());
+                Some(FileJob { tdir, files: rec.files, reserved: rec.reserved })
+            }
+            Err(e) => {
+                self.error("cannot create dump_tensor_data", &e);
+                self.budget.release(rec.reserved);
+                for f in rec.files {
+                    self.budget.give_buffer(f.bytes);
+                }
+                None
+            }
         }
     }
 
@@ -595,21 +621,16 @@ impl Worker {
         }
     }
 
-    fn handle(&mut self, msg: Msg) {
+    /// Handles one message; a record's tensor files come back to be written after the lock is
+    /// released (see [`Shared::handle`]).
+    fn handle(&mut self, msg: Msg) -> Option<FileJob> {
         match msg {
             Msg::Open { dir, header } => self.open(dir, header),
-            Msg::Record { dir, rec } => self.record(dir, rec),
+            Msg::Record { dir, rec } => return self.record(dir, rec),
             Msg::Write { dir, close } => self.write(&dir, close),
             Msg::Construct { dir, name, parent } => self.construct(dir, name, parent),
         }
-    }
-
-    /// Handles everything queued, in order, and pushes the journal entries to their files.
-    fn drain(&mut self, rx: &Receiver<Msg>) {
-        while let Ok(m) = rx.try_recv() {
-            self.handle(m);
-        }
-        self.flush_journals();
+        None
     }
 
     /// Finishes every open directory (the process is ending).
@@ -624,9 +645,17 @@ impl Worker {
 /// What the writer thread and a waiting caller share: the queue and the state behind it.
 /// Messages are taken from the queue only while holding `worker`, so they are handled in the
 /// order they were sent whoever handles them.
+///
+/// Tensor files are written after the lock is released ([`FileJob`]); `jobs` counts those being
+/// written, and whatever must see them on disk (JSON files, a waiting caller's return) waits
+/// until it is 0 first.
 struct Shared {
     rx: Receiver<Msg>,
     worker: Mutex<Worker>,
+    jobs: Mutex<usize>,
+    jobs_done: Condvar,
+    counters: Arc<Counters>,
+    budget: Arc<Budget>,
 }
 
 impl Shared {
@@ -634,6 +663,52 @@ impl Shared {
         // A panic while handling a message (caught at the FFI edge) leaves the state usable:
         // each message is handled on its own.
         self.worker.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Handles `m` under the lock `w`; tensor files it produced are returned, counted in `jobs`,
+    /// for the caller to write with [`Shared::write_files`] once it has dropped `w`.
+    fn handle(&self, w: &mut Worker, m: Msg) -> Option<FileJob> {
+        if let Msg::Write { .. } = m {
+            self.wait_for_files();
+        }
+        let job = w.handle(m)?;
+        *self.jobs.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        Some(job)
+    }
+
+    fn write_files(&self, job: FileJob) {
+        job.run(&self.counters, &self.budget);
+        let mut n = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        *n -= 1;
+        if *n == 0 {
+            self.jobs_done.notify_all();
+        }
+    }
+
+    /// Returns when no tensor file is being written. Called holding the worker lock, so no new
+    /// file job can start meanwhile; the running ones do not need that lock to finish.
+    fn wait_for_files(&self) {
+        let n = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        drop(self.jobs_done.wait_while(n, |n| *n > 0).unwrap_or_else(|e| e.into_inner()));
+    }
+
+    /// Handles everything queued, in order, writing tensor files as it goes (beside the writer
+    /// thread, if it is working too), and returns holding the lock once the queue is empty, the
+    /// journal entries are in their files and no tensor file is being written.
+    fn drain(&self) -> std::sync::MutexGuard<'_, Worker> {
+        'relock: loop {
+            let mut w = self.worker();
+            while let Ok(m) = self.rx.try_recv() {
+                if let Some(job) = self.handle(&mut w, m) {
+                    drop(w);
+                    self.write_files(job);
+                    continue 'relock;
+                }
+            }
+            w.flush_journals();
+            self.wait_for_files();
+            return w;
+        }
     }
 
     /// The writer thread.
@@ -644,11 +719,15 @@ impl Shared {
         loop {
             let mut w = self.worker();
             let mut idle = false;
+            let mut files = None;
             for _ in 0..BATCH {
                 match self.rx.try_recv() {
                     Ok(m) => {
                         worked = true;
-                        w.handle(m);
+                        files = self.handle(&mut w, m);
+                        if files.is_some() {
+                            break;
+                        }
                     }
                     Err(crossbeam_channel::TryRecvError::Empty) => {
                         idle = true;
@@ -656,10 +735,16 @@ impl Shared {
                     }
                     Err(crossbeam_channel::TryRecvError::Disconnected) => {
                         // The process is ending.
+                        self.wait_for_files();
                         w.close_all();
                         return;
                     }
                 }
+            }
+            if let Some(job) = files {
+                drop(w);
+                self.write_files(job);
+                continue;
             }
             if idle {
                 // Journal entries reach the file before we wait.
@@ -783,7 +868,14 @@ impl Writer {
                 counters: self.counters.clone(),
                 budget: self.budget.clone(),
             };
-            let shared = Arc::new(Shared { rx: r, worker: Mutex::new(worker) });
+            let shared = Arc::new(Shared {
+                rx: r,
+                worker: Mutex::new(worker),
+                jobs: Mutex::new(0),
+                jobs_done: Condvar::new(),
+                counters: self.counters.clone(),
+                budget: self.budget.clone(),
+            });
             let (bell, sh) = (self.bell.clone(), shared.clone());
             let handle = std::thread::Builder::new().name("msprobe-writer".into()).spawn(move || sh.run(&bell));
             match handle {
@@ -855,7 +947,16 @@ impl Writer {
     /// about as long as writing the step's JSON files.
     pub fn sync(&self) {
         if let Some(shared) = self.shared() {
-            shared.worker().drain(&shared.rx);
+            self.call_help(&shared);
+            drop(shared.drain());
+        }
+    }
+
+    /// Rings a napping writer when more than one record is queued, so that it writes tensor
+    /// files beside the waiting caller.
+    fn call_help(&self, shared: &Shared) {
+        if shared.rx.len() > 1 && self.bell.state.load(std::sync::atomic::Ordering::SeqCst) != AWAKE {
+            self.bell.ring();
         }
     }
 
@@ -864,9 +965,8 @@ impl Writer {
     /// [`sync`](Self::sync), without ringing the writer.
     pub fn write_now(&self, dir: &Path, close: bool) {
         if let Some(shared) = self.shared() {
-            let mut w = shared.worker();
-            w.drain(&shared.rx);
-            w.write(dir, close);
+            self.call_help(&shared);
+            shared.drain().write(dir, close);
         }
     }
 
@@ -1140,6 +1240,44 @@ mod tests {
         w.write_now(&dir, false);
         assert_eq!(counts(), [N, N, mine]);
         w.shutdown();
+    }
+
+    /// Tensor files are written outside the worker's lock, by the writer thread and by a waiting
+    /// caller side by side; a waiting write still returns only when every file sent before it
+    /// is complete on disk and its budget is released.
+    #[test]
+    fn a_waiting_write_returns_with_every_tensor_file_written() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("step0").join("rank0");
+        let w = Writer::new(Budget::new(1 << 30, false));
+        w.open(dir.clone(), Header { task: "tensor".into(), level: "L1".into(), dump_data_dir: None });
+        let bytes = |r: usize, f: usize| vec![(r * 7 + f) as u8; 1000 + 37 * r + f];
+        let mut sent = 0;
+        for round in 0..20 {
+            let n = 1 + round % 7;
+            for r in sent..sent + n {
+                let files: Vec<_> = (0..3).map(|f| TensorFile { name: format!("R.{r}.{f}.pt"), bytes: bytes(r, f) }).collect();
+                let reserved = files.iter().map(|f| f.bytes.len() as u64).sum();
+                assert!(w.budget.reserve(reserved));
+                let body = json::parse(r#"{"output": []}"#).unwrap();
+                w.record(dir.clone(), Finished { name: format!("R.{r}.forward"), body, files, stack: None, parent: None, reserved });
+            }
+            sent += n;
+            w.write_now(&dir, false);
+            for r in 0..sent {
+                for f in 0..3 {
+                    let got = std::fs::read(dir.join(TENSOR_DIR).join(format!("R.{r}.{f}.pt"))).unwrap();
+                    assert!(got == bytes(r, f), "R.{r}.{f}.pt is not complete after the waiting write");
+                }
+            }
+            assert_eq!(w.budget.in_flight(), 0);
+            assert_eq!(w.counters.files.load(Relaxed), 3 * sent as u64);
+            let v = json::parse(&std::fs::read_to_string(dir.join("dump.json")).unwrap()).unwrap();
+            let Some(Json::Object(data)) = v.get("data") else { panic!("no data in dump.json") };
+            assert_eq!(data.len(), sent);
+        }
+        w.shutdown();
+        assert_eq!(w.counters.records.load(Relaxed), sent as u64);
     }
 
     /// The JSON files are created with msprobe's skeleton, rewritten in place, and end up holding
