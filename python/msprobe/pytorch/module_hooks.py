@@ -159,7 +159,9 @@ class _LeanHooks:
     same for the outputs. The records are those of `_ModuleHooks`: the backward record starts
     when the output gradients are there and ends when the input gradients are (at once when no
     input requires grad, as torch does). Level L0 wraps no API, so `state.local.busy` is not
-    needed here."""
+    needed here. With msprobe._fastpath built, L0 runs its native twin instead
+    (python/native/src/hooks.rs: same calls, same records); the two are kept in step, and the
+    scenario test l0_lean compares both with torch's full backward hooks."""
 
     def __init__(self, prefix: str) -> None:
         self.fwd_key = (prefix + "forward.").encode()
@@ -273,8 +275,21 @@ def hook_module(module: torch.nn.Module, prefix: str) -> list[RemovableHandle]:
     ]
 
 
+def _lean_hooks(prefix: str) -> Any:
+    """The native twin of `_LeanHooks` (msprobe._fastpath) when it is there, else `_LeanHooks`."""
+    make = getattr(recorder, "lean_hooks", None)
+    if make is not None:
+        try:
+            return make(prefix, state, torch.is_grad_enabled, torch.Tensor,
+                        torch.autograd.graph.register_multi_grad_hook, torch.zeros)
+        except Exception as e:  # e.g. an older build of the module: the Python hooks do the same
+            from msprobe.core.errors import logger
+            logger.warning(f"native L0 hooks unavailable ({e}); using the Python ones")
+    return _LeanHooks(prefix)
+
+
 def hook_module_lean(module: torch.nn.Module, prefix: str) -> list[RemovableHandle]:
-    h = _LeanHooks(prefix)
+    h = _lean_hooks(prefix)
     return [module.register_forward_pre_hook(h.pre), module.register_forward_hook(h.post, with_kwargs=True)]
 
 

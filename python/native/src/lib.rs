@@ -12,6 +12,7 @@
 
 mod abi;
 mod frames;
+mod hooks;
 mod values;
 
 use std::collections::HashSet;
@@ -197,6 +198,22 @@ impl Encoder {
         })
     }
 
+    /// The L0 hooks of the module whose records are named `Module.{path}.{Class}.` (`prefix`);
+    /// see [`hooks::LeanHooks`]. `state` is the layer's hooking state (module stack), the rest
+    /// are torch's functions the hooks call.
+    fn lean_hooks(
+        slf: &Bound<'_, Self>,
+        prefix: &str,
+        state: Py<PyAny>,
+        is_grad_enabled: Py<PyAny>,
+        tensor_type: Py<PyAny>,
+        multi_grad_hook: Py<PyAny>,
+        zeros: Py<PyAny>,
+    ) -> PyResult<hooks::LeanHooks> {
+        let env = hooks::Env { state, is_grad_enabled, tensor_type, multi_grad_hook, zeros };
+        hooks::LeanHooks::new(slf.clone().unbind(), prefix, &env, slf.py())
+    }
+
     /// A backward record: `input` = gradients flowing in, `output` = gradients produced; then
     /// the construct.json entries as [`Encoder::record`]. Returns whether the record was begun.
     #[pyo3(signature = (name, grads_in, grads_out, parent=None, pending=None))]
@@ -378,5 +395,6 @@ impl Encoder {
 
 #[pymodule]
 fn _fastpath(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<Encoder>()
+    m.add_class::<Encoder>()?;
+    m.add_class::<hooks::LeanHooks>()
 }

@@ -26,6 +26,7 @@ JOBS = {
     "api_errors": ("api_errors.py", []),
     "l0_lean": ("l0_lean.py", ["lean"]),
     "l0_torch": ("l0_lean.py", ["torch"]),
+    "l0_pylean": ("l0_lean.py", ["pylean"]),
     "stop_waits": ("stop_waits.py", []),
     "dist": ("dist.py", []),
 }
@@ -55,15 +56,17 @@ def test_scenario(runs: Path, name: str) -> None:
 
 
 def test_l0_lean_hooks_record_what_torch_full_backward_hooks_do(runs: Path) -> None:
-    """L0's own backward hooking (module_hooks._LeanHooks) against torch's full backward hooks
-    (what mix and msprobe 1.1.1 use) on the same modules: identical files."""
-    lean, full = runs / "l0_lean", runs / "l0_torch"
+    """L0's own backward hooking (native, and module_hooks._LeanHooks, its Python twin) against
+    torch's full backward hooks (what mix and msprobe 1.1.1 use) on the same modules: identical
+    files."""
+    full = runs / "l0_torch"
     files = sorted(p.relative_to(full) for p in full.rglob("*") if p.is_file())
     assert [str(f) for f in files] == [f"step{s}/rank/{n}" for s in (0, 1)
                                       for n in ("construct.json", "dump.json", "stack.json")]
-    assert files == sorted(p.relative_to(lean) for p in lean.rglob("*") if p.is_file())
-    for rel in files:
-        assert (lean / rel).read_bytes() == (full / rel).read_bytes(), rel
+    for lean in (runs / "l0_lean", runs / "l0_pylean"):
+        assert files == sorted(p.relative_to(lean) for p in lean.rglob("*") if p.is_file())
+        for rel in files:
+            assert (lean / rel).read_bytes() == (full / rel).read_bytes(), (lean.name, rel)
     names = list(json.loads((full / "step1/rank/dump.json").read_text())["data"])
     for expected in ("Module.pair.Pair.backward.0", "Module.split.Split.backward.0", "Module.act.ReLU.backward.1",
                      "Module.seq.1.Tanh.backward.1", "Module.first.Linear.backward.0",

@@ -1,18 +1,23 @@
 """L0 with the modules that make backward hooking tricky: several tensor inputs (one without
 grad), a non-tensor argument, a tuple output with an unused part, a dict output, a module called
 twice, an in-place op on a module input, nesting, a namedtuple output (read by field name, so
-its type must survive the hooks), two steps. argv: OUT MODE, MODE "lean" (what
-L0 uses) or "torch" (torch's full backward hooks, what mix and 1.1.1 use): the test compares the
-two dumps file by file."""
+its type must survive the hooks), two steps. argv: OUT MODE, MODE "lean" (what L0 uses: the
+native hooks of msprobe._fastpath), "pylean" (their pure-Python twin) or "torch" (torch's full
+backward hooks, what mix and 1.1.1 use): the test compares the dumps file by file."""
 import os, sys
 from collections import namedtuple
 import torch, torch.nn as nn
 
 out, mode = sys.argv[1], sys.argv[2]
 import msprobe.pytorch.debugger as dbg_mod
+import msprobe.pytorch.module_hooks as mh
 if mode == "torch":
     _orig = dbg_mod.hook_model
     dbg_mod.hook_model = lambda m, lean=False: _orig(m, lean=False)
+elif mode == "pylean":   # the pure-Python twin of the native L0 hooks
+    mh._lean_hooks = mh._LeanHooks
+elif hasattr(mh.recorder, "lean_hooks"):   # "lean" with msprobe._fastpath: its native hooks
+    assert type(mh._lean_hooks("Module.m.M.")).__name__ == "LeanHooks"
 from msprobe.pytorch import PrecisionDebugger
 
 

@@ -1,0 +1,480 @@
+//! L0 module hooks, natively: the twin of the Python `module_hooks._LeanHooks` (same calls into
+//! torch, same records, same order), without the interpreter between them. At L0 the hooks' own
+//! Python (bookkeeping objects, closures, attribute lookups) cost as much as the records.
+//!
+//! Per module call: the forward pre-hook numbers the record, notes its parent and clones the
+//! tensor inputs that require grad, hooking the clones' gradients; the forward hook records
+//! and does the same for the outputs. The backward record starts when the output gradients are
+//! there and ends when the input gradients are (at once when no input requires grad).
+//!
+//! Errors never reach the hooked program: a hook that fails logs once and leaves the module's
+//! values as they are.
+
+use std::ffi::CString;
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::exceptions::{PyAttributeError, PyTypeError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+use crate::Encoder;
+
+/// What the hooks call in torch and in the layer, looked up once by the Python side.
+pub struct Env {
+    /// `msprobe.pytorch.state.state`: the module stack behind construct.json.
+    pub state: Py<PyAny>,
+    pub is_grad_enabled: Py<PyAny>,
+    pub tensor_type: Py<PyAny>,
+    /// `torch.autograd.graph.register_multi_grad_hook`.
+    pub multi_grad_hook: Py<PyAny>,
+    pub zeros: Py<PyAny>,
+}
+
+impl Env {
+    fn clone_ref(&self, py: Python<'_>) -> Env {
+        Env {
+            state: self.state.clone_ref(py),
+            is_grad_enabled: self.is_grad_enabled.clone_ref(py),
+            tensor_type: self.tensor_type.clone_ref(py),
+            multi_grad_hook: self.multi_grad_hook.clone_ref(py),
+            zeros: self.zeros.clone_ref(py),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One forward call of a module: its record name and parent, where its tensor inputs and
+/// outputs sit, and the output gradients once they are there.
+#[pyclass(frozen, module = "msprobe._fastpath")]
+pub struct Call {
+    name: String,
+    parent: Option<String>,
+    n_in: usize,
+    io: Mutex<CallIo>,
+}
+
+#[derive(Default)]
+struct CallIo {
+    /// Tensor input positions; None: no input requires grad.
+    in_idx: Option<Vec<usize>>,
+    /// (shape, dtype, device) per tensor input.
+    in_meta: Vec<(Py<PyAny>, Py<PyAny>, Py<PyAny>)>,
+    /// The tensor inputs that require grad.
+    grad_idx: Vec<usize>,
+    n_out: usize,
+    out_idx: Vec<usize>,
+    grad_out: Option<Py<PyTuple>>,
+}
+
+/// The L0 hooks of one module (`Module.{path}.{Class}.`).
+#[pyclass(frozen, module = "msprobe._fastpath")]
+pub struct LeanHooks {
+    enc: Py<Encoder>,
+    fwd_key: CString,
+    bwd_key: CString,
+    fwd_name: String,
+    bwd_name: String,
+    env: Env,
+    /// Open forward calls, innermost last (None: begun while capture was off).
+    calls: Mutex<Vec<Option<Py<Call>>>>,
+    /// Open backward records (name, parent), innermost last.
+    bwd: Mutex<Vec<(String, Option<String>)>>,
+}
+
+/// A gradient hook's callable: which gradients arrived for which call.
+#[pyclass(frozen, module = "msprobe._fastpath")]
+pub struct GradDone {
+    hooks: Py<LeanHooks>,
+    call: Py<Call>,
+    kind: Done,
+}
+
+#[derive(Clone, Copy)]
+enum Done {
+    /// The gradient of a module's only argument (a tensor hook: one tensor).
+    Arg,
+    /// The gradient of the one tensor input that requires grad among several arguments.
+    Input,
+    /// The inputs' gradients (a multi-grad hook: a sequence).
+    Inputs,
+    Output,
+    Outputs,
+}
+
+#[pymethods]
+impl GradDone {
+    fn __call__(&self, py: Python<'_>, grads: &Bound<'_, PyAny>) {
+        let hooks = self.hooks.get();
+        let call = self.call.bind(py);
+        let res = match self.kind {
+            Done::Arg => PyTuple::new(py, [grads]).and_then(|g| hooks.backward_record(py, call, &g)),
+            Done::Input => hooks.inputs_done(py, call, vec![grads.clone()]),
+            Done::Inputs => grads.try_iter().and_then(|it| it.collect::<PyResult<Vec<_>>>()).and_then(|g| hooks.inputs_done(py, call, g)),
+            Done::Output => hooks.outputs_done(py, call, vec![grads.clone()]),
+            Done::Outputs => grads.try_iter().and_then(|it| it.collect::<PyResult<Vec<_>>>()).and_then(|g| hooks.outputs_done(py, call, g)),
+        };
+        hooks.report(py, res);
+    }
+}
+
+#[pymethods]
+impl LeanHooks {
+    /// Forward pre-hook: returns the new positional arguments (clones) or None.
+    fn pre<'py>(slf: &Bound<'py, Self>, _module: &Bound<'py, PyAny>, args: &Bound<'py, PyTuple>) -> Option<Py<PyAny>> {
+        let h = slf.get();
+        let py = slf.py();
+        let res = h.guarded(py, || h.pre_inner(slf, args));
+        h.report(py, res).flatten()
+    }
+
+    /// Forward hook (with kwargs): records the call; returns the new output (clones) or None.
+    fn post<'py>(
+        slf: &Bound<'py, Self>,
+        _module: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyAny>,
+        kwargs: &Bound<'py, PyAny>,
+        output: &Bound<'py, PyAny>,
+    ) -> Option<Py<PyAny>> {
+        let h = slf.get();
+        let py = slf.py();
+        let res = h.guarded(py, || h.post_inner(slf, args, kwargs, output));
+        h.report(py, res).flatten()
+    }
+}
+
+impl LeanHooks {
+    pub fn new(enc: Py<Encoder>, prefix: &str, env: &Env, py: Python<'_>) -> PyResult<LeanHooks> {
+        let key = |d: &str| CString::new(format!("{prefix}{d}.")).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()));
+        Ok(LeanHooks {
+            enc,
+            fwd_key: key("forward")?,
+            bwd_key: key("backward")?,
+            fwd_name: format!("{prefix}forward."),
+            bwd_name: format!("{prefix}backward."),
+            env: env.clone_ref(py),
+            calls: Mutex::new(Vec::new()),
+            bwd: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn enc(&self) -> &Encoder {
+        self.enc.get()
+    }
+
+    /// Runs `f`; a panic becomes an error (reported like the others).
+    fn guarded<T>(&self, _py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or_else(|_| Err(pyo3::exceptions::PyRuntimeError::new_err("internal error (a panic)")))
+    }
+
+    /// The value, or None with one warning per message: the module runs on as without hooks.
+    fn report<T>(&self, py: Python<'_>, res: PyResult<T>) -> Option<T> {
+        match res {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.enc().warn_once(py, format!("an L0 hook failed and was skipped: {e}"));
+                None
+            }
+        }
+    }
+
+    fn grad_enabled(&self, py: Python<'_>) -> PyResult<bool> {
+        self.env.is_grad_enabled.bind(py).call0()?.is_truthy()
+    }
+
+    fn is_tensor(&self, v: &Bound<'_, PyAny>) -> PyResult<bool> {
+        v.is_instance(self.env.tensor_type.bind(v.py()))
+    }
+
+    fn requires_grad(&self, v: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.is_tensor(v)? && v.getattr(intern!(v.py(), "requires_grad"))?.is_truthy()?)
+    }
+
+    /// The next record name from `key` with its parent noted (state.enter_module), or None when
+    /// capture is off (nothing is counted then).
+    fn enter(&self, py: Python<'_>, key: &CString, prefix: &str) -> PyResult<Option<(String, Option<String>)>> {
+        let abi = &self.enc().abi;
+        if !abi.enabled() {
+            return Ok(None);
+        }
+        let name = format!("{prefix}{}", abi.next(key));
+        let parent: Option<String> = self.env.state.bind(py).call_method1(intern!(py, "enter_module"), (&name,))?.extract()?;
+        Ok(Some((name, parent)))
+    }
+
+    fn pop_module(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        self.env.state.bind(py).call_method1(intern!(py, "pop_module"), (name,))?;
+        Ok(())
+    }
+
+    /// `state.pending` when construct.json is kept, else None.
+    fn pending<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let state = self.env.state.bind(py);
+        if !state.getattr(intern!(py, "construct"))?.is_truthy()? {
+            return Ok(None);
+        }
+        Ok(Some(state.getattr(intern!(py, "pending"))?.cast_into::<PyList>()?))
+    }
+
+    fn done(&self, slf: &Bound<'_, Self>, call: &Py<Call>, kind: Done) -> PyResult<Py<GradDone>> {
+        let py = slf.py();
+        Py::new(py, GradDone { hooks: slf.clone().unbind(), call: call.clone_ref(py), kind })
+    }
+
+    fn pre_inner<'py>(&self, slf: &Bound<'py, Self>, args: &Bound<'py, PyTuple>) -> PyResult<Option<Py<PyAny>>> {
+        let py = slf.py();
+        let Some((name, parent)) = self.enter(py, &self.fwd_key, &self.fwd_name)? else {
+            lock(&self.calls).push(None);   // capture off: the module runs exactly as without hooks
+            return Ok(None);
+        };
+        let call = Py::new(py, Call { name, parent, n_in: args.len(), io: Mutex::new(CallIo::default()) })?;
+        lock(&self.calls).push(Some(call.clone_ref(py)));
+        if !self.grad_enabled(py)? {
+            return Ok(None);
+        }
+        if args.len() == 1 {
+            // The common case, without the bookkeeping below.
+            let a = args.get_item(0)?;
+            if !self.requires_grad(&a)? {
+                return Ok(None);
+            }
+            {
+                let mut io = lock(&call.get().io);
+                io.in_idx = Some(vec![0]);
+                io.grad_idx = vec![0];
+            }
+            let new = a.call_method0(intern!(py, "clone"))?;
+            on_grad(&new, self.done(slf, &call, Done::Arg)?.bind(py).as_any())?;
+            return Ok(Some(PyTuple::new(py, [new])?.into_any().unbind()));
+        }
+        let mut grad_idx = Vec::new();
+        let mut idx = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            if self.is_tensor(&a)? {
+                idx.push(i);
+                if a.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
+                    grad_idx.push(i);
+                }
+            }
+        }
+        if grad_idx.is_empty() {
+            return Ok(None);
+        }
+        let mut new = Vec::with_capacity(args.len());
+        let mut meta = Vec::with_capacity(idx.len());
+        for a in args.iter() {
+            if self.is_tensor(&a)? {
+                meta.push((
+                    a.getattr(intern!(py, "shape"))?.unbind(),
+                    a.getattr(intern!(py, "dtype"))?.unbind(),
+                    a.getattr(intern!(py, "device"))?.unbind(),
+                ));
+                new.push(a.call_method0(intern!(py, "clone"))?);
+            } else {
+                new.push(a);
+            }
+        }
+        let hooked: Vec<Bound<'py, PyAny>> = grad_idx.iter().map(|&i| new[i].clone()).collect();
+        {
+            let mut io = lock(&call.get().io);
+            io.in_idx = Some(idx);
+            io.grad_idx = grad_idx;
+            io.in_meta = meta;
+        }
+        self.grads_hook(py, hooked, self.done(slf, &call, Done::Input)?, self.done(slf, &call, Done::Inputs)?)?;
+        Ok(Some(PyTuple::new(py, new)?.into_any().unbind()))
+    }
+
+    fn post_inner<'py>(
+        &self,
+        slf: &Bound<'py, Self>,
+        args: &Bound<'py, PyAny>,
+        kwargs: &Bound<'py, PyAny>,
+        output: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let py = slf.py();
+        let Some(call) = lock(&self.calls).pop().flatten() else { return Ok(None) };
+        let c = call.get();
+        // The hook's caller, torch's `_call_impl` (this function has no Python frame).
+        // SAFETY: called with the GIL held from Python code, so the current frame is a live
+        // frame object (or NULL); the borrowed reference is turned into an owned one at once.
+        let frame = unsafe {
+            let f = pyo3::ffi::PyEval_GetFrame();
+            if f.is_null() {
+                py.None().into_bound(py)
+            } else {
+                Bound::from_borrowed_ptr(py, f.cast::<pyo3::ffi::PyObject>())
+            }
+        };
+        let kwargs = kwargs.cast::<PyDict>().ok();
+        // construct entries for filtered-out records too, as 1.1.1
+        let recorded = self.pending(py).map(|pending| {
+            self.enc().record(py, &c.name, args, kwargs, output, &frame, Some("_call_impl"), c.parent.as_deref(), pending.as_ref())
+        });
+        self.pop_module(py, &c.name)?;
+        recorded?;
+        if !self.grad_enabled(py)? {
+            return Ok(None);
+        }
+        if self.is_tensor(output)? {
+            if !output.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
+                return Ok(None);
+            }
+            {
+                let mut io = lock(&c.io);
+                io.n_out = 1;
+                io.out_idx = vec![0];
+            }
+            let new = output.call_method0(intern!(py, "clone"))?;
+            on_grad(&new, self.done(slf, &call, Done::Output)?.bind(py).as_any())?;
+            return Ok(Some(new.unbind()));
+        }
+        // As 1.1.1: only a tensor or a tuple of tensors gets a backward record.
+        let Ok(tuple) = output.cast::<PyTuple>() else { return Ok(None) };
+        if tuple.is_empty() {
+            return Ok(None);
+        }
+        let items: Vec<Bound<'py, PyAny>> = tuple.iter().collect();
+        for o in &items {
+            if !self.is_tensor(o)? {
+                return Ok(None);
+            }
+        }
+        let mut out_idx = Vec::new();
+        for (i, o) in items.iter().enumerate() {
+            if o.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
+                out_idx.push(i);
+            }
+        }
+        if out_idx.is_empty() {
+            return Ok(None);
+        }
+        let clones = items.iter().map(|o| o.call_method0(intern!(py, "clone"))).collect::<PyResult<Vec<_>>>()?;
+        let new = if output.get_type().is(py.get_type::<PyTuple>()) {
+            PyTuple::new(py, &clones)?.into_any()
+        } else {
+            // A namedtuple keeps its type, as torch's BackwardHook does; one that cannot be
+            // rebuilt stays as it is, without a backward record.
+            match output.get_type().call1(PyTuple::new(py, &clones)?) {
+                Ok(v) => v,
+                Err(_) => return Ok(None),
+            }
+        };
+        let hooked: Vec<Bound<'py, PyAny>> = out_idx.iter().map(|&i| clones[i].clone()).collect();
+        {
+            let mut io = lock(&c.io);
+            io.n_out = items.len();
+            io.out_idx = out_idx;
+        }
+        self.grads_hook(py, hooked, self.done(slf, &call, Done::Output)?, self.done(slf, &call, Done::Outputs)?)?;
+        Ok(Some(new.unbind()))
+    }
+
+    /// Calls `many` with the gradients w.r.t. `tensors` (fresh clones) once this backward has
+    /// computed them (None for the others), like the single node of torch's
+    /// BackwardHookFunction; one tensor takes a plain tensor hook calling `one`.
+    fn grads_hook<'py>(&self, py: Python<'py>, tensors: Vec<Bound<'py, PyAny>>, one: Py<GradDone>, many: Py<GradDone>) -> PyResult<()> {
+        if tensors.len() == 1 {
+            return on_grad(&tensors[0], one.bind(py).as_any());
+        }
+        let kw = PyDict::new(py);
+        kw.set_item("mode", "all")?;
+        self.env.multi_grad_hook.bind(py).call((PyList::new(py, tensors)?, many), Some(&kw))?;
+        Ok(())
+    }
+
+    fn outputs_done<'py>(&self, py: Python<'py>, call: &Bound<'py, Call>, grads: Vec<Bound<'py, PyAny>>) -> PyResult<()> {
+        let c = call.get();
+        let no_inputs = {
+            let mut io = lock(&c.io);
+            let packed = if io.n_out > 1 { pack(py, io.n_out, &io.out_idx, grads)? } else { PyTuple::new(py, grads)? };
+            io.grad_out = Some(packed.unbind());
+            io.in_idx.is_none()
+        };
+        if let Some(entry) = self.enter(py, &self.bwd_key, &self.bwd_name)? {
+            lock(&self.bwd).push(entry);
+        }
+        if no_inputs {
+            let none: Vec<Bound<'py, PyAny>> = (0..c.n_in).map(|_| py.None().into_bound(py)).collect();
+            self.backward_record(py, call, &PyTuple::new(py, none)?)?;
+        }
+        Ok(())
+    }
+
+    /// torch's node materialises the gradients it does not get (inputs without grad, or not
+    /// reached) as zeros; so do we.
+    fn inputs_done<'py>(&self, py: Python<'py>, call: &Bound<'py, Call>, grads: Vec<Bound<'py, PyAny>>) -> PyResult<()> {
+        let c = call.get();
+        let (idx, full) = {
+            let io = lock(&c.io);
+            let idx = io.in_idx.clone().unwrap_or_default();
+            let mut full = Vec::with_capacity(idx.len());
+            for (&i, (shape, dtype, device)) in idx.iter().zip(&io.in_meta) {
+                let got = io.grad_idx.iter().position(|&g| g == i).and_then(|k| grads.get(k)).filter(|g| !g.is_none());
+                full.push(match got {
+                    Some(g) => g.clone(),
+                    None => {
+                        let kw = PyDict::new(py);
+                        kw.set_item("dtype", dtype.bind(py))?;
+                        kw.set_item("device", device.bind(py))?;
+                        self.env.zeros.bind(py).call((shape.bind(py),), Some(&kw))?
+                    }
+                });
+            }
+            (idx, full)
+        };
+        self.backward_record(py, call, &pack(py, c.n_in, &idx, full)?)
+    }
+
+    fn backward_record<'py>(&self, py: Python<'py>, call: &Bound<'py, Call>, grad_in: &Bound<'py, PyTuple>) -> PyResult<()> {
+        let Some((name, parent)) = lock(&self.bwd).pop() else { return Ok(()) };
+        let grad_out = lock(&call.get().io).grad_out.as_ref().map(|g| g.clone_ref(py));
+        let grad_out = match grad_out {
+            Some(g) => g.into_bound(py),
+            None => PyTuple::empty(py),
+        };
+        let recorded = self.pending(py).map(|pending| {
+            self.enc().backward(py, &name, grad_out.as_any(), grad_in.as_any(), parent.as_deref(), pending.as_ref())
+        });
+        self.pop_module(py, &name)?;
+        recorded.map(|_| ())
+    }
+}
+
+/// `(values at idx, None elsewhere)`, `n` long.
+fn pack<'py>(py: Python<'py>, n: usize, idx: &[usize], values: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
+    let mut out: Vec<Bound<'py, PyAny>> = (0..n).map(|_| py.None().into_bound(py)).collect();
+    for (&i, v) in idx.iter().zip(values) {
+        if i < n {
+            out[i] = v;
+        }
+    }
+    PyTuple::new(py, out)
+}
+
+/// `t.register_hook(hook)` for a tensor that has no hook yet (our fresh clones), without the
+/// RemovableHandle that register_hook builds in Python (most of its cost; ours are never
+/// removed): the hook dict, then its link to the grad_fn, as register_hook does.
+fn on_grad(t: &Bound<'_, PyAny>, hook: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = t.py();
+    let d = PyDict::new(py);
+    let direct = (|| -> PyResult<()> {
+        t.setattr(intern!(py, "_backward_hooks"), &d)?;
+        t.getattr(intern!(py, "grad_fn"))?.call_method1(intern!(py, "_register_hook_dict"), (t,))?;
+        d.set_item(0, hook)
+    })();
+    match direct {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_instance_of::<PyAttributeError>(py) || e.is_instance_of::<PyTypeError>(py) => {
+            // A torch without these internals.
+            t.setattr(intern!(py, "_backward_hooks"), py.None())?;
+            t.call_method1(intern!(py, "register_hook"), (hook,))?;
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
