@@ -19,6 +19,7 @@ pub mod dtype;
 pub mod ffi;
 pub mod fsutil;
 pub mod interposer;
+pub mod journal;
 pub mod json;
 pub mod layout;
 pub mod logging;

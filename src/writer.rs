@@ -8,28 +8,27 @@
 //! so that caller and the writer thread write them side by side. Tensor bytes in flight are capped
 //! by a [`Budget`] that either blocks the capturing thread or drops (and counts) data. Each
 //! record is formatted once, into exactly the text it will have inside dump.json, and appended
-//! to a journal (`dump.json.journal`) before its tensor files are written; journal writes are
-//! batched while more records are queued and reach the file as soon as the queue is empty. A
-//! killed process therefore leaves what [`recover_dir`] needs to rebuild its JSON files. The
+//! to the process's [`journal`](crate::journal) before its tensor files are written; journal
+//! writes are batched while more records are queued and reach the file as soon as the queue is
+//! empty. A killed process therefore leaves what [`recover_dir`] needs to rebuild its JSON files. The
 //! JSON files are created with msprobe's skeleton when a step directory opens, kept open, and
 //! rewritten in place at step end, at stop and at exit by concatenating the stored texts.
 //!
-//! Journal format: a JSON header line, then entries `R|S|C <name as JSON> <byte length>\n<text>\n`
-//! for a record body, a stack.json value and a construct.json value.
+//! The journal format is in [`crate::journal`].
 
 use crate::fsutil;
+use crate::journal::{self, Journal};
 use crate::json::{self, Json};
 use crate::record::TensorFile;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use indexmap::IndexMap;
 use std::collections::{HashMap, HashSet};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-pub const JOURNAL: &str = "dump.json.journal";
 pub const TENSOR_DIR: &str = "dump_tensor_data";
 
 /// The top-level fields of a dump.json.
@@ -235,7 +234,7 @@ const JSON_FILES: [&str; 3] = ["dump.json", "stack.json", "construct.json"];
 /// The JSON files of an open directory, kept open from the start of the step and rewritten in
 /// place, as msprobe does: a waiting `stop()` then costs one write per file, where a temporary
 /// needed a write, a close and a rename (36 µs more per stop on this VM's ext4). A kill during
-/// a write can leave a file cut short; the journal beside it is complete, and
+/// a write can leave a file cut short; the journal is complete, and
 /// `msprobe recover` rebuilds the files from it.
 struct JsonFiles {
     files: [std::fs::File; 3],
@@ -317,26 +316,8 @@ fn write_map(out: &mut String, map: &IndexMap<String, String>, depth: usize) {
     out.push('}');
 }
 
-fn header_line(h: &Header) -> String {
-    Json::Object(vec![
-        ("msprobe_journal".into(), Json::Int(1)),
-        ("task".into(), Json::str(h.task.clone())),
-        ("level".into(), Json::str(h.level.clone())),
-        ("dump_data_dir".into(), h.dump_data_dir.clone().map(Json::Str).unwrap_or(Json::Null)),
-    ])
-    .to_compact()
-}
-
-/// Appends one journal entry: `{kind} {name as JSON} {len}\n{text}\n`.
-fn journal_entry(out: &mut Vec<u8>, kind: char, name: &str, text: &str) {
-    out.extend_from_slice(format!("{kind} {} {}\n", Json::str(name).to_compact(), text.len()).as_bytes());
-    out.extend_from_slice(text.as_bytes());
-    out.push(b'\n');
-}
-
 struct OpenDir {
     state: DirState,
-    journal: Option<BufWriter<std::fs::File>>,
     /// dump_tensor_data exists.
     tensor_dir: Option<PathBuf>,
     /// The JSON files, open since the directory opened (None: they could not be, and are
@@ -352,8 +333,15 @@ struct Worker {
     claimed: HashSet<PathBuf>,
     /// Directories that could not be created: their records are dropped (counted).
     failed: HashSet<PathBuf>,
+    /// The journal of each dump path (one per process), created with its first directory.
+    journals: HashMap<PathBuf, Journal>,
     counters: Arc<Counters>,
     budget: Arc<Budget>,
+}
+
+/// The dump path of a `{root}/step{N}/rank{R}` directory.
+fn root_of(dir: &Path) -> &Path {
+    dir.parent().and_then(Path::parent).unwrap_or(Path::new("."))
 }
 
 /// Counts a write error and logs the first few.
@@ -407,8 +395,8 @@ impl Worker {
         report(&self.counters, what, e);
     }
 
-    /// Creates `dir` (`{root}/step{N}/rank{R}`, made by the recorder, whose root exists) and
-    /// its journal. An existing directory from an earlier run is moved aside first.
+    /// Creates `dir` (`{root}/step{N}/rank{R}`, made by the recorder, whose root exists). An
+    /// existing directory from an earlier run is moved aside first.
     fn create(&mut self, dir: &Path) -> bool {
         if self.claimed.contains(dir) {
             return true;
@@ -442,19 +430,15 @@ impl Worker {
         // Until the first write (stop, step end, exit) the JSON files hold msprobe's skeleton
         // and the journal the records; `msprobe recover` turns the journal into the files.
         let state = DirState { header: Some(header.clone()), dirty: true, ..Default::default() };
-        let journal = match fsutil::open_append(&dir.join(JOURNAL)) {
-            Ok(f) => {
-                let mut f = BufWriter::with_capacity(1 << 16, f);
-                if let Err(e) = writeln!(f, "{}", header_line(&header)).and_then(|_| f.flush()) {
-                    self.error("cannot write the journal", &e);
+        let root = root_of(&dir).to_path_buf();
+        if !self.journals.contains_key(&root) {
+            match Journal::create(&root) {
+                Ok(j) => {
+                    self.journals.insert(root, j);
                 }
-                Some(f)
+                Err(e) => self.error(&format!("cannot create the journal in {}", root.display()), &e),
             }
-            Err(e) => {
-                self.error(&format!("cannot create the journal in {}", dir.display()), &e);
-                None
-            }
-        };
+        }
         let files = match JsonFiles::open(&dir, &state) {
             Ok(f) => Some(f),
             Err(e) => {
@@ -463,7 +447,7 @@ impl Worker {
                 None
             }
         };
-        self.dirs.insert(dir, OpenDir { state, journal, tensor_dir: None, files });
+        self.dirs.insert(dir, OpenDir { state, tensor_dir: None, files });
     }
 
     /// Re-opens a closed directory for a record that began before its step ended: the written
@@ -476,7 +460,7 @@ impl Worker {
         if let Some(Json::Object(recs)) = read("dump.json").as_ref().and_then(|d| d.get("data")).cloned() {
             for (name, body) in recs {
                 let text = pretty(&body, RECORD_DEPTH);
-                journal_entry(&mut entries, 'R', &name, &text);
+                journal::entry(&mut entries, 'R', &name, &text);
                 od.state.records.insert(name, text);
             }
         }
@@ -484,7 +468,7 @@ impl Worker {
             if let Some(Json::Object(kv)) = read(file) {
                 for (name, v) in kv {
                     let text = if kind == 'S' { pretty(&v, 1) } else { v.to_compact() };
-                    journal_entry(&mut entries, kind, &name, &text);
+                    journal::entry(&mut entries, kind, &name, &text);
                     if kind == 'S' {
                         od.state.stack.insert(name, text);
                     } else {
@@ -493,9 +477,20 @@ impl Worker {
                 }
             }
         }
-        if let Some(j) = od.journal.as_mut() {
-            let _ = j.write_all(&entries).and_then(|_| j.flush());
+        if let Err(e) = self.journal(&dir, &entries, true) {
+            self.error("cannot append to the journal", &e);
         }
+    }
+
+    /// Appends `entries` of `dir` to its journal (`flush`: and pushes them to the file).
+    fn journal(&mut self, dir: &Path, entries: &[u8], flush: bool) -> std::io::Result<()> {
+        let Some(j) = self.journals.get_mut(root_of(dir)) else { return Ok(()) };
+        let Some(header) = self.dirs.get(dir).and_then(|od| od.state.header.as_ref()) else { return Ok(()) };
+        j.append(dir, header, entries)?;
+        if flush {
+            j.flush()?;
+        }
+        Ok(())
     }
 
     /// Journals and stores a record; its tensor files are returned to be written (by whoever
@@ -522,22 +517,17 @@ impl Worker {
         // The record is formatted once: this text goes to the journal and, later, into dump.json.
         let text = pretty(&rec.body, RECORD_DEPTH);
         let mut entry = Vec::with_capacity(text.len() + 64);
-        journal_entry(&mut entry, 'R', &rec.name, &text);
+        journal::entry(&mut entry, 'R', &rec.name, &text);
         let stack = rec.stack.as_deref().map(stack_text);
         if let Some(st) = &stack {
-            journal_entry(&mut entry, 'S', &rec.name, st);
+            journal::entry(&mut entry, 'S', &rec.name, st);
         }
         let parent = rec.parent.as_ref().map(parent_text);
         if let Some(p) = &parent {
-            journal_entry(&mut entry, 'C', &rec.name, p);
+            journal::entry(&mut entry, 'C', &rec.name, p);
         }
-        let od = self.dirs.get_mut(&dir).expect("opened above");
-        let journaled = match od.journal.as_mut() {
-            // Files follow their journal entry: a record whose data reached disk is journaled.
-            Some(j) => j.write_all(&entry).and_then(|_| if rec.files.is_empty() { Ok(()) } else { j.flush() }),
-            None => Ok(()),
-        };
-        if let Err(e) = journaled {
+        // Files follow their journal entry: a record whose data reached disk is journaled.
+        if let Err(e) = self.journal(&dir, &entry, !rec.files.is_empty()) {
             self.error("cannot append to the journal", &e);
         }
         let od = self.dirs.get_mut(&dir).expect("opened above");
@@ -574,23 +564,24 @@ impl Worker {
     }
 
     fn construct(&mut self, dir: PathBuf, name: String, parent: Option<String>) {
-        let Some(od) = self.dirs.get_mut(&dir) else { return };
-        let text = parent_text(&parent);
-        if let Some(j) = od.journal.as_mut() {
-            let mut entry = Vec::new();
-            journal_entry(&mut entry, 'C', &name, &text);
-            let _ = j.write_all(&entry);
+        if !self.dirs.contains_key(&dir) {
+            return;
         }
+        let text = parent_text(&parent);
+        let mut entry = Vec::new();
+        journal::entry(&mut entry, 'C', &name, &text);
+        if let Err(e) = self.journal(&dir, &entry, false) {
+            self.error("cannot append to the journal", &e);
+        }
+        let od = self.dirs.get_mut(&dir).expect("checked above");
         od.state.construct.insert(name, text);
         od.state.dirty = true;
     }
 
     /// Pushes batched journal entries to the file (done whenever the queue runs empty).
     fn flush_journals(&mut self) {
-        for od in self.dirs.values_mut() {
-            if let Some(j) = od.journal.as_mut() {
-                let _ = j.flush();
-            }
+        for j in self.journals.values_mut() {
+            let _ = j.flush();
         }
     }
 
@@ -604,18 +595,24 @@ impl Worker {
             (None, true) => od.state.write_files(dir),
         };
         od.state.dirty = false;
-        match res {
-            Ok(()) => {
-                if close {
-                    let _ = std::fs::remove_file(dir.join(JOURNAL));
-                }
+        if let Err(e) = res {
+            self.error(&format!("cannot write the JSON files in {}", dir.display()), &e);
+            if let Some(j) = self.journals.get_mut(root_of(dir)) {
+                j.keep();
             }
-            Err(e) => self.error(&format!("cannot write the JSON files in {}", dir.display()), &e),
         }
         if close {
             if let Some(od) = self.dirs.remove(dir) {
                 if let Some(h) = od.state.header {
                     self.closed.insert(dir.to_path_buf(), h);
+                }
+            }
+            // Every directory of this dump path is written and closed: the journal holds
+            // nothing that is not in JSON files, and starts over.
+            let root = root_of(dir);
+            if !self.dirs.keys().any(|d| root_of(d) == root) {
+                if let Some(Err(e)) = self.journals.get_mut(root).map(Journal::clear) {
+                    self.error("cannot empty the journal", &e);
                 }
             }
         }
@@ -638,6 +635,9 @@ impl Worker {
         let dirs: Vec<PathBuf> = self.dirs.keys().cloned().collect();
         for d in dirs {
             self.write(&d, true);
+        }
+        for (_, j) in self.journals.drain() {
+            j.remove();
         }
     }
 }
@@ -865,6 +865,7 @@ impl Writer {
                 closed: HashMap::new(),
                 claimed: HashSet::new(),
                 failed: HashSet::new(),
+                journals: HashMap::new(),
                 counters: self.counters.clone(),
                 budget: self.budget.clone(),
             };
@@ -1026,34 +1027,69 @@ pub fn recover_dir(root: &Path) -> std::io::Result<Recovered> {
             } else if ft.is_file() && is_stale_temporary(&entry.file_name().to_string_lossy()) {
                 // A JSON file's temporary left by the killed process (see `Replacement`).
                 let _ = std::fs::remove_file(entry.path());
-            } else if ft.is_file() && entry.file_name() == JOURNAL {
-                let (state, n, torn) = read_journal(&entry.path())?;
-                state.write_files(&d)?;
-                let mut names = Vec::new();
-                for body in state.records.values() {
-                    if let Ok(v) = json::parse(body) {
-                        data_names(&v, &mut names);
+            } else if ft.is_file() && entry.file_name().to_string_lossy().starts_with(journal::PREFIX) {
+                let replay = journal::read(&entry.path())?;
+                out.torn_lines += replay.torn;
+                for (dir, header, entries) in replay.dirs {
+                    let (state, n) = replay_dir(header, entries);
+                    if !dir.is_dir() {
+                        continue;
                     }
+                    state.write_files(&dir)?;
+                    out.missing_files += check_tensor_files(&dir, &state);
+                    out.dirs += 1;
+                    out.records += n;
                 }
-                for n in &names {
-                    let p = d.join(TENSOR_DIR).join(n);
-                    match std::fs::read(&p) {
-                        Ok(bytes) if complete(n, &bytes) => {}
-                        Ok(_) => {
-                            // Cut short by the kill: not data that reached disk.
-                            let _ = std::fs::remove_file(&p);
-                            out.missing_files += 1;
-                        }
-                        Err(_) => out.missing_files += 1,
-                    }
-                }
-                out.dirs += 1;
-                out.records += n;
-                out.torn_lines += torn;
             }
         }
     }
     Ok(out)
+}
+
+/// A directory's JSON state from its journal entries, and how many records they hold.
+fn replay_dir(header: Header, entries: Vec<(char, String, String)>) -> (DirState, usize) {
+    let mut state = DirState { header: Some(header), ..Default::default() };
+    let mut n = 0;
+    for (kind, name, text) in entries {
+        match kind {
+            'R' => {
+                state.add_text(&name, text);
+                n += 1;
+            }
+            'S' => {
+                state.stack.insert(name, text);
+            }
+            'C' => {
+                state.construct.insert(name, text);
+            }
+            _ => {}
+        }
+    }
+    (state, n)
+}
+
+/// Tensor files named by the records of `state` that are missing or cut short (those are
+/// removed: not data that reached disk).
+fn check_tensor_files(dir: &Path, state: &DirState) -> usize {
+    let mut names = Vec::new();
+    for body in state.records.values() {
+        if let Ok(v) = json::parse(body) {
+            data_names(&v, &mut names);
+        }
+    }
+    let mut missing = 0;
+    for n in &names {
+        let p = dir.join(TENSOR_DIR).join(n);
+        match std::fs::read(&p) {
+            Ok(bytes) if complete(n, &bytes) => {}
+            Ok(_) => {
+                let _ = std::fs::remove_file(&p);
+                missing += 1;
+            }
+            Err(_) => missing += 1,
+        }
+    }
+    missing
 }
 
 fn is_stale_temporary(name: &str) -> bool {
@@ -1100,60 +1136,6 @@ fn data_names(v: &Json, out: &mut Vec<String>) {
     }
 }
 
-fn read_journal(path: &Path) -> std::io::Result<(DirState, usize, usize)> {
-    let bytes = std::fs::read(path)?;
-    let mut state = DirState::default();
-    let (mut n, mut torn) = (0, 0);
-    let mut pos = 0;
-    // Header line.
-    if let Some(nl) = bytes.iter().position(|&b| b == b'\n') {
-        if let Ok(v) = std::str::from_utf8(&bytes[..nl]).map_err(|_| ()).and_then(|t| json::parse(t).map_err(|_| ())) {
-            state.header = Some(Header {
-                task: v.get("task").and_then(Json::as_str).unwrap_or("statistics").to_string(),
-                level: v.get("level").and_then(Json::as_str).unwrap_or("L1").to_string(),
-                dump_data_dir: v.get("dump_data_dir").and_then(Json::as_str).map(str::to_string),
-            });
-        }
-        pos = nl + 1;
-    }
-    while pos < bytes.len() {
-        let Some(nl) = bytes[pos..].iter().position(|&b| b == b'\n').map(|i| pos + i) else {
-            torn += 1;
-            break;
-        };
-        let head = String::from_utf8_lossy(&bytes[pos..nl]).into_owned();
-        let parsed = head.split_once(' ').and_then(|(kind, rest)| {
-            let (name, len) = rest.rsplit_once(' ')?;
-            Some((kind.to_string(), json::parse(name).ok()?.as_str()?.to_string(), len.parse::<usize>().ok()?))
-        });
-        let Some((kind, name, len)) = parsed else {
-            torn += 1;
-            break;
-        };
-        let (start, end) = (nl + 1, nl + 1 + len);
-        if end + 1 > bytes.len() || bytes[end] != b'\n' {
-            torn += 1; // the kill cut this entry
-            break;
-        }
-        let text = String::from_utf8_lossy(&bytes[start..end]).into_owned();
-        match kind.as_str() {
-            "R" => {
-                state.add_text(&name, text);
-                n += 1;
-            }
-            "S" => {
-                state.stack.insert(name, text);
-            }
-            "C" => {
-                state.construct.insert(name, text);
-            }
-            _ => torn += 1,
-        }
-        pos = end + 1;
-    }
-    Ok((state, n, torn))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1168,7 +1150,7 @@ mod tests {
         let w = Writer::new(Budget::new(1 << 20, true));
         let header = Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None };
         w.open(dir.clone(), header);
-        let journal = dir.join(JOURNAL);
+        let journal = root.path().join(format!("{}{}", journal::PREFIX, std::process::id()));
         let wait_for = |name: &str| {
             let t0 = std::time::Instant::now();
             while t0.elapsed() < std::time::Duration::from_secs(5) {
@@ -1187,6 +1169,55 @@ mod tests {
             assert!(wait_for(&name), "{name} never reached the journal");
         }
         w.shutdown();
+    }
+
+    /// One journal per process and dump path: emptied when a step ends (no per-step file), what
+    /// it holds mid-step rebuilds that step's JSON files (also from a copy of the dump, since
+    /// it names directories relative to the dump path), and it is gone after a clean exit.
+    #[test]
+    fn the_journal_outlives_steps_and_recovers_the_open_one() {
+        let root = tempfile::tempdir().unwrap();
+        let journal = root.path().join(format!("{}{}", journal::PREFIX, std::process::id()));
+        let w = Writer::new(Budget::new(1 << 20, true));
+        let header = Header { task: "statistics".into(), level: "L0".into(), dump_data_dir: None };
+        let send = |dir: &Path, name: &str| {
+            let body = json::parse(r#"{"input_args": [], "output": []}"#).unwrap();
+            let (stack, parent) = (Some(vec!["File a.py, line 1, in f, \n f()".to_string()]), Some(None));
+            w.record(dir.to_path_buf(), Finished { name: name.into(), body, files: vec![], stack, parent, reserved: 0 });
+        };
+        let (s0, s1) = (root.path().join("step0/rank0"), root.path().join("step1/rank0"));
+        w.open(s0.clone(), header.clone());
+        send(&s0, "Module.a.A.forward.0");
+        w.write_now(&s0, true);
+        assert_eq!(std::fs::metadata(&journal).unwrap().len(), 0, "a closed step leaves nothing in the journal");
+        w.open(s1.clone(), header.clone());
+        send(&s1, "Module.a.A.forward.1");
+        send(&s1, "Module.b.B.forward.0");
+        w.sync();
+        // "Killed" here: a copy of the dump as it is now, recovered.
+        let copy = tempfile::tempdir().unwrap();
+        for (rel, from) in [("step1/rank0", &s1), ("step0/rank0", &s0)] {
+            std::fs::create_dir_all(copy.path().join(rel)).unwrap();
+            for f in JSON_FILES {
+                std::fs::copy(from.join(f), copy.path().join(rel).join(f)).unwrap();
+            }
+        }
+        std::fs::copy(&journal, copy.path().join(journal.file_name().unwrap())).unwrap();
+        let skeleton = std::fs::read_to_string(copy.path().join("step1/rank0/dump.json")).unwrap();
+        assert_eq!(json::parse(&skeleton).unwrap().get("data"), Some(&Json::Object(vec![])));
+        let r = recover_dir(copy.path()).unwrap();
+        assert_eq!((r.dirs, r.records, r.torn_lines, r.missing_files), (1, 2, 0, 0));
+        let read = |d: &Path, f: &str| json::parse(&std::fs::read_to_string(d.join(f)).unwrap()).unwrap();
+        let Some(Json::Object(data)) = read(&copy.path().join("step1/rank0"), "dump.json").get("data").cloned() else { panic!() };
+        let names: Vec<_> = data.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["Module.a.A.forward.1", "Module.b.B.forward.0"]);
+        assert_eq!(read(&copy.path().join("step1/rank0"), "construct.json").get("Module.b.B.forward.0"), Some(&Json::Null));
+        assert_eq!(read(&copy.path().join("step1/rank0"), "dump.json").get("level").and_then(Json::as_str), Some("L0"));
+        // The closed step is left as it was written.
+        assert_eq!(read(&copy.path().join("step0/rank0"), "dump.json"), read(&s0, "dump.json"));
+        w.shutdown();
+        assert!(!journal.exists(), "the journal is removed at a clean exit");
+        assert_eq!(read(&s1, "dump.json"), read(&copy.path().join("step1/rank0"), "dump.json"));
     }
 
     /// A waiting write (a synchronous `stop()`) handles the queue itself while the writer thread

@@ -57,7 +57,7 @@ fn main() -> ExitCode {
             .map_err(|e| format!("cannot recover {dir}: {e}"))
             .and_then(|r| {
                 if r.dirs == 0 {
-                    return Err(format!("no {} found under {dir}; nothing to recover", msprobe::writer::JOURNAL));
+                    return Err(format!("no journal ({}*) found under {dir}; nothing to recover", msprobe::journal::PREFIX));
                 }
                 println!(
                     "recovered {} records in {} directories ({} torn journal entries skipped, {} tensor files missing or cut short)",

@@ -29,10 +29,11 @@ while True:  # never ends the step: only the journal can save these records
 """
 
 
-def journal_records(raw: bytes) -> list[str]:
-    """Names of the complete record entries of a journal (format: writer.rs module docs)."""
-    names, pos = [], raw.find(b"\n") + 1
-    while pos > 0 and pos < len(raw):
+def journal_records(raw: bytes, directory: str) -> list[str]:
+    """Names of the complete record entries of `directory` (relative to the dump path) in a
+    journal (format: src/journal.rs module docs)."""
+    names, pos, current = [], 0, None
+    while pos < len(raw):
         nl = raw.find(b"\n", pos)
         if nl < 0:
             break
@@ -41,7 +42,9 @@ def journal_records(raw: bytes) -> list[str]:
         end = nl + 1 + int(length)
         if end >= len(raw) or raw[end:end + 1] != b"\n":
             break  # torn by the kill
-        if kind == "R":
+        if kind == "D":
+            current = json.loads(name)
+        elif kind == "R" and current == directory:
             names.append(json.loads(name))
         pos = end + 1
     return names
@@ -51,10 +54,11 @@ def test_sigkill_mid_step_then_recover(tmp_path: Path) -> None:
     dump = tmp_path / "dump"
     rank = dump / "step0" / "rank"
     p = spawn_child(WRITER, {"MSPROBE_TASK": "tensor", "MSPROBE_DUMP_PATH": str(dump)})
-    journal = rank / "dump.json.journal"
+    # One journal per process, in the dump path (not one per step directory).
+    journal = dump / f".msprobe-journal-{p.pid}"
     deadline = time.time() + 60
     while time.time() < deadline:
-        if journal.exists() and len(journal_records(journal.read_bytes())) > 300:
+        if journal.exists() and len(journal_records(journal.read_bytes(), "step0/rank")) > 300:
             break
         time.sleep(0.05)
     p.send_signal(signal.SIGKILL)
@@ -67,7 +71,7 @@ def test_sigkill_mid_step_then_recover(tmp_path: Path) -> None:
     out = subprocess.run([str(CLI), "recover", str(dump)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     data = json.loads((rank / "dump.json").read_text())["data"]
-    complete = journal_records(journal.read_bytes())
+    complete = journal_records(journal.read_bytes(), "step0/rank")
     assert list(data) == complete and len(complete) > 300
     # Every tensor file that reached disk belongs to a recovered record, with matching content.
     names = {r["input_args"][0]["data_name"]: int(k.split(".")[2]) for k, r in data.items()}

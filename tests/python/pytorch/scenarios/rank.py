@@ -8,4 +8,5 @@ import json
 json.dump({"task": "statistics", "level": "L1", "dump_path": out, "rank": json.loads(ranks)}, open(cfg, "w"))
 dbg = PrecisionDebugger(config_path=cfg)
 dbg.start(); torch.add(torch.ones(2), 1); dbg.stop(); dbg.step()
-print("OK", os.path.exists(out) and os.listdir(out))
+# (the process's journal, .msprobe-journal-PID, sits beside the step directories until exit)
+print("OK", os.path.exists(out) and [f for f in os.listdir(out) if not f.startswith(".msprobe-journal-")])
