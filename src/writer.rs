@@ -74,9 +74,16 @@ pub struct Counters {
 pub struct Budget {
     cap: u64,
     drop_when_full: bool,
-    used: Mutex<u64>,
+    used: Mutex<Usage>,
     freed: Condvar,
     pool: Mutex<Vec<Vec<u8>>>,
+}
+
+#[derive(Default)]
+struct Usage {
+    bytes: u64,
+    /// Threads blocked in `reserve`: a release wakes them (a system call) only when there are.
+    waiting: u32,
 }
 
 /// Bytes of idle buffers the pool keeps.
@@ -84,7 +91,7 @@ const POOL_BYTES: usize = 128 << 20;
 
 impl Budget {
     pub fn new(cap: u64, drop_when_full: bool) -> Budget {
-        Budget { cap, drop_when_full, used: Mutex::new(0), freed: Condvar::new(), pool: Mutex::new(Vec::new()) }
+        Budget { cap, drop_when_full, used: Mutex::new(Usage::default()), freed: Condvar::new(), pool: Mutex::new(Vec::new()) }
     }
 
     /// A buffer with at least `n` bytes of capacity when the pool has one.
@@ -111,25 +118,32 @@ impl Budget {
     pub fn reserve(&self, n: u64) -> bool {
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            if *used == 0 || *used + n <= self.cap {
-                *used += n;
+            if used.bytes == 0 || used.bytes + n <= self.cap {
+                used.bytes += n;
                 return true;
             }
             if self.drop_when_full {
                 return false;
             }
+            used.waiting += 1;
             used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
+            used.waiting -= 1;
         }
     }
 
     pub fn release(&self, n: u64) {
+        if n == 0 {
+            return;
+        }
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        *used = used.saturating_sub(n);
-        self.freed.notify_all();
+        used.bytes = used.bytes.saturating_sub(n);
+        if used.waiting > 0 {
+            self.freed.notify_all();
+        }
     }
 
     pub fn in_flight(&self) -> u64 {
-        *self.used.lock().unwrap_or_else(|e| e.into_inner())
+        self.used.lock().unwrap_or_else(|e| e.into_inner()).bytes
     }
 }
 
