@@ -389,9 +389,13 @@ impl LeanHooks {
 
     fn outputs_done<'py>(&self, py: Python<'py>, call: &Bound<'py, Call>, grads: Vec<Bound<'py, PyAny>>) -> PyResult<()> {
         let c = call.get();
+        let (n_out, out_idx) = {
+            let io = lock(&c.io);
+            (io.n_out, io.out_idx.clone())
+        };
+        let packed = if n_out > 1 { pack(py, n_out, &out_idx, grads)? } else { PyTuple::new(py, grads)? };
         let no_inputs = {
             let mut io = lock(&c.io);
-            let packed = if io.n_out > 1 { pack(py, io.n_out, &io.out_idx, grads)? } else { PyTuple::new(py, grads)? };
             io.grad_out = Some(packed.unbind());
             io.in_idx.is_none()
         };
@@ -409,24 +413,25 @@ impl LeanHooks {
     /// reached) as zeros; so do we.
     fn inputs_done<'py>(&self, py: Python<'py>, call: &Bound<'py, Call>, grads: Vec<Bound<'py, PyAny>>) -> PyResult<()> {
         let c = call.get();
-        let (idx, full) = {
+        // Copied out: no lock is held while Python runs.
+        let (idx, grad_idx, meta) = {
             let io = lock(&c.io);
-            let idx = io.in_idx.clone().unwrap_or_default();
-            let mut full = Vec::with_capacity(idx.len());
-            for (&i, (shape, dtype, device)) in idx.iter().zip(&io.in_meta) {
-                let got = io.grad_idx.iter().position(|&g| g == i).and_then(|k| grads.get(k)).filter(|g| !g.is_none());
-                full.push(match got {
-                    Some(g) => g.clone(),
-                    None => {
-                        let kw = PyDict::new(py);
-                        kw.set_item("dtype", dtype.bind(py))?;
-                        kw.set_item("device", device.bind(py))?;
-                        self.env.zeros.bind(py).call((shape.bind(py),), Some(&kw))?
-                    }
-                });
-            }
-            (idx, full)
+            let meta: Vec<_> = io.in_meta.iter().map(|(s, d, v)| (s.clone_ref(py), d.clone_ref(py), v.clone_ref(py))).collect();
+            (io.in_idx.clone().unwrap_or_default(), io.grad_idx.clone(), meta)
         };
+        let mut full = Vec::with_capacity(idx.len());
+        for (&i, (shape, dtype, device)) in idx.iter().zip(&meta) {
+            let got = grad_idx.iter().position(|&g| g == i).and_then(|k| grads.get(k)).filter(|g| !g.is_none());
+            full.push(match got {
+                Some(g) => g.clone(),
+                None => {
+                    let kw = PyDict::new(py);
+                    kw.set_item("dtype", dtype.bind(py))?;
+                    kw.set_item("device", device.bind(py))?;
+                    self.env.zeros.bind(py).call((shape.bind(py),), Some(&kw))?
+                }
+            });
+        }
         self.backward_record(py, call, &pack(py, c.n_in, &idx, full)?)
     }
 
