@@ -959,9 +959,8 @@ impl Writer {
 
     /// Writes the JSON files of `dir`; `close` also ends the directory (step end). A step end
     /// right after a waiting write (`stop()`), with nothing sent since, has nothing left to
-    /// write but the journal's reset: it does not wake the writer (a thread wake-up, about
-    /// 20 µs of the step on this VM) and is done with the writer's next work (the next step's
-    /// start, or the exit).
+    /// write but the journal's reset: it does not ring a napping writer (a thread wake-up,
+    /// about 20 µs of the step on this VM), which takes it when its nap ends.
     pub fn write(&self, dir: PathBuf, close: bool) {
         let quiet = close && self.sent.load(Relaxed) == self.synced.load(Relaxed);
         self.send_as(Msg::Write { dir, close }, !quiet);
@@ -1250,7 +1249,7 @@ mod tests {
         assert_eq!(read(&copy.path().join("step1/rank0"), "dump.json").get("level").and_then(Json::as_str), Some("L0"));
         // The closed step is left as it was written.
         assert_eq!(read(&copy.path().join("step0/rank0"), "dump.json"), read(&s0, "dump.json"));
-        // A step end right after a waiting stop does not wake the writer; it is done before the
+        // A step end right after a waiting stop does not ring a napping writer; it is done before the
         // next step's work: that step's records are alone in the journal.
         w.write_now(&s1, false);
         w.write(s1.clone(), true);
