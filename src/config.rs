@@ -236,22 +236,22 @@ fn env_value(key: &str, raw: &str) -> Json {
     match key {
         "step" | "rank" | "scope" | "list" | "data_mode" => {
             if raw.starts_with('[') {
-                return json::parse(raw).unwrap_or_else(|_| Json::str(raw));
+                return json::parse(raw).unwrap_or_else(|_| Json::str(raw.to_string()));
             }
             let parts = raw.split(',').map(str::trim).filter(|s| !s.is_empty());
             Json::Array(
                 parts
                     .map(|p| match (key, p.parse::<i128>()) {
                         ("step" | "rank", Ok(n)) => Json::Int(n),
-                        _ => Json::str(p),
+                        _ => Json::str(p.to_string()),
                     })
                     .collect(),
             )
         }
         "queue_mb" | "step_end_count" | "step_launches" => {
-            raw.parse::<i128>().map(Json::Int).unwrap_or_else(|_| Json::str(raw))
+            raw.parse::<i128>().map(Json::Int).unwrap_or_else(|_| Json::str(raw.to_string()))
         }
-        _ => Json::str(raw),
+        _ => Json::str(raw.to_string()),
     }
 }
 
@@ -262,7 +262,7 @@ pub fn load(env: &dyn Fn(&str) -> Option<String>, args: Option<&Json>) -> Result
     // The file layer: the config_path argument, else MSPROBE_CONFIG.
     let arg_path = args.and_then(|a| a.get("config_path")).filter(|v| **v != Json::Null);
     let file = match arg_path {
-        Some(Json::Str(p)) => Some((PathBuf::from(p), Source::Argument)),
+        Some(Json::Str(p)) => Some((PathBuf::from(&**p), Source::Argument)),
         Some(other) => {
             return Err(ConfigError {
                 source: Source::Argument,
@@ -297,11 +297,11 @@ pub fn load(env: &dyn Fn(&str) -> Option<String>, args: Option<&Json>) -> Result
             if k == "config_path" || *v == Json::Null {
                 continue;
             }
-            match k.as_str() {
+            match &**k {
                 "scope" | "list" | "data_mode" | "summary_mode" | "file_format" => {
-                    arg_layer.sections.push(("*".into(), vec![(k.clone(), v.clone())]))
+                    arg_layer.sections.push(("*".into(), vec![(k.to_string(), v.clone())]))
                 }
-                _ => arg_layer.common.push((k.clone(), v.clone())),
+                _ => arg_layer.common.push((k.to_string(), v.clone())),
             }
         }
     }
@@ -350,12 +350,13 @@ fn file_layer(path: &std::path::Path, named_by: Source) -> Result<Layer, ConfigE
     let source = Source::File(path.to_path_buf());
     let mut layer = Layer { source: source.clone(), common: vec![], sections: vec![] };
     for (k, v) in kv {
+        let k = k.into_owned();
         match k.as_str() {
             "statistics" | "tensor" => {
                 let Json::Object(inner) = v else {
                     return Err(ConfigError { source, key: k, value: show(&v), allowed: "a task section must be a JSON object".into() });
                 };
-                layer.sections.push((k, inner));
+                layer.sections.push((k, inner.into_iter().map(|(k, v)| (k.into_owned(), v)).collect()));
             }
             s if FOREIGN_SECTIONS.contains(&s) => log::debug!("config: ignoring msprobe section '{s}' (task not supported)"),
             _ => layer.common.push((k, v)),
@@ -425,7 +426,7 @@ fn apply_common(cfg: &mut Config, key: &str, v: &Json, src: &Source) -> Result<(
     match key {
         "task" => {
             cfg.task = match v {
-                Json::Str(s) if FOREIGN_SECTIONS.contains(&s.as_str()) => {
+                Json::Str(s) if FOREIGN_SECTIONS.contains(&&**s) => {
                     return Err(bad(src, key, v, "msprobe-rs implements the tasks \"statistics\" and \"tensor\""))
                 }
                 _ => match one_of(src, key, v, &["statistics", "tensor"])? {
@@ -443,7 +444,7 @@ fn apply_common(cfg: &mut Config, key: &str, v: &Json, src: &Source) -> Result<(
             }
         }
         "dump_path" => match v {
-            Json::Str(s) if !s.is_empty() && !s.contains('\0') => cfg.dump_path = PathBuf::from(s),
+            Json::Str(s) if !s.is_empty() && !s.contains('\0') => cfg.dump_path = PathBuf::from(&**s),
             _ => return Err(bad(src, key, v, "it must be a non-empty string naming a directory")),
         },
         "step" => cfg.step = parse_index_list(src, key, v)?,
@@ -465,7 +466,7 @@ fn apply_common(cfg: &mut Config, key: &str, v: &Json, src: &Source) -> Result<(
             }
         }
         "step_end_op" => match v {
-            Json::Str(s) if !s.is_empty() => cfg.step_end_op = Some(s.clone()),
+            Json::Str(s) if !s.is_empty() => cfg.step_end_op = Some(s.to_string()),
             _ => return Err(bad(src, key, v, "it must be a non-empty op name (substring of the kernel record name, e.g. \"ApplyAdamW\")")),
         },
         "step_end_count" => match v {
@@ -552,7 +553,7 @@ fn validate_scope(cfg: &Config, layers: &[&Layer]) -> Result<(), ConfigError> {
         .find(|l| l.sections.iter().any(|(_, kv)| kv.iter().any(|(k, _)| k == "scope")))
         .map(|l| l.source.clone())
         .unwrap_or(Source::Argument);
-    let v = Json::Array(cfg.scope.iter().map(Json::str).collect());
+    let v = Json::Array(cfg.scope.iter().map(|s| Json::str(s.clone())).collect());
     if cfg.scope.len() != 2 {
         return Err(bad(&src, "scope", &v, "scope must hold exactly 2 record names: the first and the last to dump"));
     }

@@ -82,6 +82,10 @@ fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
 
 /// Borrows a C string; `None` for NULL or invalid UTF-8.
 ///
+/// The lifetime is whatever the caller infers, `'static` included: copy the result before it
+/// goes into anything that outlives the call (a [`Json`] string borrows only `'static` text,
+/// so `Json::str(s)` with a borrowed `s` would keep a dangling pointer).
+///
 /// # Safety
 /// `p` must be NULL or point to a NUL-terminated string valid for `'a`.
 unsafe fn cstr<'a>(p: *const c_char) -> Option<&'a str> {
@@ -482,9 +486,12 @@ fn add_leaf(r: *mut MsprobeRecord, key: *const c_char, leaf: impl FnOnce() -> Re
 ///
 /// # Safety
 /// `t` is NULL or a NUL-terminated string.
-unsafe fn type_or(t: *const c_char, default: &str) -> String {
+unsafe fn type_or(t: *const c_char, default: &'static str) -> crate::json::Text {
     // SAFETY: forwarded contract.
-    unsafe { cstr(t) }.unwrap_or(default).to_string()
+    match unsafe { cstr(t) } {
+        Some(s) => s.to_string().into(),
+        None => default.into(),
+    }
 }
 
 /// `null` (Python None).
@@ -503,21 +510,21 @@ pub extern "C" fn msprobe_record_add_empty(r: *mut MsprobeRecord, key: *const c_
 #[no_mangle]
 pub extern "C" fn msprobe_record_add_bool(r: *mut MsprobeRecord, key: *const c_char, type_name: *const c_char, v: c_int) -> c_int {
     // SAFETY: type_name is NULL or a NUL-terminated string (header contract).
-    add_leaf(r, key, || Ok(value_leaf(&unsafe { type_or(type_name, "bool") }, Json::Bool(v != 0))))
+    add_leaf(r, key, || Ok(value_leaf(unsafe { type_or(type_name, "bool") }, Json::Bool(v != 0))))
 }
 
 /// `{"type": type or "int", "value": v}`.
 #[no_mangle]
 pub extern "C" fn msprobe_record_add_int(r: *mut MsprobeRecord, key: *const c_char, type_name: *const c_char, v: i64) -> c_int {
     // SAFETY: type_name is NULL or a NUL-terminated string (header contract).
-    add_leaf(r, key, || Ok(value_leaf(&unsafe { type_or(type_name, "int") }, Json::Int(v as i128))))
+    add_leaf(r, key, || Ok(value_leaf(unsafe { type_or(type_name, "int") }, Json::Int(v as i128))))
 }
 
 /// `{"type": type or "float", "value": v}`; NaN and infinities are written as msprobe does.
 #[no_mangle]
 pub extern "C" fn msprobe_record_add_float(r: *mut MsprobeRecord, key: *const c_char, type_name: *const c_char, v: f64) -> c_int {
     // SAFETY: type_name is NULL or a NUL-terminated string (header contract).
-    add_leaf(r, key, || Ok(value_leaf(&unsafe { type_or(type_name, "float") }, Json::Float(v))))
+    add_leaf(r, key, || Ok(value_leaf(unsafe { type_or(type_name, "float") }, Json::Float(v))))
 }
 
 /// `{"type": type or "str", value_key or "value": v}` (`torch.memory_format` uses "format").
@@ -533,7 +540,12 @@ pub extern "C" fn msprobe_record_add_str(
         // SAFETY: all three are NULL or NUL-terminated strings (header contract).
         let (t, s, vk) = unsafe { (type_or(type_name, "str"), cstr(v), cstr(value_key)) };
         let Some(s) = s else { return Err(fail("value is NULL or not UTF-8")) };
-        Ok(Json::Object(vec![("type".into(), Json::str(t)), (vk.unwrap_or("value").into(), Json::str(s))]))
+        // `s` and `vk` borrow the caller's strings (unbounded lifetimes from `cstr`): copied.
+        let vk: crate::json::Text = match vk {
+            Some(k) => k.to_string().into(),
+            None => "value".into(),
+        };
+        Ok(Json::Object(vec![("type".into(), Json::str(t)), (vk, Json::str(s.to_string()))]))
     })
 }
 
@@ -563,7 +575,7 @@ pub extern "C" fn msprobe_record_add_ints(
             .map(|(i, &x)| if nulls.map(|z| z[i] != 0).unwrap_or(false) { Json::Null } else { Json::Int(x as i128) })
             .collect();
         // SAFETY: type_name is NULL or a NUL-terminated string (header contract).
-        Ok(value_leaf(&unsafe { type_or(type_name, "slice") }, Json::Array(items)))
+        Ok(value_leaf(unsafe { type_or(type_name, "slice") }, Json::Array(items)))
     })
 }
 
@@ -586,7 +598,7 @@ pub extern "C" fn msprobe_record_add_group(
             let ranks: &[i64] = if n == 0 { &[] } else { std::slice::from_raw_parts(ranks, n) };
             (ranks, type_or(type_name, "torch.ProcessGroup"))
         };
-        Ok(group_leaf(&t, ranks))
+        Ok(group_leaf(t, ranks))
     })
 }
 

@@ -22,7 +22,7 @@ pub const PREFIX: &str = ".msprobe-journal-";
 
 /// Appends one entry: `{kind} {name as JSON} {len}\n{text}\n`.
 pub fn entry(out: &mut Vec<u8>, kind: char, name: &str, text: &str) {
-    out.extend_from_slice(format!("{kind} {} {}\n", Json::str(name).to_compact(), text.len()).as_bytes());
+    out.extend_from_slice(format!("{kind} {} {}\n", Json::str(name.to_string()).to_compact(), text.len()).as_bytes());
     out.extend_from_slice(text.as_bytes());
     out.push(b'\n');
 }
@@ -31,7 +31,7 @@ pub fn header_text(h: &Header) -> String {
     Json::Object(vec![
         ("task".into(), Json::str(h.task.clone())),
         ("level".into(), Json::str(h.level.clone())),
-        ("dump_data_dir".into(), h.dump_data_dir.clone().map(Json::Str).unwrap_or(Json::Null)),
+        ("dump_data_dir".into(), h.dump_data_dir.clone().map(Json::str).unwrap_or(Json::Null)),
     ])
     .to_compact()
 }

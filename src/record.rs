@@ -8,7 +8,7 @@
 
 use crate::config::{DataMode, SummaryMode, Task};
 use crate::dtype::{DType, Dialect};
-use crate::json::Json;
+use crate::json::{Json, Text};
 use crate::naming;
 use crate::stats::{self, Stat};
 use crate::tensorfile::{self, FileFormat};
@@ -97,7 +97,7 @@ pub struct RecordBuilder {
     pub name: String,
     backward: bool,
     opts: LeafOptions,
-    body: Vec<(String, Json)>,
+    body: Vec<(Text, Json)>,
     section: Option<Section>,
     pub files: Vec<TensorFile>,
     pub stack: Option<Vec<String>>,
@@ -169,7 +169,7 @@ impl RecordBuilder {
                 let root = s.stack.pop().expect("section root");
                 match self.body.iter_mut().find(|(k, _)| *k == s.key) {
                     Some(slot) => slot.1 = root.value,
-                    None => self.body.push((s.key, root.value)),
+                    None => self.body.push((s.key.into(), root.value)),
                 }
             }
         }
@@ -179,7 +179,7 @@ impl RecordBuilder {
         let parent = stack.last_mut().expect("a parent container");
         match &mut parent.value {
             Json::Array(a) => a.push(child.value),
-            Json::Object(o) => o.push((child.key.unwrap_or_default(), child.value)),
+            Json::Object(o) => o.push((child.key.unwrap_or_default().into(), child.value)),
             _ => unreachable!("containers are arrays or objects"),
         }
     }
@@ -233,7 +233,7 @@ impl RecordBuilder {
         let top = s.stack.last_mut().expect("section root");
         match &mut top.value {
             Json::Array(a) => a.push(v),
-            Json::Object(o) => o.push((key.unwrap_or_default(), v)),
+            Json::Object(o) => o.push((key.unwrap_or_default().into(), v)),
             _ => unreachable!(),
         }
     }
@@ -293,31 +293,34 @@ impl RecordBuilder {
             return Err(BuildError::SizeMismatch { expected, got: t.data.len() });
         }
         let st = stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data);
-        let mut leaf = vec![
+        let mut leaf: Vec<(Text, Json)> = vec![
             (
-                "type".to_string(),
-                Json::str(t.type_name.unwrap_or(match self.opts.dialect {
-                    Dialect::PyTorch => "torch.Tensor",
-                    Dialect::MindSpore => "mindspore.Tensor",
-                })),
+                "type".into(),
+                match t.type_name {
+                    Some(n) => Json::str(n.to_string()),
+                    None => Json::str(match self.opts.dialect {
+                        Dialect::PyTorch => "torch.Tensor",
+                        Dialect::MindSpore => "mindspore.Tensor",
+                    }),
+                },
             ),
-            ("dtype".to_string(), Json::str(t.dtype.name(self.opts.dialect))),
-            ("shape".to_string(), Json::Array(t.shape.iter().map(|&d| Json::Int(d as i128)).collect())),
-            ("Max".to_string(), stat_json(st.max)),
-            ("Min".to_string(), stat_json(st.min)),
-            ("Mean".to_string(), stat_json(st.mean)),
-            ("Norm".to_string(), stat_json(st.norm)),
+            ("dtype".into(), Json::str(t.dtype.name(self.opts.dialect))),
+            ("shape".into(), Json::Array(t.shape.iter().map(|&d| Json::Int(d as i128)).collect())),
+            ("Max".into(), stat_json(st.max)),
+            ("Min".into(), stat_json(st.min)),
+            ("Mean".into(), stat_json(st.mean)),
+            ("Norm".into(), stat_json(st.norm)),
         ];
         if self.opts.dialect == Dialect::PyTorch {
             if let Some(rg) = t.requires_grad {
-                leaf.push(("requires_grad".to_string(), Json::Bool(rg)));
+                leaf.push(("requires_grad".into(), Json::Bool(rg)));
             }
         }
         if let Some(v) = st.max_except_inf_nan {
-            leaf.push(("Max_except_inf_nan".to_string(), stat_json(v)));
+            leaf.push(("Max_except_inf_nan".into(), stat_json(v)));
         }
         if let Some(v) = st.min_except_inf_nan {
-            leaf.push(("Min_except_inf_nan".to_string(), stat_json(v)));
+            leaf.push(("Min_except_inf_nan".into(), stat_json(v)));
         }
         self.tensors += 1;
         if self.opts.task == Task::Tensor {
@@ -341,13 +344,13 @@ impl RecordBuilder {
             };
             match bytes {
                 Some(b) => {
-                    leaf.push(("data_name".to_string(), Json::str(name.clone())));
+                    leaf.push(("data_name".into(), Json::str(name.clone())));
                     self.files.push(TensorFile { name, bytes: b });
                 }
                 None => self.dropped += 1,
             }
         } else if self.opts.summary_mode == SummaryMode::Md5 {
-            leaf.push(("md5".to_string(), Json::str(stats::crc32_hex(t.dtype, t.data))));
+            leaf.push(("md5".into(), Json::str(stats::crc32_hex(t.dtype, t.data))));
         }
         self.push_leaf(k, Json::Object(leaf));
         Ok(())
@@ -361,14 +364,14 @@ impl RecordBuilder {
 }
 
 /// `{"type": T, "value": v}`, msprobe's form for scalars and other non-tensor values.
-pub fn value_leaf(type_name: &str, value: Json) -> Json {
+pub fn value_leaf(type_name: impl Into<Text>, value: Json) -> Json {
     Json::Object(vec![("type".into(), Json::str(type_name)), ("value".into(), value)])
 }
 
 /// msprobe's leaf for a process group: `{"type": T, "group_ranks": [...], "group_id": md5}`, where
 /// group_id is the md5 hex digest of Python's `str(ranks)` (`"[0, 1]"`), so dumps of the same
 /// group made by either tool name it alike.
-pub fn group_leaf(type_name: &str, ranks: &[i64]) -> Json {
+pub fn group_leaf(type_name: impl Into<Text>, ranks: &[i64]) -> Json {
     use md5::{Digest, Md5};
     let text = format!("[{}]", ranks.iter().map(i64::to_string).collect::<Vec<_>>().join(", "));
     let id: String = Md5::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
@@ -424,7 +427,7 @@ mod tests {
         assert_eq!(b[0].get("data_name").unwrap().as_str(), Some("Module.inner.DictMod.forward.0.output.0.pair.b.0.pt"));
         // key order of the leaf
         let Json::Object(kv) = &b[0] else { panic!() };
-        let keys: Vec<_> = kv.iter().map(|(k, _)| k.as_str()).collect();
+        let keys: Vec<_> = kv.iter().map(|(k, _)| &**k).collect();
         assert_eq!(keys, ["type", "dtype", "shape", "Max", "Min", "Mean", "Norm", "requires_grad", "data_name"]);
     }
 
@@ -437,7 +440,7 @@ mod tests {
         assert_eq!(id(&[]), "d751713988987e9331980363e24189ce");
         let leaf = group_leaf("torch.ProcessGroup", &[]);
         let Json::Object(kv) = &leaf else { panic!() };
-        let keys: Vec<_> = kv.iter().map(|(k, _)| k.as_str()).collect();
+        let keys: Vec<_> = kv.iter().map(|(k, _)| &**k).collect();
         assert_eq!(keys, ["type", "group_ranks", "group_id"]);
     }
 

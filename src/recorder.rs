@@ -453,7 +453,7 @@ mod tests {
         let text = std::fs::read_to_string(t.path().join("step0/rank/dump.json")).unwrap();
         let v = crate::json::parse(&text).unwrap();
         let Some(crate::json::Json::Object(data)) = v.get("data") else { panic!("no data") };
-        let names: Vec<&str> = data.iter().map(|(k, _)| k.as_str()).collect();
+        let names: Vec<&str> = data.iter().map(|(k, _)| &**k).collect();
         assert_eq!(names, ["Torch.a.0.forward", "Torch.a.1.forward", "Torch.a.2.forward", "Torch.late.0.forward"]);
         assert_eq!(v.get("task").and_then(|t| t.as_str()), Some("statistics"));
     }

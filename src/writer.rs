@@ -213,7 +213,7 @@ impl DirState {
         out.push_str(&format!(" \"level\": {},\n", Json::str(h.level).to_compact()));
         out.push_str(&format!(
             " \"dump_data_dir\": {},\n",
-            h.dump_data_dir.map(Json::Str).unwrap_or(Json::Null).to_compact()
+            h.dump_data_dir.map(Json::str).unwrap_or(Json::Null).to_compact()
         ));
         out.push_str(" \"data\": ");
         write_map(&mut out, &self.records, 1);
@@ -301,12 +301,12 @@ impl JsonFiles {
 
 /// A stack.json value (depth 1).
 fn stack_text(frames: &[String]) -> String {
-    pretty(&Json::Array(frames.iter().map(Json::str).collect()), 1)
+    pretty(&Json::Array(frames.iter().map(|f| Json::str(f.clone())).collect()), 1)
 }
 
 /// A construct.json value.
 fn parent_text(p: &Option<String>) -> String {
-    p.clone().map(Json::Str).unwrap_or(Json::Null).to_compact()
+    p.clone().map(Json::str).unwrap_or(Json::Null).to_compact()
 }
 
 fn write_map(out: &mut String, map: &IndexMap<String, String>, depth: usize) {
@@ -475,7 +475,7 @@ impl Worker {
             for (name, body) in recs {
                 let text = pretty(&body, RECORD_DEPTH);
                 journal::entry(&mut entries, 'R', &name, &text);
-                od.state.records.insert(name, text);
+                od.state.records.insert(name.into_owned(), text);
             }
         }
         for (file, kind) in [("stack.json", 'S'), ("construct.json", 'C')] {
@@ -484,9 +484,9 @@ impl Worker {
                     let text = if kind == 'S' { pretty(&v, 1) } else { v.to_compact() };
                     journal::entry(&mut entries, kind, &name, &text);
                     if kind == 'S' {
-                        od.state.stack.insert(name, text);
+                        od.state.stack.insert(name.into_owned(), text);
                     } else {
-                        od.state.construct.insert(name, text);
+                        od.state.construct.insert(name.into_owned(), text);
                     }
                 }
             }
@@ -1160,8 +1160,8 @@ fn data_names(v: &Json, out: &mut Vec<String>) {
         Json::Array(a) => a.iter().for_each(|x| data_names(x, out)),
         Json::Object(kv) => {
             for (k, x) in kv {
-                match (k.as_str(), x) {
-                    ("data_name", Json::Str(s)) => out.push(s.clone()),
+                match (&**k, x) {
+                    ("data_name", Json::Str(s)) => out.push(s.to_string()),
                     _ => data_names(x, out),
                 }
             }
@@ -1243,7 +1243,7 @@ mod tests {
         assert_eq!((r.dirs, r.records, r.torn_lines, r.missing_files), (1, 2, 0, 0));
         let read = |d: &Path, f: &str| json::parse(&std::fs::read_to_string(d.join(f)).unwrap()).unwrap();
         let Some(Json::Object(data)) = read(&copy.path().join("step1/rank0"), "dump.json").get("data").cloned() else { panic!() };
-        let names: Vec<_> = data.iter().map(|(k, _)| k.as_str()).collect();
+        let names: Vec<_> = data.iter().map(|(k, _)| &**k).collect();
         assert_eq!(names, ["Module.a.A.forward.1", "Module.b.B.forward.0"]);
         assert_eq!(read(&copy.path().join("step1/rank0"), "construct.json").get("Module.b.B.forward.0"), Some(&Json::Null));
         assert_eq!(read(&copy.path().join("step1/rank0"), "dump.json").get("level").and_then(Json::as_str), Some("L0"));

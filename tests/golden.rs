@@ -112,7 +112,7 @@ fn reproduce(data_case: &str, target_case: &str, out: &Path) -> PathBuf {
         let Json::Object(sections) = body else { panic!("body") };
         for (sec, v) in sections {
             b.section(sec).unwrap();
-            let cat = match sec.as_str() {
+            let cat = match &**sec {
                 "input_args" | "input" => "input",
                 "input_kwargs" => "kwargs",
                 _ => "output",
@@ -166,15 +166,15 @@ fn compare(ours: &Json, theirs: &Json, path: &str, dtype: &str, scale: f64) {
             }
         }
         (Json::Object(a), Json::Object(b)) => {
-            let ka: Vec<&String> = a.iter().map(|(k, _)| k).collect();
-            let kb: Vec<&String> = b.iter().map(|(k, _)| k).collect();
+            let ka: Vec<&str> = a.iter().map(|(k, _)| &**k).collect();
+            let kb: Vec<&str> = b.iter().map(|(k, _)| &**k).collect();
             assert_eq!(ka, kb, "{path}: keys and their order");
             let dt = ours.get("dtype").and_then(Json::as_str).unwrap_or(dtype).to_string();
             let mag = |k: &str| theirs.get(k).and_then(Json::as_f64).map(f64::abs).unwrap_or(0.0);
             let largest = mag("Max").max(mag("Min"));
             for ((k, x), (_, y)) in a.iter().zip(b) {
                 // Mean and Norm are reductions (order-dependent); Max/Min must be exact.
-                let scale = if matches!(k.as_str(), "Mean" | "Norm") { largest } else { -1.0 };
+                let scale = if matches!(&**k, "Mean" | "Norm") { largest } else { -1.0 };
                 compare(x, y, &format!("{path}.{k}"), &dt, scale);
             }
         }

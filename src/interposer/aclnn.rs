@@ -69,7 +69,7 @@ fn bind_arg(a: &Arg) -> Bound {
         } else {
             // SAFETY: a `char*` phase-1 argument is a NUL-terminated host string for the call.
             let s = unsafe { CStr::from_ptr(p as *const c_char) }.to_string_lossy().into_owned();
-            value_leaf("str", Json::Str(s))
+            value_leaf("str", Json::str(s))
         }),
         Arg::DType(d) => Bound::Value(value_leaf("aclDataType", Json::Int(d as i128))),
         Arg::Bool(b) => Bound::Value(value_leaf("bool", Json::Bool(b))),

@@ -187,7 +187,7 @@ fn set_attr(attr: P, name: *const c_char, v: Json) {
     if let Obj::Value(Json::Object(kv)) = e {
         match kv.iter_mut().find(|(n, _)| *n == k) {
             Some(slot) => slot.1 = v,
-            None => kv.push((k, v)),
+            None => kv.push((k.into(), v)),
         }
     }
 }
@@ -217,7 +217,7 @@ attr_hook!(set_attr_string, SET_ATTR_STRING, *const c_char, |v: *const c_char| {
         Json::Null
     } else {
         // SAFETY: attrValue is the caller's NUL-terminated string.
-        value_leaf("str", Json::Str(unsafe { CStr::from_ptr(v) }.to_string_lossy().into_owned()))
+        value_leaf("str", Json::str(unsafe { CStr::from_ptr(v) }.to_string_lossy().into_owned()))
     }
 });
 
