@@ -985,10 +985,14 @@ impl Writer {
         }
     }
 
-    /// Rings a napping writer when more than one record is queued, so that it writes tensor
-    /// files beside the waiting caller.
+    /// Rings a napping writer when more than one record and tensor bytes are queued, so that
+    /// it writes tensor files beside the waiting caller. Without files there is nothing to
+    /// share (the rest is done under one lock) and the ring would only cost the caller.
     fn call_help(&self, shared: &Shared) {
-        if shared.rx.len() > 1 && self.bell.state.load(std::sync::atomic::Ordering::SeqCst) != AWAKE {
+        if shared.rx.len() > 1
+            && self.bell.state.load(std::sync::atomic::Ordering::SeqCst) != AWAKE
+            && self.budget.in_flight() > 0
+        {
             self.bell.ring();
         }
     }
