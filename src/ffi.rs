@@ -560,12 +560,10 @@ pub extern "C" fn msprobe_record_add_ints(
     n: usize,
 ) -> c_int {
     add_leaf(r, key, || {
-        if n > 0 && v.is_null() {
-            return Err(fail("values are NULL"));
-        }
-        // SAFETY: v points to n i64s and is_null is NULL or points to n bytes (header contract).
+        // SAFETY: v is NULL or points to n i64s, and is_null is NULL or points to n bytes
+        // (header contract).
         let (vals, nulls) = unsafe {
-            let vals: &[i64] = if n == 0 { &[] } else { std::slice::from_raw_parts(v, n) };
+            let vals = i64s(v, n, "values")?;
             let nulls: Option<&[u8]> = if is_null.is_null() || n == 0 { None } else { Some(std::slice::from_raw_parts(is_null, n)) };
             (vals, nulls)
         };
@@ -590,16 +588,26 @@ pub extern "C" fn msprobe_record_add_group(
     n: usize,
 ) -> c_int {
     add_leaf(r, key, || {
-        if n > 0 && ranks.is_null() {
-            return Err(fail("ranks are NULL"));
-        }
-        // SAFETY: ranks points to n i64s (header contract); type_name is NULL or NUL-terminated.
-        let (ranks, t) = unsafe {
-            let ranks: &[i64] = if n == 0 { &[] } else { std::slice::from_raw_parts(ranks, n) };
-            (ranks, type_or(type_name, "torch.ProcessGroup"))
-        };
+        // SAFETY: ranks is NULL or points to n i64s; type_name is NULL or NUL-terminated
+        // (header contract).
+        let (ranks, t) = unsafe { (i64s(ranks, n, "ranks")?, type_or(type_name, "torch.ProcessGroup")) };
         Ok(group_leaf(t, ranks))
     })
+}
+
+/// The caller's `n` integers at `p` (an error, reported, when `p` is NULL and `n` > 0).
+///
+/// # Safety
+/// `p` is NULL or points to `n` i64s valid for `'a`.
+unsafe fn i64s<'a>(p: *const i64, n: usize, what: &str) -> Result<&'a [i64], c_int> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(fail(format!("{what} are NULL")));
+    }
+    // SAFETY: non-null and n long per this function's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
 /// Sets the record's stack.json entry (forward records).

@@ -110,13 +110,13 @@ impl GradDone {
     fn __call__(&self, py: Python<'_>, grads: &Bound<'_, PyAny>) {
         let hooks = self.hooks.get();
         let call = self.call.bind(py);
-        let res = match self.kind {
+        let res = hooks.guarded(py, || match self.kind {
             Done::Arg => PyTuple::new(py, [grads]).and_then(|g| hooks.backward_record(py, call, &g)),
             Done::Input => hooks.inputs_done(py, call, vec![grads.clone()]),
             Done::Inputs => grads.try_iter().and_then(|it| it.collect::<PyResult<Vec<_>>>()).and_then(|g| hooks.inputs_done(py, call, g)),
             Done::Output => hooks.outputs_done(py, call, vec![grads.clone()]),
             Done::Outputs => grads.try_iter().and_then(|it| it.collect::<PyResult<Vec<_>>>()).and_then(|g| hooks.outputs_done(py, call, g)),
-        };
+        });
         hooks.report(py, res);
     }
 }
