@@ -9,6 +9,24 @@ use std::path::{Path, PathBuf};
 pub const DIR_MODE: u32 = 0o750;
 pub const FILE_MODE: u32 = 0o640;
 
+/// Sets `path`'s mode when it is not `mode` already (a umask or a default ACL may have changed
+/// it at creation). The stat is a read; the chmod it spares is an inode write (a journal
+/// transaction on ext4) for each of the five things created per step.
+fn ensure_mode(path: &Path, mode: u32) -> io::Result<()> {
+    if fs::symlink_metadata(path)?.permissions().mode() & 0o7777 != mode {
+        fs::set_permissions(path, fs::Permissions::from_mode(mode))?;
+    }
+    Ok(())
+}
+
+/// [`ensure_mode`] for an open file.
+fn ensure_file_mode(f: &File, mode: u32) -> io::Result<()> {
+    if f.metadata()?.permissions().mode() & 0o7777 != mode {
+        f.set_permissions(fs::Permissions::from_mode(mode))?;
+    }
+    Ok(())
+}
+
 fn refuse_symlink(p: &Path) -> io::Result<bool> {
     match fs::symlink_metadata(p) {
         Ok(m) if m.file_type().is_symlink() => Err(io::Error::new(
@@ -30,7 +48,7 @@ fn refuse_symlink(p: &Path) -> io::Result<bool> {
 pub fn create_dirs(root: &Path, subdirs: &[&str]) -> io::Result<PathBuf> {
     if !refuse_symlink(root)? {
         std::fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(root)?;
-        fs::set_permissions(root, fs::Permissions::from_mode(DIR_MODE))?;
+        ensure_mode(root, DIR_MODE)?;
         refuse_symlink(root)?;
     }
     let mut p = root.to_path_buf();
@@ -38,7 +56,7 @@ pub fn create_dirs(root: &Path, subdirs: &[&str]) -> io::Result<PathBuf> {
         p.push(d);
         if !refuse_symlink(&p)? {
             match std::fs::DirBuilder::new().mode(DIR_MODE).create(&p) {
-                Ok(()) => fs::set_permissions(&p, fs::Permissions::from_mode(DIR_MODE))?,
+                Ok(()) => ensure_mode(&p, DIR_MODE)?,
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     refuse_symlink(&p)?;
                 }
@@ -57,7 +75,7 @@ pub fn create_new(path: &Path) -> io::Result<File> {
         .mode(FILE_MODE)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)?;
-    f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
+    ensure_file_mode(&f, FILE_MODE)?;
     Ok(f)
 }
 
@@ -74,7 +92,7 @@ pub fn open_append(path: &Path) -> io::Result<File> {
         .mode(FILE_MODE)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)?;
-    f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
+    ensure_file_mode(&f, FILE_MODE)?;
     Ok(f)
 }
 
