@@ -160,8 +160,9 @@ class _LeanHooks:
     when the output gradients are there and ends when the input gradients are (at once when no
     input requires grad, as torch does). Level L0 wraps no API, so `state.local.busy` is not
     needed here. With msprobe._fastpath built, L0 runs its native twin instead
-    (python/native/src/hooks.rs: same calls, same records); the two are kept in step, and the
-    scenario test l0_lean compares both with torch's full backward hooks."""
+    (python/native/src/hooks.rs: same calls, same records, its module stack kept natively
+    instead of in `state`); the two are kept in step, and the scenario test l0_lean compares
+    both with torch's full backward hooks."""
 
     def __init__(self, prefix: str) -> None:
         self.fwd_key = (prefix + "forward.").encode()

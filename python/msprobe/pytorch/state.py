@@ -46,6 +46,9 @@ class State:
     def reset_step(self) -> None:
         self.module_stack.clear()
         self.pending.clear()
+        reset = getattr(recorder, "reset_modules", None)   # the native L0 hooks' own stack
+        if reset is not None:
+            reset()
 
 
 state = State()

@@ -18,12 +18,12 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::Encoder;
+use crate::{Encoder, Pending};
 
 /// What the hooks call in torch and in the layer, looked up once by the Python side.
 pub struct Env {
-    /// `msprobe.pytorch.state.state`: the module stack behind construct.json.
-    pub state: Py<PyAny>,
+    /// construct.json is kept (`state.construct`, fixed by the level before hooks are set).
+    pub construct: bool,
     pub is_grad_enabled: Py<PyAny>,
     pub tensor_type: Py<PyAny>,
     /// `torch.autograd.graph.register_multi_grad_hook`.
@@ -34,7 +34,7 @@ pub struct Env {
 impl Env {
     fn clone_ref(&self, py: Python<'_>) -> Env {
         Env {
-            state: self.state.clone_ref(py),
+            construct: self.construct,
             is_grad_enabled: self.is_grad_enabled.clone_ref(py),
             tensor_type: self.tensor_type.clone_ref(py),
             multi_grad_hook: self.multi_grad_hook.clone_ref(py),
@@ -194,30 +194,30 @@ impl LeanHooks {
         Ok(self.is_tensor(v)? && v.getattr(intern!(v.py(), "requires_grad"))?.is_truthy()?)
     }
 
-    /// The next record name from `key` with its parent noted (state.enter_module), or None when
-    /// capture is off (nothing is counted then).
-    fn enter(&self, py: Python<'_>, key: &CString, prefix: &str) -> PyResult<Option<(String, Option<String>)>> {
+    /// The next record name from `key` with its parent noted (the module stack's `enter`, as
+    /// `state.enter_module` in the Python hooks), or None when capture is off (nothing is
+    /// counted then).
+    fn enter(&self, key: &CString, prefix: &str) -> Option<(String, Option<String>)> {
         let abi = &self.enc().abi;
         if !abi.enabled() {
-            return Ok(None);
+            return None;
         }
         let name = format!("{prefix}{}", abi.next(key));
-        let parent: Option<String> = self.env.state.bind(py).call_method1(intern!(py, "enter_module"), (&name,))?.extract()?;
-        Ok(Some((name, parent)))
+        let parent = self.enc().modules().enter(&name, self.env.construct);
+        Some((name, parent))
     }
 
-    fn pop_module(&self, py: Python<'_>, name: &str) -> PyResult<()> {
-        self.env.state.bind(py).call_method1(intern!(py, "pop_module"), (name,))?;
-        Ok(())
+    fn pop_module(&self, name: &str) {
+        self.enc().modules().pop(name);
     }
 
-    /// `state.pending` when construct.json is kept, else None.
-    fn pending<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
-        let state = self.env.state.bind(py);
-        if !state.getattr(intern!(py, "construct"))?.is_truthy()? {
-            return Ok(None);
+    /// Where a record's construct.json entries come from.
+    fn pending(&self) -> Pending<'static, 'static> {
+        if self.env.construct {
+            Pending::Native
+        } else {
+            Pending::No
         }
-        Ok(Some(state.getattr(intern!(py, "pending"))?.cast_into::<PyList>()?))
     }
 
     fn done(&self, slf: &Bound<'_, Self>, call: &Py<Call>, kind: Done) -> PyResult<Py<GradDone>> {
@@ -227,7 +227,7 @@ impl LeanHooks {
 
     fn pre_inner<'py>(&self, slf: &Bound<'py, Self>, args: &Bound<'py, PyTuple>) -> PyResult<Option<Py<PyAny>>> {
         let py = slf.py();
-        let Some((name, parent)) = self.enter(py, &self.fwd_key, &self.fwd_name)? else {
+        let Some((name, parent)) = self.enter(&self.fwd_key, &self.fwd_name) else {
             lock(&self.calls).push(None);   // capture off: the module runs exactly as without hooks
             return Ok(None);
         };
@@ -312,11 +312,8 @@ impl LeanHooks {
         };
         let kwargs = kwargs.cast::<PyDict>().ok();
         // construct entries for filtered-out records too, as 1.1.1
-        let recorded = self.pending(py).map(|pending| {
-            self.enc().record(py, &c.name, args, kwargs, output, &frame, Some("_call_impl"), c.parent.as_deref(), pending.as_ref())
-        });
-        self.pop_module(py, &c.name)?;
-        recorded?;
+        self.enc().record_with(py, &c.name, args, kwargs, output, &frame, Some("_call_impl"), c.parent.as_deref(), self.pending());
+        self.pop_module(&c.name);
         if !self.grad_enabled(py)? {
             return Ok(None);
         }
@@ -399,7 +396,7 @@ impl LeanHooks {
             io.grad_out = Some(packed.unbind());
             io.in_idx.is_none()
         };
-        if let Some(entry) = self.enter(py, &self.bwd_key, &self.bwd_name)? {
+        if let Some(entry) = self.enter(&self.bwd_key, &self.bwd_name) {
             lock(&self.bwd).push(entry);
         }
         if no_inputs {
@@ -442,11 +439,9 @@ impl LeanHooks {
             Some(g) => g.into_bound(py),
             None => PyTuple::empty(py),
         };
-        let recorded = self.pending(py).map(|pending| {
-            self.enc().backward(py, &name, grad_out.as_any(), grad_in.as_any(), parent.as_deref(), pending.as_ref())
-        });
-        self.pop_module(py, &name)?;
-        recorded.map(|_| ())
+        self.enc().backward_with(py, &name, grad_out.as_any(), grad_in.as_any(), parent.as_deref(), self.pending());
+        self.pop_module(&name);
+        Ok(())
     }
 }
 

@@ -44,6 +44,55 @@ pub struct Encoder {
     split_lists: bool,
     /// A record whose sections data_mode all dropped is still written (MindSpore).
     keep_empty: bool,
+    /// The module stack of the native L0 hooks (see [`Modules`]).
+    modules: Mutex<Modules>,
+}
+
+/// The open modules of the native L0 hooks, innermost last, and the construct.json entries
+/// (module, parent) noted since the last record: the Python layer's `state.module_stack` and
+/// `state.pending`, kept here so that a module call costs no calls back into Python for them.
+/// One per process like the Python state; emptied at each step (`reset_modules`).
+#[derive(Default)]
+pub struct Modules {
+    stack: Vec<String>,
+    pending: Vec<(String, Option<String>)>,
+}
+
+impl Modules {
+    /// `name` starts under the innermost open module (returned) and becomes the innermost;
+    /// with `construct`, its entry is noted.
+    pub fn enter(&mut self, name: &str, construct: bool) -> Option<String> {
+        let parent = self.stack.last().cloned();
+        if construct {
+            self.pending.push((name.to_owned(), parent.clone()));
+        }
+        self.stack.push(name.to_owned());
+        parent
+    }
+
+    /// `name` ends: the innermost open module of that name is removed.
+    pub fn pop(&mut self, name: &str) {
+        if let Some(i) = self.stack.iter().rposition(|m| m == name) {
+            self.stack.remove(i);
+        }
+    }
+}
+
+/// Where a record's construct.json entries come from.
+#[derive(Clone, Copy)]
+pub enum Pending<'a, 'py> {
+    /// construct.json is not kept.
+    No,
+    /// The Python layer's `state.pending` list (emptied once noted).
+    List(&'a Bound<'py, PyList>),
+    /// [`Modules::pending`].
+    Native,
+}
+
+impl<'a, 'py> Pending<'a, 'py> {
+    fn from_list(list: Option<&'a Bound<'py, PyList>>) -> Self {
+        list.map_or(Pending::No, Pending::List)
+    }
 }
 
 #[pymethods]
@@ -93,6 +142,7 @@ impl Encoder {
             special_keys,
             split_lists,
             keep_empty,
+            modules: Mutex::new(Modules::default()),
         })
     }
 
@@ -187,19 +237,17 @@ impl Encoder {
         parent: Option<&str>,
         pending: Option<&Bound<'py, PyList>>,
     ) -> bool {
-        self.whole(py, name, parent, pending, |w| {
-            let kept = self.inputs(w, args, kwargs)?;
-            let kept = self.output(w, output)? || kept;
-            match caller_of {
-                Some(func) => self.stack(w, &frames::caller_of(frame, func)?)?,
-                None => self.stack(w, frame)?,
-            }
-            Ok(kept)
-        })
+        self.record_with(py, name, args, kwargs, output, frame, caller_of, parent, Pending::from_list(pending))
+    }
+
+    /// Empties the native hooks' module stack (a new step).
+    fn reset_modules(&self) {
+        *self.modules.lock().unwrap_or_else(|e| e.into_inner()) = Modules::default();
     }
 
     /// The L0 hooks of the module whose records are named `Module.{path}.{Class}.` (`prefix`);
-    /// see [`hooks::LeanHooks`]. `state` is the layer's hooking state (module stack), the rest
+    /// see [`hooks::LeanHooks`]. `state` is the layer's hooking state, read once (`construct`:
+    /// construct.json is kept; the module stack is the encoder's own, [`Modules`]); the rest
     /// are torch's functions the hooks call.
     fn lean_hooks(
         slf: &Bound<'_, Self>,
@@ -210,7 +258,8 @@ impl Encoder {
         multi_grad_hook: Py<PyAny>,
         zeros: Py<PyAny>,
     ) -> PyResult<hooks::LeanHooks> {
-        let env = hooks::Env { state, is_grad_enabled, tensor_type, multi_grad_hook, zeros };
+        let construct = state.bind(slf.py()).getattr("construct")?.is_truthy()?;
+        let env = hooks::Env { construct, is_grad_enabled, tensor_type, multi_grad_hook, zeros };
         hooks::LeanHooks::new(slf.clone().unbind(), prefix, &env, slf.py())
     }
 
@@ -226,14 +275,56 @@ impl Encoder {
         parent: Option<&str>,
         pending: Option<&Bound<'py, PyList>>,
     ) -> bool {
+        self.backward_with(py, name, grads_in, grads_out, parent, Pending::from_list(pending))
+    }
+}
+
+impl Encoder {
+    /// [`Encoder::record`] with the construct.json entries from `pending`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_with<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        args: &Bound<'py, PyAny>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+        output: &Bound<'py, PyAny>,
+        frame: &Bound<'py, PyAny>,
+        caller_of: Option<&str>,
+        parent: Option<&str>,
+        pending: Pending<'_, 'py>,
+    ) -> bool {
+        self.whole(py, name, parent, pending, |w| {
+            let kept = self.inputs(w, args, kwargs)?;
+            let kept = self.output(w, output)? || kept;
+            match caller_of {
+                Some(func) => self.stack(w, &frames::caller_of(frame, func)?)?,
+                None => self.stack(w, frame)?,
+            }
+            Ok(kept)
+        })
+    }
+
+    /// [`Encoder::backward`] with the construct.json entries from `pending`.
+    pub fn backward_with<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        grads_in: &Bound<'py, PyAny>,
+        grads_out: &Bound<'py, PyAny>,
+        parent: Option<&str>,
+        pending: Pending<'_, 'py>,
+    ) -> bool {
         self.whole(py, name, parent, pending, |w| {
             let kept = self.items(w, c"input", grads_in)?;
             Ok(self.items(w, c"output", grads_out)? || kept)
         })
     }
-}
 
-impl Encoder {
+    pub fn modules(&self) -> std::sync::MutexGuard<'_, Modules> {
+        self.modules.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// A record built in one call: begins `name`, lets `build` add its sections (returning
     /// whether any was kept), ends it, then notes the construct.json entries when `pending` is
     /// given (also for a record filtered out). Returns whether the record was begun.
@@ -247,7 +338,7 @@ impl Encoder {
         py: Python<'py>,
         name: &str,
         parent: Option<&str>,
-        pending: Option<&Bound<'py, PyList>>,
+        pending: Pending<'_, 'py>,
         build: impl FnOnce(&Walker<'_, 'py>) -> PyResult<bool>,
     ) -> bool {
         let mut carried = false;
@@ -255,7 +346,7 @@ impl Encoder {
             let Some(r) = self.begin(name) else { return false };
             let w = Walker { enc: self, py, r };
             let res = build(&w);
-            if let (Some(_), Ok(kept), Ok(p)) = (pending, &res, parent.map(CString::new).transpose()) {
+            if let (false, Ok(kept), Ok(p)) = (matches!(pending, Pending::No), &res, parent.map(CString::new).transpose()) {
                 if *kept || self.keep_empty {
                     self.abi.parent(r, p.as_deref());
                     carried = true;
@@ -264,7 +355,7 @@ impl Encoder {
             self.settle(py, r, res);
             true
         });
-        if let Some(pending) = pending {
+        if !matches!(pending, Pending::No) {
             self.note_after(py, name, parent, carried, pending);
         }
         begun
@@ -313,13 +404,13 @@ impl Encoder {
 
     /// See [`Encoder::construct`]; errors are logged once, never raised.
     fn note(&self, py: Python<'_>, name: &str, parent: Option<&str>, pending: &Bound<'_, PyList>) {
-        self.note_after(py, name, parent, false, pending);
+        self.note_after(py, name, parent, false, Pending::List(pending));
     }
 
     /// [`Encoder::note`] after a record that may already carry `name`'s entry (`carried`):
     /// then neither it nor an equal pending entry is sent again (the same key with the same
     /// value changes nothing in construct.json).
-    fn note_after(&self, py: Python<'_>, name: &str, parent: Option<&str>, carried: bool, pending: &Bound<'_, PyList>) {
+    fn note_after(&self, py: Python<'_>, name: &str, parent: Option<&str>, carried: bool, pending: Pending<'_, '_>) {
         let res = self.guarded(py, Ok(()), || -> PyResult<()> {
             if !self.abi.enabled() {
                 return Ok(());
@@ -327,14 +418,27 @@ impl Encoder {
             if !carried {
                 self.construct_one(name, parent);
             }
-            for item in pending.iter() {
-                let (m, p): (String, Option<String>) = item.extract()?;
-                if carried && m == name && p.as_deref() == parent {
-                    continue;
+            let one = |m: &str, p: Option<&str>| {
+                if !(carried && m == name && p == parent) {
+                    self.construct_one(m, p);
                 }
-                self.construct_one(&m, p.as_deref());
+            };
+            match pending {
+                Pending::No => {}
+                Pending::List(list) => {
+                    for item in list.iter() {
+                        let (m, p): (String, Option<String>) = item.extract()?;
+                        one(&m, p.as_deref());
+                    }
+                    list.call_method0(pyo3::intern!(py, "clear"))?;
+                }
+                Pending::Native => {
+                    let entries = std::mem::take(&mut self.modules().pending);
+                    for (m, p) in &entries {
+                        one(m, p.as_deref());
+                    }
+                }
             }
-            pending.call_method0(pyo3::intern!(py, "clear"))?;
             Ok(())
         });
         if let Err(e) = res {
