@@ -312,7 +312,10 @@ impl LeanHooks {
         };
         let kwargs = kwargs.cast::<PyDict>().ok();
         // construct entries for filtered-out records too, as 1.1.1
-        self.enc().record_with(py, &c.name, args, kwargs, output, &frame, Some("_call_impl"), c.parent.as_deref(), self.pending());
+        let enc = self.enc();
+        enc.whole(py, &c.name, c.parent.as_deref(), self.pending(), |w| {
+            enc.call_sections(w, args, kwargs, output, &frame, Some("_call_impl"))
+        });
         self.pop_module(&c.name);
         if !self.grad_enabled(py)? {
             return Ok(None);
@@ -439,7 +442,8 @@ impl LeanHooks {
             Some(g) => g.into_bound(py),
             None => PyTuple::empty(py),
         };
-        self.enc().backward_with(py, &name, grad_out.as_any(), grad_in.as_any(), parent.as_deref(), self.pending());
+        let enc = self.enc();
+        enc.whole(py, &name, parent.as_deref(), self.pending(), |w| enc.grad_sections(w, grad_out.as_any(), grad_in.as_any()));
         self.pop_module(&name);
         Ok(())
     }

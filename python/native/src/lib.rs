@@ -53,7 +53,7 @@ pub struct Encoder {
 /// `state.pending`, kept here so that a module call costs no calls back into Python for them.
 /// One per process like the Python state; emptied at each step (`reset_modules`).
 #[derive(Default)]
-pub struct Modules {
+struct Modules {
     stack: Vec<String>,
     pending: Vec<(String, Option<String>)>,
 }
@@ -61,7 +61,7 @@ pub struct Modules {
 impl Modules {
     /// `name` starts under the innermost open module (returned) and becomes the innermost;
     /// with `construct`, its entry is noted.
-    pub fn enter(&mut self, name: &str, construct: bool) -> Option<String> {
+    fn enter(&mut self, name: &str, construct: bool) -> Option<String> {
         let parent = self.stack.last().cloned();
         if construct {
             self.pending.push((name.to_owned(), parent.clone()));
@@ -71,7 +71,7 @@ impl Modules {
     }
 
     /// `name` ends: the innermost open module of that name is removed.
-    pub fn pop(&mut self, name: &str) {
+    fn pop(&mut self, name: &str) {
         if let Some(i) = self.stack.iter().rposition(|m| m == name) {
             self.stack.remove(i);
         }
@@ -80,7 +80,7 @@ impl Modules {
 
 /// Where a record's construct.json entries come from.
 #[derive(Clone, Copy)]
-pub enum Pending<'a, 'py> {
+enum Pending<'a, 'py> {
     /// construct.json is not kept.
     No,
     /// The Python layer's `state.pending` list (emptied once noted).
@@ -237,12 +237,12 @@ impl Encoder {
         parent: Option<&str>,
         pending: Option<&Bound<'py, PyList>>,
     ) -> bool {
-        self.record_with(py, name, args, kwargs, output, frame, caller_of, parent, Pending::from_list(pending))
+        self.whole(py, name, parent, Pending::from_list(pending), |w| self.call_sections(w, args, kwargs, output, frame, caller_of))
     }
 
     /// Empties the native hooks' module stack (a new step).
     fn reset_modules(&self) {
-        *self.modules.lock().unwrap_or_else(|e| e.into_inner()) = Modules::default();
+        *self.modules() = Modules::default();
     }
 
     /// The L0 hooks of the module whose records are named `Module.{path}.{Class}.` (`prefix`);
@@ -275,59 +275,46 @@ impl Encoder {
         parent: Option<&str>,
         pending: Option<&Bound<'py, PyList>>,
     ) -> bool {
-        self.backward_with(py, name, grads_in, grads_out, parent, Pending::from_list(pending))
+        self.whole(py, name, parent, Pending::from_list(pending), |w| self.grad_sections(w, grads_in, grads_out))
     }
 }
 
 impl Encoder {
-    /// [`Encoder::record`] with the construct.json entries from `pending`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn record_with<'py>(
+    /// The sections of a forward record ([`Encoder::record`]): inputs, output, stack.
+    fn call_sections<'py>(
         &self,
-        py: Python<'py>,
-        name: &str,
+        w: &Walker<'_, 'py>,
         args: &Bound<'py, PyAny>,
         kwargs: Option<&Bound<'py, PyDict>>,
         output: &Bound<'py, PyAny>,
         frame: &Bound<'py, PyAny>,
         caller_of: Option<&str>,
-        parent: Option<&str>,
-        pending: Pending<'_, 'py>,
-    ) -> bool {
-        self.whole(py, name, parent, pending, |w| {
-            let kept = self.inputs(w, args, kwargs)?;
-            let kept = self.output(w, output)? || kept;
-            match caller_of {
-                Some(func) => self.stack(w, &frames::caller_of(frame, func)?)?,
-                None => self.stack(w, frame)?,
-            }
-            Ok(kept)
-        })
+    ) -> PyResult<bool> {
+        let kept = self.inputs(w, args, kwargs)?;
+        let kept = self.output(w, output)? || kept;
+        match caller_of {
+            Some(func) => self.stack(w, &frames::caller_of(frame, func)?)?,
+            None => self.stack(w, frame)?,
+        }
+        Ok(kept)
     }
 
-    /// [`Encoder::backward`] with the construct.json entries from `pending`.
-    pub fn backward_with<'py>(
-        &self,
-        py: Python<'py>,
-        name: &str,
-        grads_in: &Bound<'py, PyAny>,
-        grads_out: &Bound<'py, PyAny>,
-        parent: Option<&str>,
-        pending: Pending<'_, 'py>,
-    ) -> bool {
-        self.whole(py, name, parent, pending, |w| {
-            let kept = self.items(w, c"input", grads_in)?;
-            Ok(self.items(w, c"output", grads_out)? || kept)
-        })
+    /// The sections of a backward record ([`Encoder::backward`]).
+    fn grad_sections<'py>(&self, w: &Walker<'_, 'py>, grads_in: &Bound<'py, PyAny>, grads_out: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let kept = self.items(w, c"input", grads_in)?;
+        Ok(self.items(w, c"output", grads_out)? || kept)
     }
 
-    pub fn modules(&self) -> std::sync::MutexGuard<'_, Modules> {
+    /// The native L0 hooks' module stack (held only for a push, a pop or a take, never while
+    /// Python runs).
+    fn modules(&self) -> std::sync::MutexGuard<'_, Modules> {
         self.modules.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A record built in one call: begins `name`, lets `build` add its sections (returning
-    /// whether any was kept), ends it, then notes the construct.json entries when `pending` is
-    /// given (also for a record filtered out). Returns whether the record was begun.
+    /// whether any was kept), ends it, then notes the construct.json entries from `pending`
+    /// unless it is `Pending::No` (also for a record filtered out). Returns whether the record
+    /// was begun.
     ///
     /// A written record carries its own entry (`name` under `parent`), which the writer inserts
     /// with it, in the order [`Encoder::construct`] would: that spares the recorder's lock and a
@@ -346,7 +333,8 @@ impl Encoder {
             let Some(r) = self.begin(name) else { return false };
             let w = Walker { enc: self, py, r };
             let res = build(&w);
-            if let (false, Ok(kept), Ok(p)) = (matches!(pending, Pending::No), &res, parent.map(CString::new).transpose()) {
+            let noted = !matches!(pending, Pending::No);
+            if let (true, Ok(kept), Ok(p)) = (noted, &res, parent.map(CString::new).transpose()) {
                 if *kept || self.keep_empty {
                     self.abi.parent(r, p.as_deref());
                     carried = true;
