@@ -214,18 +214,21 @@ impl RecordBuilder {
         matches!(&self.section, Some(s) if !s.skipped)
     }
 
-    /// The key a new child gets in the current container, and its path component.
-    fn child_slot(&self, key: Option<&str>) -> Result<(Option<String>, String), BuildError> {
+    /// The key a new child gets in the current container (None in a list), and its position.
+    fn child_slot(&self, key: Option<&str>) -> Result<(Option<String>, usize), BuildError> {
         let s = self.section.as_ref().ok_or(BuildError::NoSection)?;
         let top = s.stack.last().expect("section root");
         Ok(match &top.value {
-            Json::Object(o) => {
-                let k = key.map(str::to_string).unwrap_or_else(|| o.len().to_string());
-                (Some(k.clone()), k)
-            }
-            Json::Array(a) => (None, a.len().to_string()),
+            Json::Object(o) => (Some(key.map(str::to_string).unwrap_or_else(|| o.len().to_string())), o.len()),
+            Json::Array(a) => (None, a.len()),
             _ => unreachable!(),
         })
+    }
+
+    /// A child's component of tensor file names (its key, or its position in a list). Only
+    /// the tensor task names files, so other tasks skip making it.
+    fn path_part(&self, key: &Option<String>, index: usize) -> Option<String> {
+        (self.opts.task == Task::Tensor).then(|| key.clone().unwrap_or_else(|| index.to_string()))
     }
 
     fn push_leaf(&mut self, key: Option<String>, v: Json) {
@@ -240,10 +243,11 @@ impl RecordBuilder {
 
     /// Opens a nested list (`dict = false`) or dict under `key` (ignored inside lists).
     pub fn open(&mut self, key: Option<&str>, dict: bool) -> Result<(), BuildError> {
-        let (k, path) = self.child_slot(key)?;
+        let (k, index) = self.child_slot(key)?;
+        let path = self.path_part(&k, index);
         let s = self.section.as_mut().expect("checked");
         let value = if dict { Json::Object(vec![]) } else { Json::Array(vec![]) };
-        s.stack.push(Open { key: k, path: Some(path), value });
+        s.stack.push(Open { key: k, path, value });
         Ok(())
     }
 
@@ -284,7 +288,7 @@ impl RecordBuilder {
 
     /// Adds a tensor leaf: statistics, CRC and (tensor task) its file.
     pub fn add_tensor(&mut self, key: Option<&str>, t: &TensorRef, budget: &dyn ByteBudget) -> Result<(), BuildError> {
-        let (k, path) = self.child_slot(key)?;
+        let (k, index) = self.child_slot(key)?;
         if !self.active() {
             return Ok(());
         }
@@ -293,7 +297,9 @@ impl RecordBuilder {
             return Err(BuildError::SizeMismatch { expected, got: t.data.len() });
         }
         let st = stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data);
-        let mut leaf: Vec<(Text, Json)> = vec![
+        // Room for every key a leaf can have: no reallocation as the optional ones are pushed.
+        let mut leaf: Vec<(Text, Json)> = Vec::with_capacity(11);
+        leaf.extend([
             (
                 "type".into(),
                 match t.type_name {
@@ -310,7 +316,7 @@ impl RecordBuilder {
             ("Min".into(), stat_json(st.min)),
             ("Mean".into(), stat_json(st.mean)),
             ("Norm".into(), stat_json(st.norm)),
-        ];
+        ]);
         if self.opts.dialect == Dialect::PyTorch {
             if let Some(rg) = t.requires_grad {
                 leaf.push(("requires_grad".into(), Json::Bool(rg)));
@@ -324,6 +330,7 @@ impl RecordBuilder {
         }
         self.tensors += 1;
         if self.opts.task == Task::Tensor {
+            let path = self.path_part(&k, index).expect("tensor task");
             let stem = self.data_stem(&path);
             let name = naming::sanitize_file_name(&stem, self.opts.format.ext());
             let file_stem = name.strip_suffix(&format!(".{}", self.opts.format.ext())).unwrap_or(&name).to_string();
