@@ -12,7 +12,8 @@
 //! writes are batched while more records are queued and reach the file as soon as the queue is
 //! empty. A killed process therefore leaves what [`recover_dir`] needs to rebuild its JSON files. The
 //! JSON files are created with msprobe's skeleton when a step directory opens, kept open, and
-//! rewritten in place at step end, at stop and at exit by concatenating the stored texts.
+//! written in place (extended when they only gained entries, see [`JsonFiles`]) by the writer
+//! whenever it runs out of work, and at stop, step end and exit.
 //!
 //! The journal format is in [`crate::journal`].
 
@@ -157,6 +158,9 @@ pub struct DirState {
     pub records: IndexMap<String, String>,
     pub stack: IndexMap<String, String>,
     pub construct: IndexMap<String, String>,
+    /// Per JSON file ([`JSON_FILES`] order): an entry already in the map got a new value since
+    /// the last write, so the file is rewritten whole instead of extended.
+    replaced: [bool; 3],
 }
 
 /// Depth of a record body inside dump.json (`{"data": {"name": body}}`).
@@ -189,36 +193,41 @@ impl DirState {
             },
             None => text,
         };
-        self.records.insert(name.to_string(), merged);
+        if self.records.insert(name.to_string(), merged).is_some() {
+            self.replaced[0] = true;
+        }
+    }
+
+    /// Sets a stack.json value.
+    pub fn set_stack(&mut self, name: String, text: String) {
+        self.dirty = true;
+        if self.stack.insert(name, text).is_some() {
+            self.replaced[1] = true;
+        }
+    }
+
+    /// Sets a construct.json value.
+    pub fn set_construct(&mut self, name: String, text: String) {
+        self.dirty = true;
+        if self.construct.insert(name, text).is_some() {
+            self.replaced[2] = true;
+        }
     }
 
     /// Adds a record body.
     pub fn add(&mut self, name: &str, body: &Json, stack: Option<&[String]>, parent: Option<&Option<String>>) {
         self.add_text(name, pretty(body, RECORD_DEPTH));
         if let Some(frames) = stack {
-            self.stack.insert(name.to_string(), stack_text(frames));
+            self.set_stack(name.to_string(), stack_text(frames));
         }
         if let Some(p) = parent {
-            self.construct.insert(name.to_string(), parent_text(p));
+            self.set_construct(name.to_string(), parent_text(p));
         }
     }
 
     /// dump.json text.
     pub fn dump_json(&self) -> String {
-        let h = self.header.clone().unwrap_or(Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None });
-        let size: usize = self.records.iter().map(|(k, v)| k.len() + v.len() + 8).sum();
-        let mut out = String::with_capacity(size + 256);
-        out.push_str("{\n");
-        out.push_str(&format!(" \"task\": {},\n", Json::str(h.task).to_compact()));
-        out.push_str(&format!(" \"level\": {},\n", Json::str(h.level).to_compact()));
-        out.push_str(&format!(
-            " \"dump_data_dir\": {},\n",
-            h.dump_data_dir.map(Json::str).unwrap_or(Json::Null).to_compact()
-        ));
-        out.push_str(" \"data\": ");
-        write_map(&mut out, &self.records, 1);
-        out.push_str("\n}");
-        out
+        self.text(0)
     }
 
     pub fn map_json(map: &IndexMap<String, String>) -> String {
@@ -227,9 +236,48 @@ impl DirState {
         out
     }
 
+    /// The map a JSON file ([`JSON_FILES`] order) holds, and its depth in the file.
+    fn map(&self, file: usize) -> (&IndexMap<String, String>, usize) {
+        match file {
+            0 => (&self.records, 1),
+            1 => (&self.stack, 0),
+            _ => (&self.construct, 0),
+        }
+    }
+
+    /// What comes before the map in a JSON file (dump.json's header fields) and after it.
+    fn frame(&self, file: usize) -> (String, &'static str) {
+        if file != 0 {
+            return (String::new(), "");
+        }
+        let h = self.header.clone().unwrap_or(Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None });
+        let mut out = String::with_capacity(128);
+        out.push_str("{\n");
+        out.push_str(&format!(" \"task\": {},\n", Json::str(h.task).to_compact()));
+        out.push_str(&format!(" \"level\": {},\n", Json::str(h.level).to_compact()));
+        out.push_str(&format!(
+            " \"dump_data_dir\": {},\n",
+            h.dump_data_dir.map(Json::str).unwrap_or(Json::Null).to_compact()
+        ));
+        out.push_str(" \"data\": ");
+        (out, "\n}")
+    }
+
+    /// The whole text of a JSON file ([`JSON_FILES`] order).
+    fn text(&self, file: usize) -> String {
+        let (map, depth) = self.map(file);
+        let (head, tail) = self.frame(file);
+        let size: usize = map.iter().map(|(k, v)| k.len() + v.len() + 8).sum();
+        let mut out = String::with_capacity(head.len() + size + 16);
+        out.push_str(&head);
+        write_map(&mut out, map, depth);
+        out.push_str(tail);
+        out
+    }
+
     /// The texts of dump.json, stack.json and construct.json, in [`JSON_FILES`] order.
     fn texts(&self) -> [String; 3] {
-        [self.dump_json(), Self::map_json(&self.stack), Self::map_json(&self.construct)]
+        [self.text(0), self.text(1), self.text(2)]
     }
 
     /// Writes dump.json, stack.json and construct.json into `dir`, each through a temporary and
@@ -245,35 +293,51 @@ impl DirState {
 /// The JSON files of a rank directory.
 const JSON_FILES: [&str; 3] = ["dump.json", "stack.json", "construct.json"];
 
-/// The JSON files of an open directory, kept open from the start of the step and rewritten in
-/// place, as msprobe does: a waiting `stop()` then costs one write per file, where a temporary
-/// needed a write, a close and a rename (36 µs more per stop on this VM's ext4). A kill during
-/// a write can leave a file cut short; the journal is complete, and
+/// The JSON files of an open directory, kept open from the start of the step and written in
+/// place, as msprobe does. A file whose entries were only added to since its last write is
+/// extended: the new entries and the closing brackets are written over the old closing brackets,
+/// leaving exactly the bytes a whole rewrite would. So the writer thread can keep the files
+/// current while it idles ([`Worker::refresh`]) and a waiting `stop()` writes only what came
+/// since. A kill during a write can leave a file cut short; the journal is complete, and
 /// `msprobe recover` rebuilds the files from it.
 struct JsonFiles {
     files: [std::fs::File; 3],
     /// Bytes in each file now.
     lens: [u64; 3],
+    /// Entries of each file's map on disk, and where its closing brackets start; None until
+    /// the first whole write (files found on disk, of a step re-opened, are rewritten first).
+    written: Option<[(usize, u64); 3]>,
+}
+
+/// Bytes after the last entry of a file: the map's closing bracket and what follows the map.
+fn closing_len(entries: usize, depth: usize, tail: &str) -> u64 {
+    (if entries == 0 { 1 } else { depth + 2 }) as u64 + tail.len() as u64
 }
 
 impl JsonFiles {
     /// Creates the files of `dir` with the texts of `state` (msprobe's skeleton files at
     /// `start()`), or opens them as they are when they exist (a closed step re-opened).
     fn open(dir: &Path, state: &DirState) -> std::io::Result<JsonFiles> {
-        let texts = state.texts();
         let mut files = Vec::with_capacity(3);
         let mut lens = [0u64; 3];
-        for (i, (name, text)) in JSON_FILES.iter().zip(&texts).enumerate() {
+        let mut written = Some([(0usize, 0u64); 3]);
+        for (i, name) in JSON_FILES.iter().enumerate() {
             let path = dir.join(name);
             let f = match fsutil::create_new(&path) {
                 Ok(mut f) => {
+                    let text = state.text(i);
                     f.write_all(text.as_bytes())?;
                     lens[i] = text.len() as u64;
+                    let (map, depth) = state.map(i);
+                    if let Some(w) = written.as_mut() {
+                        w[i] = (map.len(), lens[i] - closing_len(map.len(), depth, state.frame(i).1));
+                    }
                     f
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     let f = fsutil::open_existing(&path)?;
                     lens[i] = f.metadata()?.len();
+                    written = None;
                     f
                 }
                 Err(e) => return Err(e),
@@ -281,20 +345,43 @@ impl JsonFiles {
             files.push(f);
         }
         let files: [std::fs::File; 3] = files.try_into().expect("three files");
-        Ok(JsonFiles { files, lens })
+        Ok(JsonFiles { files, lens, written })
     }
 
-    /// Rewrites the files with the texts of `state`.
-    fn write(&mut self, state: &DirState) -> std::io::Result<()> {
+    /// Brings the files up to `state`: each file that changed is extended with its new
+    /// entries, or rewritten whole when an entry already written changed.
+    fn write(&mut self, state: &mut DirState) -> std::io::Result<()> {
         use std::os::unix::fs::FileExt;
-        for (i, text) in state.texts().iter().enumerate() {
-            let n = text.len() as u64;
-            self.files[i].write_all_at(text.as_bytes(), 0)?;
-            if n < self.lens[i] {
-                self.files[i].set_len(n)?;
+        let replaced = std::mem::take(&mut state.replaced);
+        // Until this write succeeds the files are in an unknown state: rewritten whole next time.
+        let mut written = self.written.take().unwrap_or([(usize::MAX, 0); 3]);
+        for (i, file) in self.files.iter().enumerate() {
+            let (map, depth) = state.map(i);
+            let tail = state.frame(i).1;
+            let (done, at) = written[i];
+            if done == map.len() && !replaced[i] {
+                continue;
             }
-            self.lens[i] = n;
+            let n = map.len();
+            if done < n && !replaced[i] {
+                let mut out = String::with_capacity(map.iter().skip(done).map(|(k, v)| k.len() + v.len() + 8).sum::<usize>() + 16);
+                write_entries(&mut out, map, done, depth);
+                write_close(&mut out, n, depth);
+                out.push_str(tail);
+                file.write_all_at(out.as_bytes(), at)?;
+                self.lens[i] = at + out.len() as u64;
+            } else {
+                let text = state.text(i);
+                let len = text.len() as u64;
+                file.write_all_at(text.as_bytes(), 0)?;
+                if len < self.lens[i] {
+                    file.set_len(len)?;
+                }
+                self.lens[i] = len;
+            }
+            written[i] = (n, self.lens[i] - closing_len(n, depth, tail));
         }
+        self.written = Some(written);
         Ok(())
     }
 }
@@ -310,12 +397,14 @@ fn parent_text(p: &Option<String>) -> String {
 }
 
 fn write_map(out: &mut String, map: &IndexMap<String, String>, depth: usize) {
-    if map.is_empty() {
-        out.push_str("{}");
-        return;
-    }
     out.push('{');
-    for (i, (k, v)) in map.iter().enumerate() {
+    write_entries(out, map, 0, depth);
+    write_close(out, map.len(), depth);
+}
+
+/// The entries of `map` from position `from` on, as [`write_map`] writes them.
+fn write_entries(out: &mut String, map: &IndexMap<String, String>, from: usize, depth: usize) {
+    for (i, (k, v)) in map.iter().enumerate().skip(from) {
         if i > 0 {
             out.push(',');
         }
@@ -325,8 +414,14 @@ fn write_map(out: &mut String, map: &IndexMap<String, String>, depth: usize) {
         out.push_str(": ");
         out.push_str(v);
     }
-    out.push('\n');
-    out.extend(std::iter::repeat_n(' ', depth));
+}
+
+/// The closing bracket of a map of `entries` entries, as [`write_map`] writes it.
+fn write_close(out: &mut String, entries: usize, depth: usize) {
+    if entries > 0 {
+        out.push('\n');
+        out.extend(std::iter::repeat_n(' ', depth));
+    }
     out.push('}');
 }
 
@@ -441,8 +536,9 @@ impl Worker {
         if self.dirs.contains_key(&dir) || !self.create(&dir) {
             return;
         }
-        // Until the first write (stop, step end, exit) the JSON files hold msprobe's skeleton
-        // and the journal the records; `msprobe recover` turns the journal into the files.
+        // The JSON files start as msprobe's skeleton; records reach them at the next write
+        // (writer idle, stop, step end, exit), and the journal before that: after a kill,
+        // `msprobe recover` turns the journal into the files.
         let state = DirState { header: Some(header.clone()), dirty: true, ..Default::default() };
         let root = root_of(&dir).to_path_buf();
         if !self.journals.contains_key(&root) {
@@ -547,10 +643,10 @@ impl Worker {
         let od = self.dirs.get_mut(&dir).expect("opened above");
         od.state.add_text(&rec.name, text);
         if let Some(st) = stack {
-            od.state.stack.insert(rec.name.clone(), st);
+            od.state.set_stack(rec.name.clone(), st);
         }
         if let Some(p) = parent {
-            od.state.construct.insert(rec.name.clone(), p);
+            od.state.set_construct(rec.name.clone(), p);
         }
         if rec.files.is_empty() {
             self.budget.release(rec.reserved);
@@ -588,8 +684,7 @@ impl Worker {
             self.error("cannot append to the journal", &e);
         }
         let od = self.dirs.get_mut(&dir).expect("checked above");
-        od.state.construct.insert(name, text);
-        od.state.dirty = true;
+        od.state.set_construct(name, text);
     }
 
     /// Pushes batched journal entries to the file (done whenever the queue runs empty).
@@ -605,7 +700,7 @@ impl Worker {
         // Nothing changed since the last write (e.g. step end right after stop): keep the files.
         let res = match (&mut od.files, od.state.dirty) {
             (_, false) => Ok(()),
-            (Some(f), true) => f.write(&od.state),
+            (Some(f), true) => f.write(&mut od.state),
             (None, true) => od.state.write_files(dir),
         };
         od.state.dirty = false;
@@ -628,6 +723,30 @@ impl Worker {
                 if let Some(Err(e)) = self.journals.get_mut(root).map(Journal::clear) {
                     self.error("cannot empty the journal", &e);
                 }
+            }
+        }
+    }
+
+    /// Brings the kept-open JSON files of every open directory up to date; the writer thread
+    /// does this when it runs out of work, so that a waiting `stop()` has only the records
+    /// since to write. Must not run while tensor files are being written (the JSON files would
+    /// name files not yet on disk).
+    fn refresh(&mut self) {
+        let Worker { dirs, journals, counters, .. } = self;
+        for (dir, od) in dirs.iter_mut() {
+            let Some(f) = od.files.as_mut() else { continue };
+            if !od.state.dirty {
+                continue;
+            }
+            od.state.dirty = false;
+            if let Err(e) = f.write(&mut od.state) {
+                report(counters, &format!("cannot write the JSON files in {}", dir.display()), &e);
+                if let Some(j) = journals.get_mut(root_of(dir)) {
+                    j.keep();
+                }
+                // Later writes go through temporaries, at stop and step end only.
+                od.files = None;
+                od.state.dirty = true;
             }
         }
     }
@@ -761,8 +880,11 @@ impl Shared {
                 continue;
             }
             if idle {
-                // Journal entries reach the file before we wait.
+                // Journal entries reach the file before we wait, and then the JSON files.
                 w.flush_journals();
+                if *self.jobs.lock().unwrap_or_else(|e| e.into_inner()) == 0 {
+                    w.refresh();
+                }
                 drop(w);
                 bell.sleep(!std::mem::take(&mut worked), &self.rx);
             }
@@ -1094,12 +1216,8 @@ fn replay_dir(header: Header, entries: Vec<(char, String, String)>) -> (DirState
                 state.add_text(&name, text);
                 n += 1;
             }
-            'S' => {
-                state.stack.insert(name, text);
-            }
-            'C' => {
-                state.construct.insert(name, text);
-            }
+            'S' => state.set_stack(name, text),
+            'C' => state.set_construct(name, text),
             _ => {}
         }
     }
@@ -1374,17 +1492,55 @@ mod tests {
         assert_eq!((read("stack.json").as_str(), read("construct.json").as_str()), ("{}", "{}"));
         let long = "x".repeat(500);
         st.add("Module.a.A.forward.0", &json::parse(r#"{"input_args": []}"#).unwrap(), Some(&[long]), Some(&None));
-        files.write(&st).unwrap();
+        files.write(&mut st).unwrap();
         let full = st.texts();
         assert_eq!([read("dump.json"), read("stack.json"), read("construct.json")], full);
-        let short = DirState { header: st.header.clone(), ..Default::default() };
-        files.write(&short).unwrap();
+        let mut short = DirState { header: st.header.clone(), ..Default::default() };
+        files.write(&mut short).unwrap();
         assert_eq!([read("dump.json"), read("stack.json"), read("construct.json")], short.texts());
-        files.write(&st).unwrap();
+        files.write(&mut st).unwrap();
         drop(files);
         let again = JsonFiles::open(dir.path(), &short).unwrap();
         assert_eq!(again.lens[0], full[0].len() as u64, "an existing file is kept as it is");
         assert_eq!(read("dump.json"), full[0]);
+    }
+
+    #[test]
+    fn extended_json_files_equal_whole_rewrites() {
+        // Records, stack and construct entries added between writes (none, one or several at a
+        // time), some replacing an entry already written (a merged record, a new parent): after
+        // every write each file holds exactly the text of a whole rewrite.
+        let dir = tempfile::tempdir().unwrap();
+        let header = Header { task: "tensor".into(), level: "mix".into(), dump_data_dir: Some("dump_tensor_data".into()) };
+        let mut st = DirState { header: Some(header), ..Default::default() };
+        let read = |n: &str| std::fs::read_to_string(dir.path().join(n)).unwrap();
+        let mut files = JsonFiles::open(dir.path(), &st).unwrap();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        let mut extended = 0;
+        for round in 0..300 {
+            for _ in 0..next(4) {
+                let i = next(40);
+                let body = format!(r#"{{"input_args": [{{"type": "int", "value": {round}}}], "k{i}": {i}}}"#);
+                let frames = ["f".repeat(next(30) as usize)];
+                let parent = (next(3) > 0).then(|| format!("Module.p{}", next(5)));
+                st.add(&format!("Module.m{i}.forward.0"), &json::parse(&body).unwrap(), Some(&frames), Some(&parent));
+            }
+            if next(4) == 0 {
+                let n = next(40);
+                st.set_construct(format!("Module.c{n}"), parent_text(&None));
+            }
+            let grew = st.replaced == [false; 3];
+            files.write(&mut st).unwrap();
+            extended += grew as usize;
+            assert_eq!([read("dump.json"), read("stack.json"), read("construct.json")], st.texts(), "round {round}");
+        }
+        assert!(extended > 20, "the extending path ran ({extended} writes)");
     }
 
     #[test]

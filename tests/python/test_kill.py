@@ -64,14 +64,20 @@ def test_sigkill_mid_step_then_recover(tmp_path: Path) -> None:
     p.send_signal(signal.SIGKILL)
     p.wait()
     assert p.returncode == -signal.SIGKILL
-    # Before recovery dump.json is msprobe's skeleton (written at start; the records are written
-    # at stop / step end / exit): the journal alone holds them.
-    assert json.loads((rank / "dump.json").read_text())["data"] == {}
+    # Before recovery dump.json holds what the writer had put there while it idled (the files
+    # are kept current in the background), or is cut short by the kill: never a record the
+    # journal lacks.
+    complete = journal_records(journal.read_bytes(), "step0/rank")
+    before = (rank / "dump.json").read_text()
+    try:
+        early = list(json.loads(before)["data"])
+        assert early == complete[:len(early)]
+    except json.JSONDecodeError:
+        pass  # the kill came mid-write
 
     out = subprocess.run([str(CLI), "recover", str(dump)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     data = json.loads((rank / "dump.json").read_text())["data"]
-    complete = journal_records(journal.read_bytes(), "step0/rank")
     assert list(data) == complete and len(complete) > 300
     # Every tensor file that reached disk belongs to a recovered record, with matching content.
     names = {r["input_args"][0]["data_name"]: int(k.split(".")[2]) for k, r in data.items()}
