@@ -231,17 +231,6 @@ impl DirState {
         }
     }
 
-    /// dump.json text.
-    pub fn dump_json(&self) -> String {
-        self.text(0)
-    }
-
-    pub fn map_json(map: &IndexMap<String, String>) -> String {
-        let mut out = String::new();
-        write_map(&mut out, map, 0);
-        out
-    }
-
     /// The map a JSON file ([`JSON_FILES`] order) holds, and its depth in the file.
     fn map(&self, file: usize) -> (&IndexMap<String, String>, usize) {
         match file {
@@ -251,10 +240,10 @@ impl DirState {
         }
     }
 
-    /// What comes before the map in a JSON file (dump.json's header fields) and after it.
-    fn frame(&self, file: usize) -> (String, &'static str) {
+    /// What comes before the map in a JSON file: dump.json's header fields.
+    fn head(&self, file: usize) -> String {
         if file != 0 {
-            return (String::new(), "");
+            return String::new();
         }
         let h = self.header.clone().unwrap_or(Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None });
         let mut out = String::with_capacity(128);
@@ -266,18 +255,18 @@ impl DirState {
             h.dump_data_dir.map(Json::str).unwrap_or(Json::Null).to_compact()
         ));
         out.push_str(" \"data\": ");
-        (out, "\n}")
+        out
     }
 
     /// The whole text of a JSON file ([`JSON_FILES`] order).
     fn text(&self, file: usize) -> String {
         let (map, depth) = self.map(file);
-        let (head, tail) = self.frame(file);
+        let head = self.head(file);
         let size: usize = map.iter().map(|(k, v)| k.len() + v.len() + 8).sum();
         let mut out = String::with_capacity(head.len() + size + 16);
         out.push_str(&head);
         write_map(&mut out, map, depth);
-        out.push_str(tail);
+        out.push_str(tail(file));
         out
     }
 
@@ -315,6 +304,15 @@ struct JsonFiles {
     written: Option<[(usize, u64); 3]>,
 }
 
+/// What follows the map in a JSON file ([`JSON_FILES`] order): dump.json's closing bracket.
+fn tail(file: usize) -> &'static str {
+    if file == 0 {
+        "\n}"
+    } else {
+        ""
+    }
+}
+
 /// Bytes after the last entry of a file: the map's closing bracket and what follows the map.
 fn closing_len(entries: usize, depth: usize, tail: &str) -> u64 {
     (if entries == 0 { 1 } else { depth + 2 }) as u64 + tail.len() as u64
@@ -336,7 +334,7 @@ impl JsonFiles {
                     lens[i] = text.len() as u64;
                     let (map, depth) = state.map(i);
                     if let Some(w) = written.as_mut() {
-                        w[i] = (map.len(), lens[i] - closing_len(map.len(), depth, state.frame(i).1));
+                        w[i] = (map.len(), lens[i] - closing_len(map.len(), depth, tail(i)));
                     }
                     f
                 }
@@ -368,7 +366,7 @@ impl JsonFiles {
         let mut current = true;
         for (i, file) in self.files.iter().enumerate() {
             let (map, depth) = state.map(i);
-            let tail = state.frame(i).1;
+            let end = tail(i);
             let (done, at) = written[i];
             let replaced = state.replaced[i] || done > map.len();
             let n = map.len();
@@ -379,7 +377,7 @@ impl JsonFiles {
                 let mut out = String::with_capacity(map.iter().skip(done).map(|(k, v)| k.len() + v.len() + 8).sum::<usize>() + 16);
                 write_entries(&mut out, map, done, depth);
                 write_close(&mut out, n, depth);
-                out.push_str(tail);
+                out.push_str(end);
                 file.write_all_at(out.as_bytes(), at)?;
                 self.lens[i] = at + out.len() as u64;
             } else if whole {
@@ -395,7 +393,7 @@ impl JsonFiles {
                 current = false;
                 continue;
             }
-            written[i] = (n, self.lens[i] - closing_len(n, depth, tail));
+            written[i] = (n, self.lens[i] - closing_len(n, depth, end));
         }
         self.written = Some(written);
         Ok(current)
