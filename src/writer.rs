@@ -1535,13 +1535,8 @@ mod tests {
         let mut st = DirState { header: Some(header), ..Default::default() };
         let read = |n: &str| std::fs::read_to_string(dir.path().join(n)).unwrap();
         let mut files = JsonFiles::open(dir.path(), &st).unwrap();
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
+        let mut next = |m: u64| rng.u64(0..m);
         let (mut extended, mut deferred) = (0, 0);
         for round in 0..300 {
             for _ in 0..next(4) {
