@@ -89,6 +89,31 @@ def effective(key: str, explicit: Optional[Any], config_path: Optional[str], def
     return default if v is None else v
 
 
+def read_support_list(path: str) -> dict[str, list[str]]:
+    """A layer's API support list (``support_wrap_ops.yaml``: ``category:`` lines followed by
+    ``- name`` items), through PyYAML when installed, else that subset read by hand."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        import yaml  # type: ignore
+
+        data = yaml.safe_load(text) or {}
+        return {str(k): [str(x) for x in (v or [])] for k, v in data.items()}
+    except ImportError:
+        pass
+    out: dict[str, list[str]] = {}
+    cur: Optional[list[str]] = None
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        if not line[0].isspace() and line.endswith(":"):
+            cur = out.setdefault(line[:-1].strip(), [])
+        elif line.strip().startswith("- ") and cur is not None:
+            cur.append(line.strip()[2:].strip().strip("'\""))
+    return out
+
+
 def stop_waits() -> bool:
     """Whether `stop()` returns only once dump.json and the tensor files are on disk, as msprobe's
     does (its drivers read dump.json right after it). ``MSPROBE_STOP_FLUSH=0``: it returns at

@@ -31,3 +31,12 @@ def _make_logger() -> logging.Logger:
 
 
 logger = _make_logger()
+_warned: set[str] = set()
+
+
+def warn_null(what: str) -> None:
+    """Warns once per distinct `what` that a value the framework layer cannot read (a tensor of
+    an unsupported dtype, layout, ...) was recorded as null."""
+    if what not in _warned:
+        _warned.add(what)
+        logger.warning(f"{what}: recorded as null.")

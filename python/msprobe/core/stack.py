@@ -28,13 +28,15 @@ def _format(frame: FrameType) -> Optional[bytes]:
     return s
 
 
-def frames(frame: Optional[FrameType]) -> list[bytes]:
-    """Formatted frames from `frame` outwards (innermost first)."""
+def frames(frame: Optional[FrameType], skip: Optional[str] = None) -> list[bytes]:
+    """Formatted frames from `frame` outwards (innermost first), leaving out those of files whose
+    path starts with `skip` (a framework layer's own package directory)."""
     out = []
     while frame is not None:
-        s = _format(frame)
-        if s is not None:
-            out.append(s)
+        if skip is None or not frame.f_code.co_filename.startswith(skip):
+            s = _format(frame)
+            if s is not None:
+                out.append(s)
         frame = frame.f_back
     return out
 

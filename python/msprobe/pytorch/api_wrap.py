@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from msprobe.core import config
 from msprobe.core.errors import logger
 from msprobe.core.native import lib
 
@@ -28,26 +29,8 @@ _NEVER = {"functional": {"dropout", "dropout2d", "dropout3d"}}
 
 
 def load_support_list(path: Optional[str] = None) -> dict[str, list[str]]:
-    """Reads the yaml support list (``category:`` lines followed by ``- name`` items)."""
-    p = Path(path or os.environ.get("MSPROBE_SUPPORT_WRAP_OPS") or YAML)
-    text = p.read_text(encoding="utf-8")
-    try:
-        import yaml  # type: ignore
-        data = yaml.safe_load(text) or {}
-        return {str(k): [str(x) for x in (v or [])] for k, v in data.items()}
-    except ImportError:
-        pass
-    out: dict[str, list[str]] = {}
-    cur: Optional[list[str]] = None
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].rstrip()
-        if not line.strip():
-            continue
-        if not line[0].isspace() and line.endswith(":"):
-            cur = out.setdefault(line[:-1].strip(), [])
-        elif line.strip().startswith("- ") and cur is not None:
-            cur.append(line.strip()[2:].strip().strip("'\""))
-    return out
+    """The support list: `path`, else ``$MSPROBE_SUPPORT_WRAP_OPS``, else the bundled yaml."""
+    return config.read_support_list(str(path or os.environ.get("MSPROBE_SUPPORT_WRAP_OPS") or YAML))
 
 
 def _first_tensor(v: Any) -> Optional[torch.Tensor]:

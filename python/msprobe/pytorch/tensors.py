@@ -9,20 +9,16 @@ from typing import Any, Optional
 
 import torch
 
-from msprobe.core.errors import logger
 from msprobe._native import native_encoder
+from msprobe.core import dtypes
+from msprobe.core.errors import logger, warn_null
 from msprobe.core.native import MsprobeTensor, lib
 from msprobe.core.values import ValueEncoder, add_ints
 
-# aclDataType numbers (include/msprobe.h).
-ACL_DTYPE = {
-    torch.float32: 0, torch.float16: 1, torch.int8: 2, torch.int32: 3, torch.uint8: 4, torch.int16: 6,
-    torch.uint16: 7, torch.uint32: 8, torch.int64: 9, torch.uint64: 10, torch.float64: 11, torch.bool: 12,
-    torch.complex64: 16, torch.complex128: 17, torch.bfloat16: 27,
-}
+# aclDataType numbers by torch dtype (the shared table, msprobe.core.dtypes).
+ACL_DTYPE = {getattr(torch, name): code for name, code in dtypes.ACL_DTYPE.items()}
 _MAX_DIMS = 64
 _tls = threading.local()
-_warned: set[str] = set()
 
 
 def _descriptor() -> MsprobeTensor:
@@ -38,18 +34,12 @@ def _descriptor() -> MsprobeTensor:
     return d
 
 
-def _warn_once(what: str) -> None:
-    if what not in _warned:
-        _warned.add(what)
-        logger.warning(f"{what}: recorded as null.")
-
-
 def add_tensor(r: int, key: Optional[bytes], t: torch.Tensor) -> None:
     """One tensor leaf. The descriptor is per thread and reused: the recorder is done with it
     (and with the tensor memory) when msprobe_record_add_tensor returns."""
     code = ACL_DTYPE.get(t.dtype)
     if code is None or t.layout != torch.strided or t.is_meta:
-        _warn_once(f"tensor of dtype {t.dtype}, layout {t.layout}, device {t.device} is not supported")
+        warn_null(f"tensor of dtype {t.dtype}, layout {t.layout}, device {t.device} is not supported")
         lib.msprobe_record_add_null(r, key)
         return
     requires_grad = t.requires_grad
@@ -61,7 +51,7 @@ def add_tensor(r: int, key: Optional[bytes], t: torch.Tensor) -> None:
         t = t.resolve_neg()
     nd = t.dim()
     if nd > _MAX_DIMS:
-        _warn_once(f"tensor with {nd} dimensions")
+        warn_null(f"tensor with {nd} dimensions")
         lib.msprobe_record_add_null(r, key)
         return
     st = t.untyped_storage()
