@@ -3,7 +3,9 @@
     from msprobe.mindspore import PrecisionDebugger, seed_all
     from msprobe.mindspore.common.utils import MsprobeStep
 """
-from .debugger import MsprobeException, PrecisionDebugger  # noqa: F401
-from .seed import seed_all  # noqa: F401
+from msprobe.core.errors import MsprobeException
+
+from .debugger import PrecisionDebugger
+from .seed import seed_all
 
 __all__ = ["PrecisionDebugger", "seed_all", "MsprobeException"]

@@ -16,9 +16,11 @@ from typing import Any, Optional
 
 from mindspore import Tensor, ops
 
-from msprobe._native import lib
+from msprobe.core import config
+from msprobe.core.native import lib
+
 from . import _record as R
-from ._record import State, TENSOR_TYPES, logger
+from ._record import TENSOR_TYPES, State, logger
 
 try:
     from mindspore.common.api import _pynative_executor
@@ -177,27 +179,6 @@ _GROUPS = [  # (yaml key, prefix, target getter)
 ]
 
 
-def _load_yaml(path: str) -> dict:
-    try:
-        import yaml  # type: ignore
-        with open(path, encoding="utf-8") as f:
-            return yaml.safe_load(f) or {}
-    except ImportError:
-        pass
-    out: dict = {}
-    cur = None
-    with open(path, encoding="utf-8") as f:   # the simple "key:\n  - name" subset
-        for line in f:
-            s = line.split("#", 1)[0].rstrip()
-            if not s.strip():
-                continue
-            if not s.startswith((" ", "-")) and s.endswith(":"):
-                cur = out.setdefault(s[:-1].strip(), [])
-            elif s.strip().startswith("- ") and cur is not None:
-                cur.append(s.strip()[2:].strip().strip("'\""))
-    return out
-
-
 class ApiRegistry:
     def __init__(self) -> None:
         self.ori: list = []      # (target, attr, original)
@@ -206,7 +187,7 @@ class ApiRegistry:
 
     def _build(self) -> None:
         path = os.environ.get("MSPROBE_MS_WRAP_OPS") or os.path.join(os.path.dirname(__file__), "support_wrap_ops.yaml")
-        lists = _load_yaml(path)
+        lists = config.read_support_list(path)
         for key, prefix, get in _GROUPS:
             try:
                 target = get()

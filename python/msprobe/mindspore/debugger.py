@@ -1,47 +1,19 @@
 """``PrecisionDebugger`` for MindSpore (PyNative): msprobe 1.1.1's API, recording through the Rust
-recorder (``msprobe._native``)."""
+recorder (``msprobe.core.native``). Arguments are checked, and API misuse raised as
+``msprobe.core.errors.MsprobeException`` (also importable from here), as in the PyTorch layer."""
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Optional
 
 import mindspore as ms
 
-from msprobe._native import last_error, lib
-from msprobe.core.config import stop_waits
+from msprobe.core import config
+from msprobe.core.errors import MsprobeException
+from msprobe.core.native import init_recorder, last_error, lib
+
 from . import _hooks as H
 from ._record import State, logger
-
-LEVELS = ("L0", "L1", "mix", "L2")
-
-
-class MsprobeException(Exception):
-    """API misuse, with msprobe's message prefix."""
-
-    def __init__(self, detail: str = "") -> None:
-        super().__init__("[msprobe] 无效参数：" + detail)
-        self.detail = detail
-
-
-def _effective(key: str, explicit: Any, config_path: Optional[str], default: Any) -> Any:
-    """explicit argument > MSPROBE_{KEY} > config file > default: the recorder's precedence, for the
-    few settings the hooking side needs."""
-    if explicit is not None:
-        return explicit
-    env = os.environ.get("MSPROBE_" + key.upper(), "").strip()
-    if env:
-        return env
-    path = config_path if config_path is not None else (os.environ.get("MSPROBE_CONFIG") or None)
-    if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-            if isinstance(data, dict) and data.get(key) is not None:
-                return data[key]
-        except (OSError, ValueError):
-            pass
-    return default
 
 
 def _graph_mode() -> bool:
@@ -77,29 +49,21 @@ class PrecisionDebugger:
                  model: Any = None) -> None:
         if self._initialized:
             return
-        if config_path is not None and (not isinstance(config_path, str) or not os.path.isfile(config_path)):
-            logger.error(f"config_path {config_path!r} is not an existing file")
-            raise MsprobeException(f"config_path {config_path!r} is not an existing file")
-        if level is not None and level not in LEVELS:
-            raise MsprobeException(f"level is invalid, it should be one of {list(LEVELS)}")
-        args: dict = {"framework": "mindspore"}
-        if config_path is not None:
-            args["config_path"] = config_path
-        for k, v in (("task", task), ("dump_path", dump_path), ("level", level), ("step", step)):
-            if v is not None:
-                args[k] = v
-        rc = lib.msprobe_init(json.dumps(args).encode())
-        self.ok = rc in (0, 1)
+        config.check_args(config_path=config_path, task=task, dump_path=dump_path, level=level, step=step)
+        self.level = str(config.effective("level", level, config_path, "L1"))
+        self.task = str(config.effective("task", task, config_path, "statistics"))
+        rc = init_recorder(config.init_args("mindspore", config_path, task=task, dump_path=dump_path,
+                                            level=level, step=step))
+        # rc 1: a recorder already runs in this process (e.g. preloaded and started): share it.
+        self.ok = rc >= 0
         if not self.ok:
             logger.error(f"msprobe: configuration rejected, capture stays off: {last_error()}")
-        self.level = _effective("level", level, config_path, "L1")
-        self.task = _effective("task", task, config_path, "statistics")
         self.model = model
         if self.level in ("L0", "L1", "mix") and os.environ.get("MSPROBE_MS_LAUNCH_BLOCKING", "1") != "0":
             _launch_blocking()
         self.hooked = False
         self.ended = False
-        self.stop_waits = stop_waits()
+        self.stop_waits = config.stop_waits()
         self.dump_end = False
         self._initialized = True
 

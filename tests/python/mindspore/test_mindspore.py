@@ -6,6 +6,8 @@ dumps of the same script under ../shared/reference/samples/msprobe-1.1.1-mindspo
 """
 from __future__ import annotations
 
+import collections
+import dataclasses
 import json
 import os
 import subprocess
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mindspore")
+ms = pytest.importorskip("mindspore")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -305,3 +307,88 @@ except Exception as e:
 """
     p = run_py(code2, tmp_path)
     assert "REFUSED" in p.stdout and "model" in p.stdout, p.stdout + p.stderr[-2000:]
+
+
+@pytest.mark.parametrize("fastpath", ["native", "python"])
+def test_non_tensor_values_and_errors_as_in_the_pytorch_layer(tmp_path, fastpath):
+    """The encoding of non-tensor values is msprobe.core's, shared with the PyTorch layer: numpy
+    integers out of int64 range are written as floats (not wrapped), namedtuples and dataclasses
+    keyed by field, slices with numpy bounds, numpy strings; anything unknown is null with a
+    warning. MindSpore dtypes keep their own type name. API misuse raises the one
+    MsprobeException class of msprobe.core. Checked against the Python values themselves."""
+    code = (
+        PRELUDE
+        + f"""
+import collections, dataclasses
+import msprobe.core.errors, msprobe.mindspore
+assert msprobe.mindspore.MsprobeException is msprobe.core.errors.MsprobeException
+for bad in [dict(level="L9"), dict(task="bogus"), dict(step=[-1]), dict(config_path="/nonexistent.json")]:
+    try:
+        PrecisionDebugger(dump_path={str(tmp_path / "dump")!r}, **bad)
+    except msprobe.core.errors.MsprobeException:
+        pass
+    else:
+        raise SystemExit(f"accepted {{bad}}")
+NT = collections.namedtuple("NT", ["a", "b"])
+
+@dataclasses.dataclass
+class DC:
+    x: int
+    y: float
+
+class Inner(nn.Cell):
+    def construct(self, x, nt, dc, big, low, dt, sl, s, other):
+        return x * 2, nt
+
+class Outer(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+
+    def construct(self, x, *rest):
+        return self.inner(x, *rest)
+
+dbg = PrecisionDebugger(dump_path={str(tmp_path / "dump")!r}, level="L0")
+try:
+    dbg.start()
+except msprobe.core.errors.MsprobeException as e:
+    print("NO MODEL", e)
+net = Outer()
+dbg.start(model=net)
+net(Tensor(np.ones(2, np.float32)), NT(np.int64(3), 2.5), DC(4, 0.5), np.uint64(2**64 - 1), np.int64(-2**63),
+    ms.float32, slice(np.int64(1), None, 2), np.str_("abc"), 1 + 2j)
+dbg.stop()
+print("DONE")
+"""
+    )
+    p = run_py(code, tmp_path, env={"MSPROBE_FASTPATH": "0"} if fastpath == "python" else None)
+    assert p.returncode == 0 and "DONE" in p.stdout, p.stdout[-2000:] + p.stderr[-3000:]
+    assert "NO MODEL" in p.stdout and "model" in p.stdout
+    # the unknown value (a complex number) is null, and said so
+    assert f"Data type {complex} is not supported; recorded as null." in p.stdout, p.stdout[-2000:]
+    nt_type = collections.namedtuple("NT", ["a", "b"])
+    dc_type = dataclasses.make_dataclass("DC", [("x", int), ("y", float)])
+    nt, dc = nt_type(np.int64(3), 2.5), dc_type(4, 0.5)
+    big, low, sl, s = np.uint64(2**64 - 1), np.int64(-(2**63)), slice(np.int64(1), None, 2), np.str_("abc")
+    rec = _dump(tmp_path)["Cell.inner.Inner.forward.0"]
+    args = rec["input_args"]
+    assert len(args) == 9 and args[0]["type"] == "mindspore.Tensor"
+
+    def scalar(leaf, v):
+        assert leaf["type"] == type(v).__name__, (leaf, v)
+        assert leaf["value"] == (v.item() if isinstance(v, np.generic) else v), (leaf, v)
+
+    for leaf in (args[1], rec["output"][1]):
+        assert list(leaf) == list(nt._fields)
+        for f in nt._fields:
+            scalar(leaf[f], getattr(nt, f))
+    assert list(args[2]) == [f.name for f in dataclasses.fields(dc)]
+    for f in dataclasses.fields(dc):
+        scalar(args[2][f.name], getattr(dc, f.name))
+    # beyond int64: the value as a float, not wrapped around
+    assert args[3]["type"] == "uint64" and args[3]["value"] == float(int(big)) and args[3]["value"] > 0
+    scalar(args[4], low)
+    assert args[5] == {"type": "mindspore.dtype", "value": str(ms.float32)}
+    assert args[6] == {"type": "slice", "value": [int(sl.start), sl.stop, sl.step]}
+    assert args[7] == {"type": type(s).__name__, "value": str(s)}
+    assert args[8] is None
