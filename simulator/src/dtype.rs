@@ -20,21 +20,12 @@ impl DType {
             DType::F64 => 11, DType::Bool => 12, DType::Bf16 => 27,
         }
     }
+    /// The element type of an `HcclDataType` (through `cann-abi`'s HCCL → ACL table).
     pub fn from_hccl(v: i32) -> Option<DType> {
-        Some(match v {
-            0 => DType::I8, 1 => DType::I16, 2 => DType::I32, 3 => DType::F16, 4 => DType::F32,
-            5 => DType::I64, 6 => DType::U64, 7 => DType::U8, 8 => DType::U16, 9 => DType::U32,
-            10 => DType::F64, 11 => DType::Bf16,
-            _ => return None,
-        })
+        cann_abi::hccl::to_acl(v).and_then(DType::from_acl)
     }
     pub fn size(self) -> usize {
-        match self {
-            DType::I8 | DType::U8 | DType::Bool => 1,
-            DType::F16 | DType::Bf16 | DType::I16 | DType::U16 => 2,
-            DType::F32 | DType::I32 | DType::U32 => 4,
-            DType::I64 | DType::U64 | DType::F64 => 8,
-        }
+        acl_dtype_size(self.acl())
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -95,14 +86,7 @@ impl DType {
 
 /// aclDataTypeSize semantics for every aclDataType value (§1.6 of cann-abi.md).
 pub fn acl_dtype_size(v: i32) -> usize {
-    match v {
-        13 | -1 => 0,
-        30 | 29 | 12 | 2 | 4 | 34 | 35 | 36 | 37 => 1,
-        1 | 6 | 7 | 27 => 2,
-        0 | 3 | 8 | 33 => 4,
-        17 => 16,
-        _ => 8,
-    }
+    cann_abi::dtype::size(v)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! are destroyed. Executors map to their op and bound arguments; ordinary executors are dropped
 //! after their launch (their pointers are recycled), repeatable ones when destroyed.
 
-use crate::json::Json;
+use msprobe_core::json::Json;
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, MutexGuard};
 

@@ -11,18 +11,18 @@
 //! (bf16) relative, the dtype's rounding step.
 //! CRCs, names, key order and layout must be identical.
 
-use msprobe::config::{Config, DataMode, Level, SummaryMode, Task};
-use msprobe::dtype::DType;
-use msprobe::json::{self, Json};
-use msprobe::record::{RecordBuilder, TensorRef};
-use msprobe::recorder::Recorder;
-use msprobe::tensorfile;
+use msprobe_core::config::{Config, DataMode, Level, SummaryMode, Task};
+use msprobe_core::dtype::DType;
+use msprobe_core::json::{self, Json};
+use msprobe_core::record::{RecordBuilder, TensorRef};
+use msprobe_core::recorder::Recorder;
+use msprobe_core::tensorfile;
 use std::path::{Path, PathBuf};
 
 fn samples() -> PathBuf {
     std::env::var_os("MSPROBE_SAMPLES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/samples"))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/samples"))
         .join("msprobe-1.1.1-pytorch")
 }
 
@@ -195,7 +195,7 @@ fn check(data_case: &str, target_case: &str) {
         compare(&ours, &theirs, &format!("{target_case}/{f}"), "", -1.0);
     }
     // No journal is left behind after a clean finish.
-    let journals = std::fs::read_dir(&dump).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with(msprobe::journal::PREFIX));
+    let journals = std::fs::read_dir(&dump).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with(msprobe_core::journal::PREFIX));
     assert_eq!(journals.count(), 0, "a journal was left in {}", dump.display());
     // Tensor task: every file msprobe wrote exists with the same name and the same tensor bytes.
     let their_files = theirs_dir.join("dump_tensor_data");

@@ -3,7 +3,7 @@
 //! `msprobe recover DIR` rebuilds dump.json, stack.json and construct.json from the journals a
 //! killed process left under DIR. `msprobe summary DIR` prints what a dump holds.
 
-use msprobe::json::{self, Json};
+use msprobe_core::json::{self, Json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -50,14 +50,14 @@ fn summary(root: &Path) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    msprobe::logging::init();
+    msprobe_core::logging::init();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.as_slice() {
-        [cmd, dir] if cmd == "recover" => msprobe::writer::recover_dir(&PathBuf::from(dir))
+        [cmd, dir] if cmd == "recover" => msprobe_core::writer::recover_dir(&PathBuf::from(dir))
             .map_err(|e| format!("cannot recover {dir}: {e}"))
             .and_then(|r| {
                 if r.dirs == 0 {
-                    return Err(format!("no journal ({}*) found under {dir}; nothing to recover", msprobe::journal::PREFIX));
+                    return Err(format!("no journal ({}*) found under {dir}; nothing to recover", msprobe_core::journal::PREFIX));
                 }
                 println!(
                     "recovered {} records in {} directories ({} torn journal entries skipped, {} tensor files missing or cut short)",

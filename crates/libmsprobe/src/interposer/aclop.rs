@@ -6,41 +6,34 @@
 //! `aclopSetAttr*` setters directly (PLT), so the first three and the Int/Bool setters are also
 //! exported from libmsprobe ([`exports`]); everything else arrives through the dlsym hook.
 
+use super::activation::{self, capturing};
 use super::capture::{kernel_launch, KArg};
 use super::meta::{self, Obj, Role, TensorMeta};
-use super::real::RealFn;
-use super::state::{self, capturing};
-use crate::json::Json;
-use crate::record::value_leaf;
+use crate::hook::{hook_table, Slot};
+use cann_abi::status::ACL_ERROR_INVALID_PARAM;
+use msprobe_core::json::Json;
+use msprobe_core::record::value_leaf;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicPtr, Ordering::*};
 
 type P = *mut c_void;
 
-static GET_DESC_TYPE: RealFn = RealFn::new(c"aclGetTensorDescType");
-static GET_DESC_NUM_DIMS: RealFn = RealFn::new(c"aclGetTensorDescNumDims");
-static GET_DESC_DIM_V2: RealFn = RealFn::new(c"aclGetTensorDescDimV2");
-static GET_BUF_ADDR: RealFn = RealFn::new(c"aclGetDataBufferAddr");
-static GET_BUF_SIZE: RealFn = RealFn::new(c"aclGetDataBufferSizeV2");
+static GET_DESC_TYPE: Slot = Slot::new(c"aclGetTensorDescType");
+static GET_DESC_NUM_DIMS: Slot = Slot::new(c"aclGetTensorDescNumDims");
+static GET_DESC_DIM_V2: Slot = Slot::new(c"aclGetTensorDescDimV2");
+static GET_BUF_ADDR: Slot = Slot::new(c"aclGetDataBufferAddr");
+static GET_BUF_SIZE: Slot = Slot::new(c"aclGetDataBufferSizeV2");
 
-/// The getters the capture calls, by name (remembered when clients look them up).
-pub(crate) fn observed(name: &[u8]) -> Option<&'static RealFn> {
-    match name {
-        b"aclGetTensorDescType" => Some(&GET_DESC_TYPE),
-        b"aclGetTensorDescNumDims" => Some(&GET_DESC_NUM_DIMS),
-        b"aclGetTensorDescDimV2" => Some(&GET_DESC_DIM_V2),
-        b"aclGetDataBufferAddr" => Some(&GET_BUF_ADDR),
-        b"aclGetDataBufferSizeV2" => Some(&GET_BUF_SIZE),
-        _ => None,
-    }
-}
+/// The getters the capture calls (remembered when clients look them up).
+pub(crate) static OBSERVED: [&Slot; 5] = [&GET_DESC_TYPE, &GET_DESC_NUM_DIMS, &GET_DESC_DIM_V2, &GET_BUF_ADDR, &GET_BUF_SIZE];
 
 /// A descriptor + buffer as a contiguous view (origin dims over the buffer).
 fn desc_tensor(desc: P, buf: P, role: Role) -> KArg {
     if desc.is_null() || buf.is_null() {
         return KArg::Missing(role);
     }
-    let (t, nd, dim, addr) = (GET_DESC_TYPE.get(), GET_DESC_NUM_DIMS.get(), GET_DESC_DIM_V2.get(), GET_BUF_ADDR.get());
+    let null = std::ptr::null_mut();
+    let (t, nd, dim, addr) =
+        (GET_DESC_TYPE.resolve(null), GET_DESC_NUM_DIMS.resolve(null), GET_DESC_DIM_V2.resolve(null), GET_BUF_ADDR.resolve(null));
     if t.is_null() || nd.is_null() || dim.is_null() || addr.is_null() {
         return KArg::Missing(role);
     }
@@ -63,11 +56,11 @@ fn desc_tensor(desc: P, buf: P, role: Role) -> KArg {
         }
         let a = std::mem::transmute::<P, unsafe extern "C" fn(P) -> P>(addr)(buf);
         // Never read past the data buffer: a descriptor larger than its buffer is recorded as null.
-        let size_fn = GET_BUF_SIZE.get();
+        let size_fn = GET_BUF_SIZE.resolve(null);
         if !size_fn.is_null() {
             let size = std::mem::transmute::<P, unsafe extern "C" fn(P) -> usize>(size_fn)(buf);
-            let es = crate::dtype::DType::from_acl(dtype).map(|d| d.size()).unwrap_or(1) as u128;
-            if crate::layout::numel(&shape) * es > size as u128 {
+            let es = msprobe_core::dtype::DType::from_acl(dtype).map(|d| d.size()).unwrap_or(1) as u128;
+            if msprobe_core::layout::numel(&shape) * es > size as u128 {
                 return KArg::Missing(role);
             }
         }
@@ -101,7 +94,7 @@ unsafe fn tensors(n: c_int, descs: *const P, bufs: *const P, role: Role) -> Vec<
 /// Captures one aclop execution; the attribute values become the record's last input leaf.
 #[allow(clippy::too_many_arguments)]
 fn execute(op_type: *const c_char, n_in: c_int, in_desc: *const P, inputs: *const P, n_out: c_int, out_desc: *const P, outputs: *const P, attr: P, stream: P, real: impl FnOnce() -> i32) -> i32 {
-    let Some(l2) = (if capturing() { state::l2() } else { None }) else { return real() };
+    let Some(l2) = (if capturing() { activation::l2() } else { None }) else { return real() };
     let op = if op_type.is_null() {
         "unknown".to_string()
     } else {
@@ -116,23 +109,16 @@ fn execute(op_type: *const c_char, n_in: c_int, in_desc: *const P, inputs: *cons
     kernel_launch(&l2, "Aclop", &op, args, stream, real)
 }
 
-macro_rules! slot {
-    ($s:ident) => {
-        static $s: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    };
-}
-
 type ExecFn = unsafe extern "C" fn(*const c_char, c_int, *const P, *const P, c_int, *const P, *const P, P, P) -> c_int;
 type CompileExecFn =
     unsafe extern "C" fn(*const c_char, c_int, *const P, *const P, c_int, *const P, *const P, P, c_int, c_int, *const c_char, P) -> c_int;
 
 macro_rules! exec_hook {
     ($fn:ident, $slot:ident) => {
-        slot!($slot);
         #[allow(clippy::too_many_arguments)]
         unsafe extern "C" fn $fn(op: *const c_char, ni: c_int, id: *const P, i: *const P, no: c_int, od: *const P, o: *const P, attr: P, stream: P) -> c_int {
             // SAFETY: the slot holds the real function of this name (signature ExecFn).
-            let f: ExecFn = unsafe { std::mem::transmute::<P, ExecFn>($slot.load(Relaxed)) };
+            let f: ExecFn = unsafe { $slot.get::<ExecFn>() };
             // SAFETY: the caller's arguments, unchanged.
             execute(op, ni, id, i, no, od, o, attr, stream, || unsafe { f(op, ni, id, i, no, od, o, attr, stream) })
         }
@@ -143,11 +129,10 @@ exec_hook!(execute_v2, EXECUTE_V2);
 
 macro_rules! compile_exec_hook {
     ($fn:ident, $slot:ident) => {
-        slot!($slot);
         #[allow(clippy::too_many_arguments)]
         unsafe extern "C" fn $fn(op: *const c_char, ni: c_int, id: *const P, i: *const P, no: c_int, od: *const P, o: *const P, attr: P, engine: c_int, flag: c_int, path: *const c_char, stream: P) -> c_int {
             // SAFETY: the slot holds the real function of this name (signature CompileExecFn).
-            let f: CompileExecFn = unsafe { std::mem::transmute::<P, CompileExecFn>($slot.load(Relaxed)) };
+            let f: CompileExecFn = unsafe { $slot.get::<CompileExecFn>() };
             // SAFETY: the caller's arguments, unchanged.
             execute(op, ni, id, i, no, od, o, attr, stream, || unsafe { f(op, ni, id, i, no, od, o, attr, engine, flag, path, stream) })
         }
@@ -156,12 +141,11 @@ macro_rules! compile_exec_hook {
 compile_exec_hook!(compile_execute, COMPILE_EXECUTE);
 compile_exec_hook!(compile_execute_v2, COMPILE_EXECUTE_V2);
 
-slot!(CAST);
 unsafe extern "C" fn cast(src_desc: P, src: P, dst_desc: P, dst: P, truncate: u8, stream: P) -> c_int {
     type F = unsafe extern "C" fn(P, P, P, P, u8, P) -> c_int;
     // SAFETY: the slot holds the real aclopCast.
-    let f: F = unsafe { std::mem::transmute::<P, F>(CAST.load(Relaxed)) };
-    let Some(l2) = (if capturing() { state::l2() } else { None }) else {
+    let f: F = unsafe { CAST.get::<F>() };
+    let Some(l2) = (if capturing() { activation::l2() } else { None }) else {
         // SAFETY: the caller's arguments, unchanged.
         return unsafe { f(src_desc, src, dst_desc, dst, truncate, stream) };
     };
@@ -194,11 +178,10 @@ fn set_attr(attr: P, name: *const c_char, v: Json) {
 
 macro_rules! attr_hook {
     ($fn:ident, $slot:ident, $t:ty, $leaf:expr) => {
-        slot!($slot);
         unsafe extern "C" fn $fn(attr: P, name: *const c_char, v: $t) -> c_int {
             type F = unsafe extern "C" fn(P, *const c_char, $t) -> c_int;
             // SAFETY: the slot holds the real setter of this name.
-            let f: F = unsafe { std::mem::transmute::<P, F>($slot.load(Relaxed)) };
+            let f: F = unsafe { $slot.get::<F>() };
             // SAFETY: the caller's arguments, unchanged.
             let rc = unsafe { f(attr, name, v) };
             if rc == 0 {
@@ -221,11 +204,10 @@ attr_hook!(set_attr_string, SET_ATTR_STRING, *const c_char, |v: *const c_char| {
     }
 });
 
-slot!(SET_ATTR_LIST_INT);
 unsafe extern "C" fn set_attr_list_int(attr: P, name: *const c_char, n: c_int, v: *const i64) -> c_int {
     type F = unsafe extern "C" fn(P, *const c_char, c_int, *const i64) -> c_int;
     // SAFETY: the slot holds the real aclopSetAttrListInt.
-    let f: F = unsafe { std::mem::transmute::<P, F>(SET_ATTR_LIST_INT.load(Relaxed)) };
+    let f: F = unsafe { SET_ATTR_LIST_INT.get::<F>() };
     // SAFETY: the caller's arguments, unchanged.
     let rc = unsafe { f(attr, name, n, v) };
     if rc == 0 && !v.is_null() && n >= 0 {
@@ -238,11 +220,10 @@ unsafe extern "C" fn set_attr_list_int(attr: P, name: *const c_char, n: c_int, v
     rc
 }
 
-slot!(CREATE_ATTR);
 unsafe extern "C" fn create_attr() -> P {
     type F = unsafe extern "C" fn() -> P;
     // SAFETY: the slot holds the real aclopCreateAttr.
-    let f: F = unsafe { std::mem::transmute::<P, F>(CREATE_ATTR.load(Relaxed)) };
+    let f: F = unsafe { CREATE_ATTR.get::<F>() };
     // SAFETY: no arguments.
     let a = unsafe { f() };
     if !a.is_null() && capturing() {
@@ -252,65 +233,54 @@ unsafe extern "C" fn create_attr() -> P {
     a
 }
 
-slot!(DESTROY_ATTR);
 unsafe extern "C" fn destroy_attr(attr: P) {
     if capturing() {
         let _ = std::panic::catch_unwind(|| meta::forget(attr as usize));
     }
     type F = unsafe extern "C" fn(P);
     // SAFETY: the slot holds the real aclopDestroyAttr.
-    let f: F = unsafe { std::mem::transmute::<P, F>(DESTROY_ATTR.load(Relaxed)) };
+    let f: F = unsafe { DESTROY_ATTR.get::<F>() };
     // SAFETY: the caller's argument, unchanged.
     unsafe { f(attr) }
 }
 
-/// Wraps an aclop function.
-pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {
-    if let Some(f) = observed(name) {
-        f.observe(found);
-        return Some(found);
+hook_table! {
+    /// Wraps an aclop function (the table of hooked names).
+    fn wrap_table {
+        c"aclopExecute" => EXECUTE: execute_v1,
+        c"aclopExecuteV2" => EXECUTE_V2: execute_v2,
+        c"aclopCompileAndExecute" => COMPILE_EXECUTE: compile_execute,
+        c"aclopCompileAndExecuteV2" => COMPILE_EXECUTE_V2: compile_execute_v2,
+        c"aclopCast" => CAST: cast,
+        c"aclopSetAttrBool" => SET_ATTR_BOOL: set_attr_bool,
+        c"aclopSetAttrInt" => SET_ATTR_INT: set_attr_int,
+        c"aclopSetAttrFloat" => SET_ATTR_FLOAT: set_attr_float,
+        c"aclopSetAttrDataType" => SET_ATTR_DTYPE: set_attr_dtype,
+        c"aclopSetAttrString" => SET_ATTR_STRING: set_attr_string,
+        c"aclopSetAttrListInt" => SET_ATTR_LIST_INT: set_attr_list_int,
+        c"aclopCreateAttr" => CREATE_ATTR: create_attr,
+        c"aclopDestroyAttr" => DESTROY_ATTR: destroy_attr,
     }
-    let (slot, w): (&AtomicPtr<c_void>, *mut c_void) = match name {
-        b"aclopExecute" => (&EXECUTE, execute_v1 as *mut c_void),
-        b"aclopExecuteV2" => (&EXECUTE_V2, execute_v2 as *mut c_void),
-        b"aclopCompileAndExecute" => (&COMPILE_EXECUTE, compile_execute as *mut c_void),
-        b"aclopCompileAndExecuteV2" => (&COMPILE_EXECUTE_V2, compile_execute_v2 as *mut c_void),
-        b"aclopCast" => (&CAST, cast as *mut c_void),
-        b"aclopSetAttrBool" => (&SET_ATTR_BOOL, set_attr_bool as *mut c_void),
-        b"aclopSetAttrInt" => (&SET_ATTR_INT, set_attr_int as *mut c_void),
-        b"aclopSetAttrFloat" => (&SET_ATTR_FLOAT, set_attr_float as *mut c_void),
-        b"aclopSetAttrDataType" => (&SET_ATTR_DTYPE, set_attr_dtype as *mut c_void),
-        b"aclopSetAttrString" => (&SET_ATTR_STRING, set_attr_string as *mut c_void),
-        b"aclopSetAttrListInt" => (&SET_ATTR_LIST_INT, set_attr_list_int as *mut c_void),
-        b"aclopCreateAttr" => (&CREATE_ATTR, create_attr as *mut c_void),
-        b"aclopDestroyAttr" => (&DESTROY_ATTR, destroy_attr as *mut c_void),
-        _ => return None,
-    };
+}
+
+/// Wraps an aclop function; an address of our own export (a client that looked the name up in
+/// the global scope, where the preloaded library comes first) is handed back unchanged.
+pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {
     if exports::is_export(found) {
         return Some(found);
     }
-    super::real::claim(slot, found, w)
+    wrap_table(name, found)
 }
 
 /// The names torch_npu links directly, exported so PLT calls reach the wrappers.
 pub(crate) mod exports {
     use super::*;
+    use std::sync::atomic::Ordering::Relaxed;
 
-    /// Finds the real function behind an export: the address a client looked up through dlsym,
-    /// else the loaded CANN libraries (never RTLD_DEFAULT, which would find the export itself).
-    fn real_of(slot: &AtomicPtr<c_void>, name: &CStr, own: P) -> P {
-        let p = slot.load(Acquire);
-        if !p.is_null() {
-            return p;
-        }
-        for lib in [c"libacl_op_compiler.so", c"libascendcl.so", c"libacl_op_executor.so"] {
-            let f = super::super::real::in_loaded(lib, name);
-            if !f.is_null() && f != own {
-                let _ = slot.compare_exchange(std::ptr::null_mut(), f, AcqRel, Acquire);
-                return slot.load(Acquire);
-            }
-        }
-        std::ptr::null_mut()
+    /// The real function behind an export: the address a client looked up through dlsym, else
+    /// the loaded CANN libraries' definition (never our export itself).
+    fn real_of(slot: &Slot, own: P) -> P {
+        slot.resolve(own)
     }
 
     pub(crate) fn is_export(p: P) -> bool {
@@ -324,7 +294,7 @@ pub(crate) mod exports {
     /// The aclop C contract.
     #[no_mangle]
     pub unsafe extern "C" fn aclopCreateAttr() -> P {
-        if real_of(&CREATE_ATTR, c"aclopCreateAttr", aclopCreateAttr as P).is_null() {
+        if real_of(&CREATE_ATTR, aclopCreateAttr as P).is_null() {
             return std::ptr::null_mut();
         }
         // SAFETY: the slot now holds the real function.
@@ -337,7 +307,7 @@ pub(crate) mod exports {
     /// The aclop C contract.
     #[no_mangle]
     pub unsafe extern "C" fn aclopDestroyAttr(attr: P) {
-        if real_of(&DESTROY_ATTR, c"aclopDestroyAttr", aclopDestroyAttr as P).is_null() {
+        if real_of(&DESTROY_ATTR, aclopDestroyAttr as P).is_null() {
             return;
         }
         // SAFETY: the slot now holds the real function.
@@ -351,12 +321,12 @@ pub(crate) mod exports {
     #[no_mangle]
     #[allow(clippy::too_many_arguments)]
     pub unsafe extern "C" fn aclopCompileAndExecute(op: *const c_char, ni: c_int, id: *const P, i: *const P, no: c_int, od: *const P, o: *const P, attr: P, engine: c_int, flag: c_int, path: *const c_char, stream: P) -> c_int {
-        let real = real_of(&COMPILE_EXECUTE, c"aclopCompileAndExecute", aclopCompileAndExecute as P);
+        let real = real_of(&COMPILE_EXECUTE, aclopCompileAndExecute as P);
         if real.is_null() {
-            return 100000; // ACL_ERROR_INVALID_PARAM: no CANN loaded
+            return ACL_ERROR_INVALID_PARAM; // no CANN loaded
         }
-        if state::STATE.load(Relaxed) == state::UNKNOWN {
-            state::capturing();
+        if activation::STATE.load(Relaxed) == activation::UNKNOWN {
+            activation::capturing();
         }
         // SAFETY: real is the CANN function of this name.
         unsafe { compile_execute(op, ni, id, i, no, od, o, attr, engine, flag, path, stream) }
@@ -368,8 +338,8 @@ pub(crate) mod exports {
     /// The aclop C contract.
     #[no_mangle]
     pub unsafe extern "C" fn aclopSetAttrInt(attr: P, name: *const c_char, v: i64) -> c_int {
-        if real_of(&SET_ATTR_INT, c"aclopSetAttrInt", aclopSetAttrInt as P).is_null() {
-            return 100000;
+        if real_of(&SET_ATTR_INT, aclopSetAttrInt as P).is_null() {
+            return ACL_ERROR_INVALID_PARAM;
         }
         // SAFETY: the slot now holds the real setter.
         unsafe { set_attr_int(attr, name, v) }
@@ -381,8 +351,8 @@ pub(crate) mod exports {
     /// The aclop C contract.
     #[no_mangle]
     pub unsafe extern "C" fn aclopSetAttrBool(attr: P, name: *const c_char, v: u8) -> c_int {
-        if real_of(&SET_ATTR_BOOL, c"aclopSetAttrBool", aclopSetAttrBool as P).is_null() {
-            return 100000;
+        if real_of(&SET_ATTR_BOOL, aclopSetAttrBool as P).is_null() {
+            return ACL_ERROR_INVALID_PARAM;
         }
         // SAFETY: the slot now holds the real setter.
         unsafe { set_attr_bool(attr, name, v) }

@@ -6,7 +6,7 @@
 //! nothing, takes no lock and logs nothing (allocators call dlsym during their own init), and
 //! returns NULL results untouched so `dlerror()` stays the client's.
 
-use super::real::{real_dlsym, resolve, MSPROBE_REAL_DLSYM};
+use crate::hook::{real_dlsym, resolve, MSPROBE_REAL_DLSYM};
 use std::ffi::{c_char, c_void, CStr};
 
 #[cfg(target_arch = "x86_64")]
@@ -68,10 +68,10 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
 unsafe extern "C" fn lookup(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
     // SAFETY: forwarding the caller's arguments to glibc's dlsym.
     let found = unsafe { real_dlsym()(handle, symbol) };
-    if found.is_null() || symbol.is_null() || !super::state::wrapping() {
+    if found.is_null() || symbol.is_null() || !super::activation::wrapping() {
         return found;
     }
     // SAFETY: dlsym found the symbol, so `symbol` is a valid NUL-terminated string.
     let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();
-    super::state::wrap(name, found)
+    super::dispatch::wrap(name, found)
 }

@@ -1,39 +1,20 @@
 //! HCCL wrappers: collectives captured like kernels (send buffers before, receive buffers
 //! after, sizes from count × HcclDataType), and the rank learned from communicator init.
 
+use super::activation::{self, capturing};
 use super::capture::{kernel_launch, KArg};
 use super::meta::{Role, TensorMeta};
-use super::real;
-use super::state::{self, capturing};
-use crate::json::Json;
-use crate::record::value_leaf;
+use crate::hook::hook_table;
+use cann_abi::dtype::ACL_DT_UNDEFINED;
+use msprobe_core::json::Json;
+use msprobe_core::record::value_leaf;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
-
-/// HcclDataType → aclDataType (the numberings differ, cann-abi.md §5.3).
-fn acl_dtype(hccl: i32) -> i32 {
-    match hccl {
-        0 => 2,   // INT8
-        1 => 6,   // INT16
-        2 => 3,   // INT32
-        3 => 1,   // FP16
-        4 => 0,   // FP32
-        5 => 9,   // INT64
-        6 => 10,  // UINT64
-        7 => 4,   // UINT8
-        8 => 7,   // UINT16
-        9 => 8,   // UINT32
-        10 => 11, // FP64
-        11 => 27, // BFP16
-        _ => -1,
-    }
-}
 
 fn flat(addr: *const c_void, count: u64, hccl_dtype: i32, role: Role) -> KArg {
     if addr.is_null() {
         return KArg::Missing(role);
     }
-    let t = TensorMeta { dtype: acl_dtype(hccl_dtype), shape: vec![count as i64], strides: None, offset: 0, addr: addr as usize };
+    let t = TensorMeta { dtype: cann_abi::hccl::to_acl(hccl_dtype).unwrap_or(ACL_DT_UNDEFINED), shape: vec![count as i64], strides: None, offset: 0, addr: addr as usize };
     KArg::Tensor(t, role)
 }
 
@@ -42,21 +23,15 @@ fn int(v: i64) -> KArg {
 }
 
 fn rank_size(comm: *mut c_void) -> u64 {
-    real::hccl_rank_size(comm).unwrap_or(1) as u64
-}
-
-macro_rules! slot {
-    ($s:ident) => {
-        static $s: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    };
+    crate::device::hccl_rank_size(comm).unwrap_or(1) as u64
 }
 
 /// Calls the real function in `$slot` (signature `$ty`) directly, or captures it as `$op`.
 macro_rules! collective {
     ($slot:ident, $ty:ty, $op:expr, $stream:expr, $args:expr, ($($a:expr),*)) => {{
         // SAFETY: the slot holds the real HCCL function of this name, with signature $ty.
-        let f: $ty = unsafe { std::mem::transmute::<*mut c_void, $ty>($slot.load(Relaxed)) };
-        match (if capturing() { state::l2() } else { None }) {
+        let f: $ty = unsafe { $slot.get::<$ty>() };
+        match (if capturing() { activation::l2() } else { None }) {
             // SAFETY: the caller's arguments, unchanged.
             None => unsafe { f($($a),*) },
             // SAFETY: as above.
@@ -67,56 +42,48 @@ macro_rules! collective {
 
 type P = *mut c_void;
 
-slot!(ALL_REDUCE);
 unsafe extern "C" fn all_reduce(send: P, recv: P, count: u64, dt: i32, op: i32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, P, u64, i32, i32, P, P) -> i32;
     let args = || vec![flat(send, count, dt, Role::In), flat(recv, count, dt, Role::Out), int(count as i64), int(op as i64)];
     collective!(ALL_REDUCE, F, "AllReduce", stream, args(), (send, recv, count, dt, op, comm, stream))
 }
 
-slot!(REDUCE);
 unsafe extern "C" fn reduce(send: P, recv: P, count: u64, dt: i32, op: i32, root: u32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, P, u64, i32, i32, u32, P, P) -> i32;
     let args = || vec![flat(send, count, dt, Role::In), flat(recv, count, dt, Role::Out), int(count as i64), int(op as i64), int(root as i64)];
     collective!(REDUCE, F, "Reduce", stream, args(), (send, recv, count, dt, op, root, comm, stream))
 }
 
-slot!(BROADCAST);
 unsafe extern "C" fn broadcast(buf: P, count: u64, dt: i32, root: u32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, u64, i32, u32, P, P) -> i32;
     let args = || vec![flat(buf, count, dt, Role::InOut), int(count as i64), int(root as i64)];
     collective!(BROADCAST, F, "Broadcast", stream, args(), (buf, count, dt, root, comm, stream))
 }
 
-slot!(ALL_GATHER);
 unsafe extern "C" fn all_gather(send: P, recv: P, count: u64, dt: i32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, P, u64, i32, P, P) -> i32;
     let args = || vec![flat(send, count, dt, Role::In), flat(recv, count * rank_size(comm), dt, Role::Out), int(count as i64)];
     collective!(ALL_GATHER, F, "AllGather", stream, args(), (send, recv, count, dt, comm, stream))
 }
 
-slot!(REDUCE_SCATTER);
 unsafe extern "C" fn reduce_scatter(send: P, recv: P, count: u64, dt: i32, op: i32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, P, u64, i32, i32, P, P) -> i32;
     let args = || vec![flat(send, count * rank_size(comm), dt, Role::In), flat(recv, count, dt, Role::Out), int(count as i64), int(op as i64)];
     collective!(REDUCE_SCATTER, F, "ReduceScatter", stream, args(), (send, recv, count, dt, op, comm, stream))
 }
 
-slot!(SEND);
 unsafe extern "C" fn send(buf: P, count: u64, dt: i32, peer: u32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, u64, i32, u32, P, P) -> i32;
     let args = || vec![flat(buf, count, dt, Role::In), int(count as i64), int(peer as i64)];
     collective!(SEND, F, "Send", stream, args(), (buf, count, dt, peer, comm, stream))
 }
 
-slot!(RECV);
 unsafe extern "C" fn recv(buf: P, count: u64, dt: i32, peer: u32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, u64, i32, u32, P, P) -> i32;
     let args = || vec![flat(buf, count, dt, Role::Out), int(count as i64), int(peer as i64)];
     collective!(RECV, F, "Recv", stream, args(), (buf, count, dt, peer, comm, stream))
 }
 
-slot!(ALL_TO_ALL);
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn all_to_all(send: P, send_count: u64, send_dt: i32, recv: P, recv_count: u64, recv_dt: i32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, u64, i32, P, u64, i32, P, P) -> i32;
@@ -139,7 +106,6 @@ fn v_extent(counts: *const c_void, displs: *const c_void, n: u64) -> u64 {
     c.iter().zip(d).map(|(c, d)| c + d).max().unwrap_or(0)
 }
 
-slot!(ALL_TO_ALL_V);
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn all_to_all_v(send: P, send_counts: P, sdispls: P, send_dt: i32, recv: P, recv_counts: P, rdispls: P, recv_dt: i32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, P, P, i32, P, P, P, i32, P, P) -> i32;
@@ -150,7 +116,6 @@ unsafe extern "C" fn all_to_all_v(send: P, send_counts: P, sdispls: P, send_dt: 
     collective!(ALL_TO_ALL_V, F, "AlltoAllV", stream, args(), (send, send_counts, sdispls, send_dt, recv, recv_counts, rdispls, recv_dt, comm, stream))
 }
 
-slot!(BARRIER);
 unsafe extern "C" fn barrier(comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, P) -> i32;
     collective!(BARRIER, F, "Barrier", stream, Vec::new(), (comm, stream))
@@ -158,7 +123,7 @@ unsafe extern "C" fn barrier(comm: P, stream: P) -> i32 {
 
 fn learn_rank(rank: u32) {
     if capturing() {
-        if let Some(l2) = state::l2() {
+        if let Some(l2) = activation::l2() {
             l2.recorder.set_rank(rank as u64);
         }
     }
@@ -167,11 +132,10 @@ fn learn_rank(rank: u32) {
 /// Communicator initialisers: the real call, then the rank argument becomes the dump's rank.
 macro_rules! init_hook {
     ($fn:ident, $slot:ident, ($($a:ident: $t:ty),*), $rank:ident) => {
-        slot!($slot);
         unsafe extern "C" fn $fn($($a: $t),*) -> i32 {
             type F = unsafe extern "C" fn($($t),*) -> i32;
             // SAFETY: the slot holds the real HCCL initialiser of this name, with signature F.
-            let f: F = unsafe { std::mem::transmute::<*mut c_void, F>($slot.load(Relaxed)) };
+            let f: F = unsafe { $slot.get::<F>() };
             // SAFETY: the caller's arguments, unchanged.
             let rc = unsafe { f($($a),*) };
             if rc == 0 {
@@ -185,23 +149,21 @@ init_hook!(init_root_info, INIT_ROOT_INFO, (n: u32, root: *const c_void, rank: u
 init_hook!(init_root_info_config, INIT_ROOT_INFO_CONFIG, (n: u32, root: *const c_void, rank: u32, cfg: *const c_void, comm: *mut P), rank);
 init_hook!(init_cluster_info, INIT_CLUSTER_INFO, (cluster: *const c_void, rank: u32, comm: *mut P), rank);
 
-/// Wraps an HCCL function.
-pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {
-    let (slot, w): (&AtomicPtr<c_void>, *mut c_void) = match name {
-        b"HcclAllReduce" => (&ALL_REDUCE, all_reduce as *mut c_void),
-        b"HcclReduce" => (&REDUCE, reduce as *mut c_void),
-        b"HcclBroadcast" => (&BROADCAST, broadcast as *mut c_void),
-        b"HcclAllGather" => (&ALL_GATHER, all_gather as *mut c_void),
-        b"HcclReduceScatter" => (&REDUCE_SCATTER, reduce_scatter as *mut c_void),
-        b"HcclSend" => (&SEND, send as *mut c_void),
-        b"HcclRecv" => (&RECV, recv as *mut c_void),
-        b"HcclAlltoAll" => (&ALL_TO_ALL, all_to_all as *mut c_void),
-        b"HcclAlltoAllV" => (&ALL_TO_ALL_V, all_to_all_v as *mut c_void),
-        b"HcclBarrier" => (&BARRIER, barrier as *mut c_void),
-        b"HcclCommInitRootInfo" => (&INIT_ROOT_INFO, init_root_info as *mut c_void),
-        b"HcclCommInitRootInfoConfig" => (&INIT_ROOT_INFO_CONFIG, init_root_info_config as *mut c_void),
-        b"HcclCommInitClusterInfo" => (&INIT_CLUSTER_INFO, init_cluster_info as *mut c_void),
-        _ => return None,
-    };
-    real::claim(slot, found, w)
+hook_table! {
+    /// Wraps an HCCL function.
+    pub(crate) fn wrap {
+        c"HcclAllReduce" => ALL_REDUCE: all_reduce,
+        c"HcclReduce" => REDUCE: reduce,
+        c"HcclBroadcast" => BROADCAST: broadcast,
+        c"HcclAllGather" => ALL_GATHER: all_gather,
+        c"HcclReduceScatter" => REDUCE_SCATTER: reduce_scatter,
+        c"HcclSend" => SEND: send,
+        c"HcclRecv" => RECV: recv,
+        c"HcclAlltoAll" => ALL_TO_ALL: all_to_all,
+        c"HcclAlltoAllV" => ALL_TO_ALL_V: all_to_all_v,
+        c"HcclBarrier" => BARRIER: barrier,
+        c"HcclCommInitRootInfo" => INIT_ROOT_INFO: init_root_info,
+        c"HcclCommInitRootInfoConfig" => INIT_ROOT_INFO_CONFIG: init_root_info_config,
+        c"HcclCommInitClusterInfo" => INIT_CLUSTER_INFO: init_cluster_info,
+    }
 }

@@ -1,15 +1,14 @@
-//! Activation, the name → wrapper dispatch of the dlsym hook, step boundaries, and the run summary.
+//! Activation (is capture on?), step boundaries, and the run summary.
 //!
 //! `WRAP` is decided in the library constructor from the environment alone (no allocation):
 //! wrappers are handed out only when `MSPROBE_LEVEL=L2` or a config file is named. The full
 //! configuration is loaded at the first wrapper call ([`activate`]); until then and whenever
 //! capture is off, a wrapper costs one relaxed atomic load before the real call.
 
-use super::aclnn;
-use crate::config::{self, Level};
-use crate::ffi;
-use crate::recorder::Recorder;
-use std::ffi::c_void;
+use super::ops;
+use crate::session;
+use msprobe_core::config::{self, Level};
+use msprobe_core::recorder::Recorder;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex};
 
@@ -24,7 +23,7 @@ pub static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 static WRAP: AtomicBool = AtomicBool::new(false);
 
 /// Ops filtered out by the configured list (set at activation; checked on the hot path).
-pub static OP_OFF: [AtomicBool; aclnn::N_OPS] = [const { AtomicBool::new(false) }; aclnn::N_OPS];
+pub static OP_OFF: [AtomicBool; ops::N_OPS] = [const { AtomicBool::new(false) }; ops::N_OPS];
 
 /// Whether the dlsym hook hands out wrappers at all.
 #[inline]
@@ -54,7 +53,7 @@ pub fn op_capturing(k: usize) -> bool {
 static INIT: extern "C" fn() = init;
 
 extern "C" fn init() {
-    super::real::resolve();
+    crate::hook::resolve();
     // SAFETY: getenv with static NUL-terminated names; the constructor runs before any thread of
     // ours exists and we only read the pointers.
     let level = unsafe { libc::getenv(c"MSPROBE_LEVEL".as_ptr()) };
@@ -111,7 +110,7 @@ pub(crate) fn l2() -> Option<Arc<L2>> {
 }
 
 fn activate() -> bool {
-    crate::logging::init();
+    msprobe_core::logging::init();
     let env = |k: &str| std::env::var(k).ok();
     let cfg = match config::load(&env, None) {
         Ok(c) => c,
@@ -124,10 +123,10 @@ fn activate() -> bool {
         log::debug!("libmsprobe preloaded with level {}: kernel capture stays off", cfg.level.as_str());
         return false;
     }
-    if ffi::recorder().is_none() {
-        ffi::install(Recorder::new(cfg.clone()));
+    if session::recorder().is_none() {
+        session::install(Recorder::new(cfg.clone()));
     }
-    let Some(rec) = ffi::recorder() else { return false };
+    let Some(rec) = session::recorder() else { return false };
     if rec.config().level != Level::L2 {
         log::warn!("a recorder with level {} exists already; kernel capture stays off", rec.config().level.as_str());
         return false;
@@ -141,7 +140,7 @@ fn activate() -> bool {
     // Op-level filter: an op none of whose records can match the list is skipped at the fast
     // path. Launch-count step boundaries need every launch, so they disable it.
     if !cfg.list.is_empty() && cfg.step_launches.is_none() {
-        for (k, info) in aclnn::OPS.iter().enumerate() {
+        for (k, info) in ops::OPS.iter().enumerate() {
             let could = cfg.list.iter().any(|it| list_item_can_match(it, info.op))
                 || cfg.step_end_op.as_deref().is_some_and(|s| list_item_can_match(s, info.op));
             OP_OFF[k].store(!could, Relaxed);
@@ -164,7 +163,7 @@ fn activate() -> bool {
         "L2 capture on: task {}, dump path {}, {} aclnn ops with wrappers",
         cfg.task.as_str(),
         cfg.dump_path.display(),
-        aclnn::N_OPS
+        ops::N_OPS
     );
     true
 }
@@ -180,7 +179,7 @@ pub(crate) fn list_item_can_match(item: &str, op: &str) -> bool {
 extern "C" fn in_child() {
     // The child has none of our threads; touching the writer could deadlock. Leak and stop.
     STATE.store(DEAD, Relaxed);
-    crate::ffi::forked_child();
+    session::forked_child();
 }
 
 extern "C" fn at_exit() {
@@ -229,7 +228,7 @@ const NAME_LEN: usize = 64;
 static UNCAPTURED_N: AtomicUsize = AtomicUsize::new(0);
 static UNCAPTURED: [[AtomicU8; NAME_LEN]; MAX_UNCAPTURED] = [const { [const { AtomicU8::new(0) }; NAME_LEN] }; MAX_UNCAPTURED];
 
-fn note_uncaptured(name: &[u8]) {
+pub(crate) fn note_uncaptured(name: &[u8]) {
     let n = UNCAPTURED_N.load(Relaxed).min(MAX_UNCAPTURED);
     for slot in &UNCAPTURED[..n] {
         if slot.iter().zip(name.iter().chain(std::iter::once(&0))).all(|(a, b)| a.load(Relaxed) == *b) {
@@ -254,37 +253,6 @@ fn uncaptured_names() -> String {
         .map(|s| s.iter().map(|b| b.load(Relaxed)).take_while(|b| *b != 0).map(char::from).collect())
         .collect();
     names.join(", ")
-}
-
-/// The dlsym hook's dispatch: our wrapper for `name`, or `found` unchanged.
-pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> *mut c_void {
-    if let Some(f) = super::real::observed(name) {
-        f.observe(found);
-        return found;
-    }
-    if name.starts_with(b"aclnn") {
-        if let Some(w) = aclnn::wrap_op(name, found) {
-            return w;
-        }
-        if name.ends_with(b"GetWorkspaceSize") {
-            note_uncaptured(name);
-        }
-        return found;
-    }
-    if let Some(w) = aclnn::wrap_meta(name, found) {
-        return w;
-    }
-    if name.starts_with(b"aclop") || name.starts_with(b"aclGetTensorDesc") || name.starts_with(b"aclGetDataBuffer") {
-        if let Some(w) = super::aclop::wrap(name, found) {
-            return w;
-        }
-    }
-    if name.starts_with(b"Hccl") {
-        if let Some(w) = super::hccl::wrap(name, found) {
-            return w;
-        }
-    }
-    found
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use std::os::unix::fs::MetadataExt;
 
-use msprobe::fsutil::{create_dirs, create_new, open_append, DIR_MODE, FILE_MODE};
+use msprobe_core::fsutil::{create_dirs, create_new, open_append, DIR_MODE, FILE_MODE};
 
 #[test]
 fn modes_are_exact_under_a_restrictive_umask() {

@@ -4,24 +4,26 @@
 //! calls, and the Python layers map framework dtypes onto them. The names written into dump.json
 //! depend on the framework dialect (`torch.float32` vs `Float32`), so they live here too.
 
+use cann_abi::dtype::*;
+
 /// A tensor element type with a host meaning. Values are the `aclDataType` numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
-    F32 = 0,
-    F16 = 1,
-    I8 = 2,
-    I32 = 3,
-    U8 = 4,
-    I16 = 6,
-    U16 = 7,
-    U32 = 8,
-    I64 = 9,
-    U64 = 10,
-    F64 = 11,
-    Bool = 12,
-    C64 = 16,
-    C128 = 17,
-    BF16 = 27,
+    F32 = ACL_FLOAT as isize,
+    F16 = ACL_FLOAT16 as isize,
+    I8 = ACL_INT8 as isize,
+    I32 = ACL_INT32 as isize,
+    U8 = ACL_UINT8 as isize,
+    I16 = ACL_INT16 as isize,
+    U16 = ACL_UINT16 as isize,
+    U32 = ACL_UINT32 as isize,
+    I64 = ACL_INT64 as isize,
+    U64 = ACL_UINT64 as isize,
+    F64 = ACL_DOUBLE as isize,
+    Bool = ACL_BOOL as isize,
+    C64 = ACL_COMPLEX64 as isize,
+    C128 = ACL_COMPLEX128 as isize,
+    BF16 = ACL_BF16 as isize,
 }
 
 /// Which framework's spelling a dump uses.
@@ -61,16 +63,11 @@ impl DType {
         self as i32
     }
 
-    /// Bytes per element.
+    /// Bytes per element (`aclDataTypeSize`, from the one table in `cann-abi`).
     pub fn size(self) -> usize {
-        match self {
-            DType::I8 | DType::U8 | DType::Bool => 1,
-            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
-            DType::F32 | DType::I32 | DType::U32 => 4,
-            DType::F64 | DType::I64 | DType::U64 | DType::C64 => 8,
-            DType::C128 => 16,
-        }
+        cann_abi::dtype::size(self as i32)
     }
+
 
     pub fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)

@@ -1,14 +1,13 @@
 //! One kernel launch captured: inputs copied off the device before the real launch, outputs
 //! after it, each through the tool's own (real) `aclrtSynchronizeStream` + `aclrtMemcpy`.
 
-use super::aclnn::OPS;
+use super::activation::{self, L2, CAPTURED, COPY_FAILURES, UNBOUND_LAUNCHES};
 use super::meta::{self, Bound, Role, TensorMeta};
-use super::real;
-use super::state::{self, L2, CAPTURED, COPY_FAILURES, UNBOUND_LAUNCHES};
-use crate::dtype::DType;
-use crate::json::Json;
-use crate::layout;
-use crate::record::{RecordBuilder, TensorRef};
+use crate::device::{self, DeviceError};
+use msprobe_core::dtype::DType;
+use msprobe_core::json::Json;
+use msprobe_core::layout;
+use msprobe_core::record::{RecordBuilder, TensorRef};
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering::Relaxed;
@@ -31,11 +30,11 @@ pub(crate) enum KArg {
 }
 
 /// Phase 2 of an aclnn op.
-pub(crate) fn aclnn_launch(k: usize, ex: usize, stream: *mut c_void, real: impl FnOnce() -> i32) -> i32 {
+pub(crate) fn aclnn_launch(op: &str, ex: usize, stream: *mut c_void, real: impl FnOnce() -> i32) -> i32 {
     if BUSY.with(Cell::get) {
         return real();
     }
-    let Some(l2) = state::l2() else { return real() };
+    let Some(l2) = activation::l2() else { return real() };
     // Ordinary executors are freed by the launch (their pointers are reused): take the state.
     let st = {
         let mut exs = meta::executors();
@@ -50,7 +49,7 @@ pub(crate) fn aclnn_launch(k: usize, ex: usize, stream: *mut c_void, real: impl 
         return real();
     };
     let args = resolve(&st.args);
-    kernel_launch(&l2, "Aclnn", OPS[k].op, args, stream, real)
+    kernel_launch(&l2, "Aclnn", op, args, stream, real)
 }
 
 /// Looks up the current metadata of the bound tensors (addresses may have been re-bound).
@@ -70,10 +69,10 @@ fn resolve(bound: &[Bound]) -> Vec<KArg> {
         .collect()
 }
 
-fn warn_copy_failure(rc: i32) {
+fn warn_copy_failure(e: DeviceError) {
     static ONCE: Once = Once::new();
     COPY_FAILURES.fetch_add(1, Relaxed);
-    ONCE.call_once(|| log::warn!("a device-to-host copy failed (aclrtMemcpy returned {rc}); the tensor is recorded as null and counted"));
+    ONCE.call_once(|| log::warn!("a device-to-host copy failed ({e}); the tensor is recorded as null and counted"));
 }
 
 /// Copies a view's span off the device and adds it as a tensor leaf.
@@ -92,10 +91,10 @@ fn add_device_tensor(b: &mut RecordBuilder, l2: &L2, t: &TensorMeta) {
         }
     };
     let (lo, hi) = span.unwrap_or((t.offset as u128, t.offset as u128));
-    let host = match real::copy_to_host(t.addr + lo as usize * es, (hi - lo) as usize * es) {
+    let host = match device::copy_to_host(t.addr + lo as usize * es, (hi - lo) as usize * es) {
         Ok(h) => h,
-        Err(rc) => {
-            warn_copy_failure(rc);
+        Err(e) => {
+            warn_copy_failure(e);
             let _ = b.add_value(None, Json::Null);
             return;
         }
@@ -143,7 +142,7 @@ pub(crate) fn kernel_launch(l2: &L2, prefix: &str, op: &str, args: Vec<KArg>, st
     let builder = if rec.is_enabled() {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let n = rec.next_index(&format!("{prefix}.{op}."));
-            rec.begin(&crate::naming::api_name(prefix, op, n, "forward"))
+            rec.begin(&msprobe_core::naming::api_name(prefix, op, n, "forward"))
         }))
         .unwrap_or(None)
     } else {
@@ -151,13 +150,13 @@ pub(crate) fn kernel_launch(l2: &L2, prefix: &str, op: &str, args: Vec<KArg>, st
     };
     let Some(mut b) = builder else {
         let rc = real();
-        state::after_launch(l2, &format!("{prefix}.{op}"));
+        activation::after_launch(l2, &format!("{prefix}.{op}"));
         return rc;
     };
     let t0 = Instant::now();
     BUSY.with(|c| c.set(true));
     let pre = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        real::sync_stream(stream);
+        let _ = device::sync_stream(stream);
         if matches!(b.section("input_args"), Ok(true)) {
             add_side(&mut b, l2, &args, true);
         }
@@ -169,7 +168,7 @@ pub(crate) fn kernel_launch(l2: &L2, prefix: &str, op: &str, args: Vec<KArg>, st
     let post = pre.is_ok()
         && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if rc == 0 {
-                real::sync_stream(stream);
+                let _ = device::sync_stream(stream);
                 if matches!(b.section("output"), Ok(true)) {
                     add_side(&mut b, l2, &args, false);
                 }
@@ -186,6 +185,6 @@ pub(crate) fn kernel_launch(l2: &L2, prefix: &str, op: &str, args: Vec<KArg>, st
     }
     // Time in capture excludes the kernel itself.
     rec.add_capture_nanos(t0.elapsed().saturating_sub(kernel_time));
-    state::after_launch(l2, &name);
+    activation::after_launch(l2, &name);
     rc
 }

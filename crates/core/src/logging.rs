@@ -9,27 +9,14 @@ use log::{Level, LevelFilter, Log, Metadata, Record};
 
 struct Logger;
 
+/// The local UTC offset, read once when the logger is installed: reading the time zone at each
+/// line would touch chrono's thread-local cache, which is gone when the run summary is logged
+/// from an exit handler. A daylight-saving change during a run shifts later lines by an hour.
+static OFFSET: std::sync::OnceLock<chrono::FixedOffset> = std::sync::OnceLock::new();
+
 fn now_local() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let t = secs as libc::time_t;
-    // SAFETY: `tm` is a plain C struct that localtime_r fully initialises on success; both
-    // pointers are valid for the duration of the call.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return format!("@{secs}");
-        }
-        tm
-    };
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
+    let offset = OFFSET.get().copied().unwrap_or_else(|| chrono::FixedOffset::east_opt(0).expect("0 is a valid offset"));
+    chrono::Utc::now().with_timezone(&offset).format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
 impl Log for Logger {
@@ -74,6 +61,7 @@ pub fn level_from(v: Option<&str>) -> LevelFilter {
 /// Installs the logger once (a no-op if the host already installed a `log` backend).
 pub fn init() {
     static LOGGER: Logger = Logger;
+    OFFSET.get_or_init(|| *chrono::Local::now().offset());
     if log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(level_from(std::env::var("MSPROBE_LOG_LEVEL").ok().as_deref()));
     }

@@ -9,16 +9,17 @@
 // under a SAFETY comment that states the header's contract.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use crate::config;
-use crate::dtype::DType;
-use crate::json::{self, Json};
-use crate::layout;
-use crate::record::{group_leaf, value_leaf, RecordBuilder, TensorRef};
-use crate::recorder::Recorder;
+use msprobe_core::config;
+use msprobe_core::dtype::DType;
+use msprobe_core::json::{self, Json};
+use msprobe_core::layout;
+use msprobe_core::record::{group_leaf, value_leaf, RecordBuilder, TensorRef};
+use crate::session::{forked_child, install, recorder};
+use msprobe_core::recorder::Recorder;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Once, RwLock};
+use std::sync::{Arc, Once};
 use std::time::Instant;
 
 /// Return codes.
@@ -29,8 +30,6 @@ pub const MSPROBE_ERR_ARG: c_int = -2;
 pub const MSPROBE_ERR_STATE: c_int = -3;
 pub const MSPROBE_ERR_PANIC: c_int = -4;
 
-static GLOBAL: RwLock<Option<Arc<Recorder>>> = RwLock::new(None);
-
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
@@ -38,33 +37,6 @@ thread_local! {
 fn set_error(msg: &str) {
     let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = c);
-}
-
-/// Set in a forked child: the child has none of the writer's threads, so it records nothing.
-static FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Marks this process as a forked child (from `pthread_atfork`): every later call is a no-op.
-pub(crate) extern "C" fn forked_child() {
-    FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// The process's recorder, if initialised (never in a forked child).
-pub fn recorder() -> Option<Arc<Recorder>> {
-    if FORKED.load(std::sync::atomic::Ordering::Relaxed) {
-        return None;
-    }
-    GLOBAL.read().unwrap_or_else(|e| e.into_inner()).clone()
-}
-
-/// Installs a recorder as the process's recorder (used by the interposer and by `msprobe_init`).
-/// Returns false if one exists already.
-pub fn install(r: Recorder) -> bool {
-    let mut g = GLOBAL.write().unwrap_or_else(|e| e.into_inner());
-    if g.is_some() {
-        return false;
-    }
-    *g = Some(Arc::new(r));
-    true
 }
 
 /// Runs `f`, turning a panic into `on_panic` plus one logged warning.
@@ -112,7 +84,7 @@ extern "C" fn at_exit() {
 }
 
 /// Logs the one-block run summary.
-pub fn log_summary(s: &crate::recorder::Summary) {
+pub fn log_summary(s: &msprobe_core::recorder::Summary) {
     log::info!("run summary:\n{s}");
 }
 
@@ -122,7 +94,7 @@ pub fn log_summary(s: &crate::recorder::Summary) {
 #[no_mangle]
 pub extern "C" fn msprobe_init(args_json: *const c_char) -> c_int {
     guard(MSPROBE_ERR_PANIC, || {
-        crate::logging::init();
+        msprobe_core::logging::init();
         if recorder().is_some() {
             return MSPROBE_ALREADY;
         }
@@ -458,7 +430,7 @@ pub extern "C" fn msprobe_record_add_device_tensor(r: *mut MsprobeRecord, key: *
         };
         let (lo, hi) = span.unwrap_or((t.offset as u128, t.offset as u128));
         let es = dtype.size();
-        let host = match crate::interposer::copy_device_span(t.data as usize + lo as usize * es, (hi - lo) as usize * es) {
+        let host = match crate::device::copy_to_host(t.data as usize + lo as usize * es, (hi - lo) as usize * es) {
             Ok(h) => h,
             Err(rc) => return fail(format!("aclrtMemcpy device-to-host failed ({rc})")),
         };
@@ -486,7 +458,7 @@ fn add_leaf(r: *mut MsprobeRecord, key: *const c_char, leaf: impl FnOnce() -> Re
 ///
 /// # Safety
 /// `t` is NULL or a NUL-terminated string.
-unsafe fn type_or(t: *const c_char, default: &'static str) -> crate::json::Text {
+unsafe fn type_or(t: *const c_char, default: &'static str) -> msprobe_core::json::Text {
     // SAFETY: forwarded contract.
     match unsafe { cstr(t) } {
         Some(s) => s.to_string().into(),
@@ -541,7 +513,7 @@ pub extern "C" fn msprobe_record_add_str(
         let (t, s, vk) = unsafe { (type_or(type_name, "str"), cstr(v), cstr(value_key)) };
         let Some(s) = s else { return Err(fail("value is NULL or not UTF-8")) };
         // `s` and `vk` borrow the caller's strings (unbounded lifetimes from `cstr`): copied.
-        let vk: crate::json::Text = match vk {
+        let vk: msprobe_core::json::Text = match vk {
             Some(k) => k.to_string().into(),
             None => "value".into(),
         };

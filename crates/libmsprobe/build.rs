@@ -2,10 +2,11 @@
 //!
 //! bindgen parses `wrapper.h` (the declarations bundled in `include/cann/aclnn_ops.h`, or every
 //! `include/aclnnop/*.h` of an installed CANN when `ASCEND_TOOLKIT_HOME` / `ASCEND_HOME_PATH`
-//! points at one). For each `aclnnXxxGetWorkspaceSize` we emit, into `$OUT_DIR/aclnn_gen.rs`:
+//! points at one). For each `aclnnXxxGetWorkspaceSize` we emit, into `$OUT_DIR/aclnn_wrappers.rs`:
 //! - a wrapper with the exact C signature that calls the real function and then binds its
 //!   arguments (classified by type and parameter name) to the executor it returned;
-//! - the op table (`OPS`), the name matcher used by the `dlsym` hook, and the wrapper pointers.
+//! - the wrapper pointers and the slots of the real functions;
+//! and into `$OUT_DIR/aclnn_table.rs` the op table (`OPS`) and the name matcher of the dlsym hook.
 //! Phase 2 (`aclnnXxx(workspace, size, executor, stream)`) has one signature for every op and is
 //! handled by a const-generic wrapper in `src/interposer/aclnn.rs`.
 
@@ -174,6 +175,8 @@ fn main() {
     let mut p1_arms = TokenStream::new();
     let mut p2_arms = TokenStream::new();
     let mut name_arms = TokenStream::new();
+    let mut p1_slots = TokenStream::new();
+    let mut p2_slots = TokenStream::new();
     for (k, (op, params, tys)) in ops.iter().enumerate() {
         let fname = Ident::new(&format!("p1_{op}"), Span::call_site());
         let args: Vec<Ident> = params.iter().map(|(p, _)| Ident::new(&format!("a_{p}"), Span::call_site())).collect();
@@ -189,7 +192,7 @@ fn main() {
                 type Real = unsafe extern "C" fn(#(#tys),*) -> aclnnStatus;
                 // SAFETY: REAL_P1[k] was stored from the real dlsym result for this exact name
                 // before this wrapper was handed out, and has this C signature.
-                let real: Real = unsafe { std::mem::transmute::<*mut c_void, Real>(REAL_P1[#k].load(Relaxed)) };
+                let real: Real = unsafe { REAL_P1[#k].get::<Real>() };
                 if !op_capturing(#k) {
                     // SAFETY: forwarding the caller's arguments unchanged to the real function.
                     return unsafe { real(#(#args),*) };
@@ -210,6 +213,10 @@ fn main() {
         infos.extend(quote! { OpInfo { op: #op, params: &[#(#pnames),*] }, });
         p1_arms.extend(quote! { #k => #fname as *mut c_void, });
         p2_arms.extend(quote! { #k => phase2::<#k> as *mut c_void, });
+        let c1 = proc_macro2::Literal::c_string(&std::ffi::CString::new(p1_name.clone()).expect("no NUL in a C name"));
+        let c2 = proc_macro2::Literal::c_string(&std::ffi::CString::new(p2_name.clone()).expect("no NUL in a C name"));
+        p1_slots.extend(quote! { Slot::new(#c1), });
+        p2_slots.extend(quote! { Slot::new(#c2), });
         let p1b = syn::LitByteStr::new(p1_name.as_bytes(), Span::call_site());
         let p2b = syn::LitByteStr::new(p2_name.as_bytes(), Span::call_site());
         name_arms.extend(quote! {
@@ -218,24 +225,13 @@ fn main() {
         });
     }
 
-    let code = quote! {
-        #[allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code)]
-        pub mod types {
-            #types
-        }
-        use types::*;
-
+    // The op table (names, parameters, name lookup): read by activation and capture.
+    let table = quote! {
         /// Number of aclnn ops with generated wrappers.
         pub const N_OPS: usize = #n;
 
         /// Ops with wrappers, in id order.
         pub static OPS: [OpInfo; N_OPS] = [#infos];
-
-        /// Real phase-1 / phase-2 functions, filled by the dlsym hook.
-        pub static REAL_P1: [AtomicPtr<c_void>; N_OPS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; N_OPS];
-        pub static REAL_P2: [AtomicPtr<c_void>; N_OPS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; N_OPS];
-
-        #wrappers
 
         /// Maps a symbol name to (op id, phase).
         pub fn find(name: &[u8]) -> Option<(usize, Phase)> {
@@ -244,6 +240,22 @@ fn main() {
                 _ => None,
             }
         }
+    };
+    std::fs::write(out.join("aclnn_table.rs"), table.to_string()).expect("write aclnn_table.rs");
+
+    // The wrappers and their slots: the interposer's aclnn module.
+    let code = quote! {
+        #[allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code)]
+        pub mod types {
+            #types
+        }
+        use types::*;
+
+        /// Real phase-1 / phase-2 functions, claimed by the dlsym hook.
+        pub(crate) static REAL_P1: [Slot; N_OPS] = [#p1_slots];
+        pub(crate) static REAL_P2: [Slot; N_OPS] = [#p2_slots];
+
+        #wrappers
 
         /// The wrapper for (op, phase).
         pub fn wrapper(k: usize, phase: Phase) -> *mut c_void {
@@ -253,5 +265,5 @@ fn main() {
             }
         }
     };
-    std::fs::write(out.join("aclnn_gen.rs"), code.to_string()).expect("write aclnn_gen.rs");
+    std::fs::write(out.join("aclnn_wrappers.rs"), code.to_string()).expect("write aclnn_wrappers.rs");
 }
