@@ -5,7 +5,8 @@
 //! points at one). For each `aclnnXxxGetWorkspaceSize` we emit, into `$OUT_DIR/aclnn_wrappers.rs`:
 //! - a wrapper with the exact C signature that calls the real function and then binds its
 //!   arguments (classified by type and parameter name) to the executor it returned;
-//! - the wrapper pointers and the slots of the real functions;
+//! - the wrapper pointers and the slots of the real functions.
+//!
 //! and into `$OUT_DIR/aclnn_table.rs` the op table (`OPS`) and the name matcher of the dlsym hook.
 //! Phase 2 (`aclnnXxx(workspace, size, executor, stream)`) has one signature for every op and is
 //! handled by a const-generic wrapper in `src/interposer/aclnn.rs`.
@@ -110,7 +111,8 @@ fn main() {
             }
             let path = out.join("cann_umbrella.h");
             std::fs::write(&path, umbrella).expect("write umbrella header");
-            builder = builder.header(path.to_string_lossy()).clang_arg(format!("-I{}", inc.display())).clang_arg("-xc++");
+            builder =
+                builder.header(path.to_string_lossy()).clang_arg(format!("-I{}", inc.display())).clang_arg("-xc++");
         }
         None => builder = builder.header("wrapper.h").clang_arg("-I."),
     }
@@ -118,7 +120,9 @@ fn main() {
     let file: syn::File = syn::parse_str(&bindings.to_string()).expect("bindgen output parses");
 
     let mut types = TokenStream::new();
-    let mut ops: Vec<(String, Vec<(String, String)>, Vec<syn::Type>)> = Vec::new();
+    // (op, [(parameter, type text)], parameter types)
+    type Op = (String, Vec<(String, String)>, Vec<syn::Type>);
+    let mut ops: Vec<Op> = Vec::new();
     for item in &file.items {
         match item {
             syn::Item::ForeignMod(fm) => {
@@ -158,7 +162,13 @@ fn main() {
     // behind pointers, so `c_void` stands in for any that are missing.
     let defined = types.to_string();
     for opaque in [
-        "aclTensor", "aclScalar", "aclIntArray", "aclFloatArray", "aclBoolArray", "aclTensorList", "aclScalarList",
+        "aclTensor",
+        "aclScalar",
+        "aclIntArray",
+        "aclFloatArray",
+        "aclBoolArray",
+        "aclTensorList",
+        "aclScalarList",
         "aclOpExecutor",
     ] {
         if !defined.contains(&format!("struct {opaque} ")) && !defined.contains(&format!("type {opaque} ")) {
@@ -182,8 +192,7 @@ fn main() {
         let args: Vec<Ident> = params.iter().map(|(p, _)| Ident::new(&format!("a_{p}"), Span::call_site())).collect();
         let tail = &args[args.len() - 2..];
         let (ws, ex) = (&tail[0], &tail[1]);
-        let recorded: Vec<TokenStream> =
-            params[..params.len() - 2].iter().map(|(p, t)| classify(p, t)).collect();
+        let recorded: Vec<TokenStream> = params[..params.len() - 2].iter().map(|(p, t)| classify(p, t)).collect();
         let pnames: Vec<&str> = params[..params.len() - 2].iter().map(|(p, _)| p.as_str()).collect();
         wrappers.extend(quote! {
             /// Phase-1 wrapper: the real call, then the arguments bound to the returned executor.

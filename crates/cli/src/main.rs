@@ -35,7 +35,12 @@ fn summary(root: &Path) -> Result<(), String> {
             Some(Json::Object(kv)) => (kv.len(), kv.iter().take(3).map(|(k, _)| k.clone()).collect::<Vec<_>>()),
             _ => (0, vec![]),
         };
-        let files = p.parent().map(|d| d.join("dump_tensor_data")).and_then(|d| std::fs::read_dir(d).ok()).map(|r| r.count()).unwrap_or(0);
+        let files = p
+            .parent()
+            .map(|d| d.join("dump_tensor_data"))
+            .and_then(|d| std::fs::read_dir(d).ok())
+            .map(|r| r.count())
+            .unwrap_or(0);
         println!(
             "{}: {} records, {} tensor files (task {}, level {}); first: {}",
             p.parent().unwrap_or(&p).display(),

@@ -8,11 +8,11 @@
 
 use msprobe_core::config::{Config, Task};
 use msprobe_core::dtype::DType;
+use msprobe_core::json::Json;
+use msprobe_core::record::TensorFile;
 use msprobe_core::record::TensorRef;
 use msprobe_core::recorder::Recorder;
 use msprobe_core::stats;
-use msprobe_core::json::Json;
-use msprobe_core::record::TensorFile;
 use msprobe_core::tensorfile::FileFormat;
 use msprobe_core::writer::{Budget, Finished, Header, Writer};
 use std::hint::black_box;
@@ -61,7 +61,8 @@ fn main() {
     println!("{:<34} {:>8} {:>10}", "what", "GB/s", "vs memcpy");
     let base = gbps(n, memcpy);
     println!("{:<34} {:>8.2} {:>10}", "memcpy (baseline)", base, "1.00");
-    for (name, dt) in [("statistics f32", DType::F32), ("statistics f16", DType::F16), ("statistics bf16", DType::BF16)] {
+    for (name, dt) in [("statistics f32", DType::F32), ("statistics f16", DType::F16), ("statistics bf16", DType::BF16)]
+    {
         let d = best(reps, || {
             black_box(stats::tensor_stats(dt, false, black_box(&src)));
         });
@@ -108,14 +109,22 @@ fn main() {
         for i in 0..count {
             let mut b = rec.begin(&format!("Torch.add.{k}.{i}.forward")).unwrap();
             b.section("input_args").unwrap();
-            let tr = TensorRef { dtype: DType::F32, shape: &shape, data: &src[i * chunk..(i + 1) * chunk], requires_grad: Some(false), type_name: None };
+            let tr = TensorRef {
+                dtype: DType::F32,
+                shape: &shape,
+                data: &src[i * chunk..(i + 1) * chunk],
+                requires_grad: Some(false),
+                type_name: None,
+            };
             b.add_tensor(None, &tr, rec.budget()).unwrap();
             rec.end(b);
         }
         rec.flush();
         writer = writer.min(t.elapsed());
         for i in 0..count {
-            let _ = std::fs::remove_file(tmp.path().join(format!("dump/step0/rank/dump_tensor_data/Torch.add.{k}.{i}.forward.input.0.npy")));
+            let _ = std::fs::remove_file(
+                tmp.path().join(format!("dump/step0/rank/dump_tensor_data/Torch.add.{k}.{i}.forward.input.0.npy")),
+            );
         }
 
         // The writer thread alone: ready-made records (journal line + file) through the channel.
@@ -123,7 +132,10 @@ fn main() {
             .map(|i| Finished {
                 name: format!("Torch.add.{k}.{i}.forward"),
                 body: Json::Object(vec![]),
-                files: vec![TensorFile { name: format!("w{k}_{i}.npy"), bytes: src[i * chunk..(i + 1) * chunk].to_vec() }],
+                files: vec![TensorFile {
+                    name: format!("w{k}_{i}.npy"),
+                    bytes: src[i * chunk..(i + 1) * chunk].to_vec(),
+                }],
                 stack: None,
                 parent: None,
                 reserved: 0,
@@ -145,12 +157,7 @@ fn main() {
     let pb = gbps(n, plain);
     println!("{:<34} {:>8.2} {:>10}", "plain sequential write (baseline)", pb, "1.00");
     println!("{:<34} {:>8.2} {:>10.2}", "writer thread (records + files)", gbps(n, alone), gbps(n, alone) / pb);
-    println!(
-        "{:<34} {:>8.2} {:>10.2}",
-        "capture end to end (stats+encode)",
-        gbps(n, writer),
-        gbps(n, writer) / pb
-    );
+    println!("{:<34} {:>8.2} {:>10.2}", "capture end to end (stats+encode)", gbps(n, writer), gbps(n, writer) / pb);
 }
 
 /// What a hooked framework call costs: one record with four small f32 tensors (a linear
@@ -167,7 +174,8 @@ fn small_records() {
         .iter()
         .map(|s| (0..s.iter().product::<i64>()).flat_map(|i| ((i % 97) as f32 * 0.01).to_le_bytes()).collect())
         .collect();
-    let frames: Vec<String> = (0..10).map(|i| format!("File /work/model.py, line {i}, in forward, \n h = self.fc(x)")).collect();
+    let frames: Vec<String> =
+        (0..10).map(|i| format!("File /work/model.py, line {i}, in forward, \n h = self.fc(x)")).collect();
     let n = 2_000;
     let mut k = 0u64;
     let mut writer = Duration::MAX;
@@ -179,12 +187,24 @@ fn small_records() {
             k += 1;
             b.section("input_args").unwrap();
             for i in 0..3 {
-                let t = TensorRef { dtype: DType::F32, shape: shapes[i], data: &data[i], requires_grad: Some(i > 0), type_name: None };
+                let t = TensorRef {
+                    dtype: DType::F32,
+                    shape: shapes[i],
+                    data: &data[i],
+                    requires_grad: Some(i > 0),
+                    type_name: None,
+                };
                 b.add_tensor(None, &t, rec.budget()).unwrap();
             }
             b.section("input_kwargs").unwrap();
             b.section("output").unwrap();
-            let t = TensorRef { dtype: DType::F32, shape: shapes[3], data: &data[3], requires_grad: Some(true), type_name: None };
+            let t = TensorRef {
+                dtype: DType::F32,
+                shape: shapes[3],
+                data: &data[3],
+                requires_grad: Some(true),
+                type_name: None,
+            };
             b.add_tensor(None, &t, rec.budget()).unwrap();
             b.stack = Some(frames.clone());
             rec.end(b);

@@ -271,7 +271,9 @@ pub fn load(env: &dyn Fn(&str) -> Option<String>, args: Option<&Json>) -> Result
                 allowed: "it must be a string naming a .json file".into(),
             })
         }
-        None => env("MSPROBE_CONFIG").filter(|s| !s.is_empty()).map(|p| (PathBuf::from(p), Source::Env("MSPROBE_CONFIG".into()))),
+        None => env("MSPROBE_CONFIG")
+            .filter(|s| !s.is_empty())
+            .map(|p| (PathBuf::from(p), Source::Env("MSPROBE_CONFIG".into()))),
     };
     if let Some((path, named_by)) = file {
         layers.push(file_layer(&path, named_by)?);
@@ -308,7 +310,11 @@ pub fn load(env: &dyn Fn(&str) -> Option<String>, args: Option<&Json>) -> Result
 
     let mut cfg = Config::default();
     let env_source = |key: &str| -> Source {
-        env_sources.iter().find(|(k, _)| k == key).map(|(_, v)| Source::Env(v.clone())).unwrap_or(Source::Env("?".into()))
+        env_sources
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| Source::Env(v.clone()))
+            .unwrap_or(Source::Env("?".into()))
     };
     // Common keys, layer by layer.
     let all: Vec<&Layer> = layers.iter().chain([&env_layer, &arg_layer]).collect();
@@ -354,11 +360,18 @@ fn file_layer(path: &std::path::Path, named_by: Source) -> Result<Layer, ConfigE
         match k.as_str() {
             "statistics" | "tensor" => {
                 let Json::Object(inner) = v else {
-                    return Err(ConfigError { source, key: k, value: show(&v), allowed: "a task section must be a JSON object".into() });
+                    return Err(ConfigError {
+                        source,
+                        key: k,
+                        value: show(&v),
+                        allowed: "a task section must be a JSON object".into(),
+                    });
                 };
                 layer.sections.push((k, inner.into_iter().map(|(k, v)| (k.into_owned(), v)).collect()));
             }
-            s if FOREIGN_SECTIONS.contains(&s) => log::debug!("config: ignoring msprobe section '{s}' (task not supported)"),
+            s if FOREIGN_SECTIONS.contains(&s) => {
+                log::debug!("config: ignoring msprobe section '{s}' (task not supported)")
+            }
             _ => layer.common.push((k, v)),
         }
     }
@@ -370,7 +383,8 @@ fn bad(src: &Source, key: &str, v: &Json, allowed: &str) -> ConfigError {
 }
 
 fn one_of<'a>(src: &Source, key: &str, v: &Json, options: &[&'a str]) -> Result<&'a str, ConfigError> {
-    let allowed = format!("allowed values are {}", options.iter().map(|o| format!("\"{o}\"")).collect::<Vec<_>>().join(", "));
+    let allowed =
+        format!("allowed values are {}", options.iter().map(|o| format!("\"{o}\"")).collect::<Vec<_>>().join(", "));
     match v {
         Json::Str(s) => options.iter().find(|o| **o == s).copied().ok_or_else(|| bad(src, key, v, &allowed)),
         _ => Err(bad(src, key, v, &allowed)),
@@ -380,7 +394,12 @@ fn one_of<'a>(src: &Source, key: &str, v: &Json, options: &[&'a str]) -> Result<
 /// Parses msprobe's step/rank lists: ints and "a-b" ranges, de-duplicated and sorted.
 pub fn parse_index_list(src: &Source, key: &str, v: &Json) -> Result<Vec<u64>, ConfigError> {
     let Json::Array(items) = v else {
-        return Err(bad(src, key, v, "it must be a list of non-negative integers or \"a-b\" ranges, e.g. [0, \"2-4\"]"));
+        return Err(bad(
+            src,
+            key,
+            v,
+            "it must be a list of non-negative integers or \"a-b\" ranges, e.g. [0, \"2-4\"]",
+        ));
     };
     if items.len() > 1_000_000 {
         return Err(bad(src, key, v, "a list may have at most 1000000 entries"));
@@ -399,12 +418,31 @@ pub fn parse_index_list(src: &Source, key: &str, v: &Json) -> Result<Vec<u64>, C
                     (None, Ok(n)) if n <= 1_000_000 => out.push(n),
                     (Some((Ok(a), Ok(b))), _) if a <= b && b <= 1_000_000 => out.extend(a..=b),
                     (Some((Ok(a), Ok(b))), _) if a > b => {
-                        return Err(bad(src, key, item, &format!("the left boundary ({a}) cannot be greater than the right boundary ({b})")))
+                        return Err(bad(
+                            src,
+                            key,
+                            item,
+                            &format!("the left boundary ({a}) cannot be greater than the right boundary ({b})"),
+                        ))
                     }
-                    _ => return Err(bad(src, key, item, "a string element must be an integer or a range \"a-b\" with 0 <= a <= b <= 1000000")),
+                    _ => {
+                        return Err(bad(
+                            src,
+                            key,
+                            item,
+                            "a string element must be an integer or a range \"a-b\" with 0 <= a <= b <= 1000000",
+                        ))
+                    }
                 }
             }
-            _ => return Err(bad(src, key, item, &format!("each element of {key} must be an integer or a string \"a-b\""))),
+            _ => {
+                return Err(bad(
+                    src,
+                    key,
+                    item,
+                    &format!("each element of {key} must be an integer or a string \"a-b\""),
+                ))
+            }
         }
     }
     out.sort_unstable();
@@ -619,7 +657,9 @@ mod tests {
         assert_eq!(c.file_format, Some(FileFormat::Npy));
         assert_eq!(c.summary_mode, SummaryMode::Statistics, "statistics section ignored for task tensor");
         // env beats file; the statistics section of the file now applies
-        let c = load(&env_of(&[("MSPROBE_CONFIG", &p), ("MSPROBE_TASK", "statistics"), ("MSPROBE_STEP", "1,5-6")]), None).unwrap();
+        let c =
+            load(&env_of(&[("MSPROBE_CONFIG", &p), ("MSPROBE_TASK", "statistics"), ("MSPROBE_STEP", "1,5-6")]), None)
+                .unwrap();
         assert_eq!(c.task, Task::Statistics);
         assert_eq!(c.summary_mode, SummaryMode::Md5);
         assert_eq!(c.step, vec![1, 5, 6]);
@@ -637,7 +677,10 @@ mod tests {
     #[test]
     fn each_invalid_input_names_source_key_value() {
         let e = err_of(&[("MSPROBE_LEVEL", "L3")], None);
-        assert_eq!((e.source.clone(), e.key.as_str(), e.value.as_str()), (Source::Env("MSPROBE_LEVEL".into()), "level", "\"L3\""));
+        assert_eq!(
+            (e.source.clone(), e.key.as_str(), e.value.as_str()),
+            (Source::Env("MSPROBE_LEVEL".into()), "level", "\"L3\"")
+        );
         assert!(e.to_string().contains("\"L0\", \"L1\", \"mix\", \"L2\""), "{e}");
 
         let e = err_of(&[("MSPROBE_STEP", "5-3")], None);
@@ -670,7 +713,10 @@ mod tests {
         assert_eq!(e.key, "data_mode");
         let e = err_of(&[("MSPROBE_SCOPE", "Functional.relu.0.forward")], None);
         assert!(e.allowed.contains("exactly 2"), "{e}");
-        let e = err_of(&[("MSPROBE_LEVEL", "L0"), ("MSPROBE_SCOPE", "Functional.relu.0.forward,Module.a.B.forward.0")], None);
+        let e = err_of(
+            &[("MSPROBE_LEVEL", "L0"), ("MSPROBE_SCOPE", "Functional.relu.0.forward,Module.a.B.forward.0")],
+            None,
+        );
         assert_eq!(e.value, "\"Functional.relu.0.forward\"");
         let e = err_of(&[("MSPROBE_TASK", "overflow_check")], None);
         assert!(e.allowed.contains("statistics"), "{e}");

@@ -68,7 +68,6 @@ impl DType {
         cann_abi::dtype::size(self as i32)
     }
 
-
     pub fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
@@ -128,10 +127,7 @@ impl DType {
 
     /// Parses either spelling (used by the recover command and tests).
     pub fn from_name(s: &str) -> Option<DType> {
-        DType::ALL
-            .iter()
-            .copied()
-            .find(|d| d.torch_name() == s || d.mindspore_name() == s)
+        DType::ALL.iter().copied().find(|d| d.torch_name() == s || d.mindspore_name() == s)
     }
 }
 

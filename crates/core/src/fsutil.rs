@@ -33,10 +33,9 @@ fn refuse_symlink(p: &Path) -> io::Result<bool> {
             io::ErrorKind::PermissionDenied,
             format!("{} is a symbolic link; msprobe refuses to write through links (use the real path)", p.display()),
         )),
-        Ok(m) if !m.is_dir() => Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            format!("{} exists and is not a directory", p.display()),
-        )),
+        Ok(m) if !m.is_dir() => {
+            Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists and is not a directory", p.display())))
+        }
         Ok(_) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e),
@@ -69,12 +68,8 @@ pub fn create_dirs(root: &Path, subdirs: &[&str]) -> io::Result<PathBuf> {
 
 /// Creates a new file (never replacing one), mode 0640, not following links.
 pub fn create_new(path: &Path) -> io::Result<File> {
-    let f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(FILE_MODE)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
+    let f =
+        OpenOptions::new().write(true).create_new(true).mode(FILE_MODE).custom_flags(libc::O_NOFOLLOW).open(path)?;
     ensure_file_mode(&f, FILE_MODE)?;
     Ok(f)
 }
@@ -86,12 +81,7 @@ pub fn open_existing(path: &Path) -> io::Result<File> {
 
 /// Opens a file for appending (created 0640 if missing), not following links.
 pub fn open_append(path: &Path) -> io::Result<File> {
-    let f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(FILE_MODE)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
+    let f = OpenOptions::new().append(true).create(true).mode(FILE_MODE).custom_flags(libc::O_NOFOLLOW).open(path)?;
     ensure_file_mode(&f, FILE_MODE)?;
     Ok(f)
 }

@@ -124,10 +124,13 @@ impl Journal {
     }
 }
 
+/// One journal entry: (kind, record name, text).
+pub type Entry = (char, String, String);
+
 /// What one journal holds, by directory.
 pub struct Replay {
-    /// (directory, header, entries (kind, name, text)) in first-appearance order.
-    pub dirs: Vec<(PathBuf, Header, Vec<(char, String, String)>)>,
+    /// (directory, header, entries) in first-appearance order.
+    pub dirs: Vec<(PathBuf, Header, Vec<Entry>)>,
     /// Entries that could not be read (a write cut by the kill).
     pub torn: usize,
 }

@@ -471,7 +471,10 @@ mod tests {
         // Python 3.11: json.dumps('a"b\\c\nd\té€😀\x01\x7f/')
         let want = r#""a\"b\\c\nd\t\u00e9\u20ac\ud83d\ude00\u0001\u007f/""#;
         assert_eq!(Json::str("a\"b\\c\nd\té€😀\u{1}\u{7f}/").to_compact(), want);
-        assert_eq!(Json::str("File /x.py, line 3, in f, \n y = g(x)").to_compact(), r#""File /x.py, line 3, in f, \n y = g(x)""#);
+        assert_eq!(
+            Json::str("File /x.py, line 3, in f, \n y = g(x)").to_compact(),
+            r#""File /x.py, line 3, in f, \n y = g(x)""#
+        );
     }
 
     #[test]

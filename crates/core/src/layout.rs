@@ -232,7 +232,11 @@ mod tests {
             let (_, hi) = element_span(&shape, &strides, offset).unwrap().unwrap();
             let storage: Vec<u8> = (0..hi as usize * elem).map(|i| (i * 7 + 3) as u8).collect();
             let got = gather(elem, &shape, Some(&strides), offset, &storage).unwrap();
-            assert_eq!(&*got, &reference(elem, &shape, &strides, offset, &storage)[..], "{elem} {shape:?} {strides:?} {offset}");
+            assert_eq!(
+                &*got,
+                &reference(elem, &shape, &strides, offset, &storage)[..],
+                "{elem} {shape:?} {strides:?} {offset}"
+            );
         }
     }
 }

@@ -15,7 +15,8 @@ struct Logger;
 static OFFSET: std::sync::OnceLock<chrono::FixedOffset> = std::sync::OnceLock::new();
 
 fn now_local() -> String {
-    let offset = OFFSET.get().copied().unwrap_or_else(|| chrono::FixedOffset::east_opt(0).expect("0 is a valid offset"));
+    let offset =
+        OFFSET.get().copied().unwrap_or_else(|| chrono::FixedOffset::east_opt(0).expect("0 is a valid offset"));
     chrono::Utc::now().with_timezone(&offset).format("%Y-%m-%d %H:%M:%S").to_string()
 }
 

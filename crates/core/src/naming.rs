@@ -85,10 +85,7 @@ fn shorten(mut s: String, max: usize, original: &str) -> String {
 /// Makes a string safe as one path component: no `/`, `\`, NUL or control characters, never
 /// `.`/`..`/empty, at most 255 bytes.
 pub fn sanitize_component(s: &str) -> String {
-    let mut out: String = s
-        .chars()
-        .map(|c| if c == '/' || c == '\\' || c.is_control() { '_' } else { c })
-        .collect();
+    let mut out: String = s.chars().map(|c| if c == '/' || c == '\\' || c.is_control() { '_' } else { c }).collect();
     if out.is_empty() || out == "." || out == ".." {
         out = if out.is_empty() { "_".into() } else { out.replace('.', "_") };
     }

@@ -401,7 +401,13 @@ mod tests {
     }
 
     fn opts(task: Task, dm: DataMode) -> LeafOptions {
-        LeafOptions { task, summary_mode: SummaryMode::Statistics, dialect: Dialect::PyTorch, format: FileFormat::Pt, data_mode: dm }
+        LeafOptions {
+            task,
+            summary_mode: SummaryMode::Statistics,
+            dialect: Dialect::PyTorch,
+            format: FileFormat::Pt,
+            data_mode: dm,
+        }
     }
 
     #[test]
@@ -431,7 +437,10 @@ mod tests {
         let Json::Array(a) = leaf else { panic!() };
         let inner = a[0].get("pair").unwrap().get("b").unwrap();
         let Json::Array(b) = inner else { panic!() };
-        assert_eq!(b[0].get("data_name").unwrap().as_str(), Some("Module.inner.DictMod.forward.0.output.0.pair.b.0.pt"));
+        assert_eq!(
+            b[0].get("data_name").unwrap().as_str(),
+            Some("Module.inner.DictMod.forward.0.output.0.pair.b.0.pt")
+        );
         // key order of the leaf
         let Json::Object(kv) = &b[0] else { panic!() };
         let keys: Vec<_> = kv.iter().map(|(k, _)| &**k).collect();
@@ -441,7 +450,9 @@ mod tests {
     #[test]
     fn group_id_is_the_md5_of_the_python_list_text() {
         // Independent truth: Python's hashlib.md5(str(ranks).encode()).hexdigest().
-        let id = |ranks: &[i64]| group_leaf("torch.ProcessGroup", ranks).get("group_id").unwrap().as_str().unwrap().to_string();
+        let id = |ranks: &[i64]| {
+            group_leaf("torch.ProcessGroup", ranks).get("group_id").unwrap().as_str().unwrap().to_string()
+        };
         assert_eq!(id(&[0, 1]), "264884439b70ab09a86bc848421c6de6");
         assert_eq!(id(&[3]), "f2577a6fc29b900fe7d4c6321346be48");
         assert_eq!(id(&[]), "d751713988987e9331980363e24189ce");

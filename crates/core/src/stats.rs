@@ -102,11 +102,7 @@ type Lanes = ([f32; LANES], [f32; LANES], [f32; LANES], [f32; LANES]);
 
 /// The vector kernel: per-lane max, min, sum and sum of squares over whole 16-element chunks.
 /// Compiled for AVX2/AVX-512 as well as the baseline and picked at run time.
-#[multiversion::multiversion(targets(
-    "x86_64+avx512f+avx512bw+avx512vl+avx2+fma",
-    "x86_64+avx2+fma",
-    "aarch64+neon"
-))]
+#[multiversion::multiversion(targets("x86_64+avx512f+avx512bw+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 fn lanes(xs: &[f32]) -> Lanes {
     let mut mx = [f32::NEG_INFINITY; LANES];
     let mut mn = [f32::INFINITY; LANES];
@@ -273,7 +269,7 @@ pub fn tensor_stats(dtype: DType, zero_dim: bool, data: &[u8]) -> Stats {
     // Integers and float64 are reduced as float32 (1.1.1), so their results are float32 too.
     let rdt = if matches!(dtype, DType::F16 | DType::BF16) { dtype } else { DType::F32 };
     let (mut sum, mut sumsq) = (acc.sum, acc.sumsq);
-    if !acc.non_finite && !(sum.is_finite() && sumsq.is_finite()) {
+    if !(acc.non_finite || sum.is_finite() && sumsq.is_finite()) {
         // A finite tensor overflowed the f32 lane sums: redo the sums in f64.
         (sum, sumsq) = (0.0, 0.0);
         for_each_f32_block(dtype, data, |b| {
@@ -364,7 +360,15 @@ fn complex_stats(dtype: DType, data: &[u8]) -> Stats {
     let max = mags.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let min = mags.iter().copied().fold(f64::INFINITY, f64::min);
     let mean = mags.iter().sum::<f64>() / mags.len() as f64;
-    let fix = |x: f64| if nan { f64::NAN } else if dtype == DType::C64 { x as f32 as f64 } else { x };
+    let fix = |x: f64| {
+        if nan {
+            f64::NAN
+        } else if dtype == DType::C64 {
+            x as f32 as f64
+        } else {
+            x
+        }
+    };
     Stats {
         max: Stat::Float(fix(max)),
         min: Stat::Float(fix(min)),
@@ -484,7 +488,8 @@ mod tests {
         assert_eq!((s.max, s.min, s.mean), (Stat::Float(4.0), Stat::Float(1.0), Stat::Float(2.5)));
         assert_eq!(s.norm, Stat::Float((30f64.sqrt()) as f32 as f64));
         // float64 goes through float32: 0.1 → 0.10000000149011612
-        let s = tensor_stats(DType::F64, false, &[0.1f64, 0.1].iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>());
+        let s =
+            tensor_stats(DType::F64, false, &[0.1f64, 0.1].iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>());
         assert_eq!(s.max, Stat::Float(0.10000000149011612));
     }
 

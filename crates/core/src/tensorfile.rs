@@ -75,8 +75,7 @@ pub fn encode_npy_into(out: &mut Vec<u8>, dtype: DType, shape: &[i64], data: &[u
     let unpadded = 10 + header.len() + 1;
     header.extend(std::iter::repeat_n(' ', (64 - unpadded % 64) % 64));
     header.push('\n');
-    let body: std::borrow::Cow<[u8]> =
-        if dtype == DType::BF16 { widen_bf16(data).into() } else { data.into() };
+    let body: std::borrow::Cow<[u8]> = if dtype == DType::BF16 { widen_bf16(data).into() } else { data.into() };
     out.clear();
     out.reserve(10 + header.len() + body.len());
     out.extend_from_slice(b"\x93NUMPY\x01\x00");
@@ -166,7 +165,11 @@ fn tensor_pickle(dtype: DType, shape: &[i64]) -> Vec<u8> {
     }
     let v3 = v3_dtype(dtype);
     let mut p = vec![0x80, 2];
-    p.extend_from_slice(if v3.is_some() { b"ctorch._utils\n_rebuild_tensor_v3\n" } else { b"ctorch._utils\n_rebuild_tensor_v2\n" });
+    p.extend_from_slice(if v3.is_some() {
+        b"ctorch._utils\n_rebuild_tensor_v3\n"
+    } else {
+        b"ctorch._utils\n_rebuild_tensor_v2\n"
+    });
     p.push(b'('); // args of _rebuild_tensor_v2/v3
     p.push(b'('); // persistent id tuple
     pickle_str(&mut p, "storage");
@@ -299,7 +302,8 @@ pub fn encode_pt_into(buf: Vec<u8>, stem: &str, dtype: DType, shape: &[i64], dat
 /// [`encode_pt`]. Used by the golden tests to replay msprobe's own tensor files.
 pub fn read_pt_storage(file: &[u8]) -> Option<Vec<u8>> {
     // Walk the central directory from the end-of-central-directory record.
-    let eocd = (0..file.len().saturating_sub(21)).rev().find(|&i| file[i..].starts_with(&0x06054b50u32.to_le_bytes()))?;
+    let eocd =
+        (0..file.len().saturating_sub(21)).rev().find(|&i| file[i..].starts_with(&0x06054b50u32.to_le_bytes()))?;
     let rd16 = |o: usize| u16::from_le_bytes([file[o], file[o + 1]]) as usize;
     let rd32 = |o: usize| u32::from_le_bytes(file[o..o + 4].try_into().unwrap()) as usize;
     let n = rd16(eocd + 10);

@@ -92,7 +92,13 @@ const POOL_BYTES: usize = 128 << 20;
 
 impl Budget {
     pub fn new(cap: u64, drop_when_full: bool) -> Budget {
-        Budget { cap, drop_when_full, used: Mutex::new(Usage::default()), freed: Condvar::new(), pool: Mutex::new(Vec::new()) }
+        Budget {
+            cap,
+            drop_when_full,
+            used: Mutex::new(Usage::default()),
+            freed: Condvar::new(),
+            pool: Mutex::new(Vec::new()),
+        }
     }
 
     /// A buffer with at least `n` bytes of capacity when the pool has one.
@@ -245,7 +251,11 @@ impl DirState {
         if file != 0 {
             return String::new();
         }
-        let h = self.header.clone().unwrap_or(Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None });
+        let h = self.header.clone().unwrap_or(Header {
+            task: "statistics".into(),
+            level: "L1".into(),
+            dump_data_dir: None,
+        });
         let mut out = String::with_capacity(128);
         out.push_str("{\n");
         out.push_str(&format!(" \"task\": {},\n", Json::str(h.task).to_compact()));
@@ -374,7 +384,9 @@ impl JsonFiles {
                 continue;
             }
             if !replaced {
-                let mut out = String::with_capacity(map.iter().skip(done).map(|(k, v)| k.len() + v.len() + 8).sum::<usize>() + 16);
+                let mut out = String::with_capacity(
+                    map.iter().skip(done).map(|(k, v)| k.len() + v.len() + 8).sum::<usize>() + 16,
+                );
                 write_entries(&mut out, map, done, depth);
                 write_close(&mut out, n, depth);
                 out.push_str(end);
@@ -555,12 +567,15 @@ impl Worker {
         // `msprobe recover` turns the journal into the files.
         let state = DirState { header: Some(header.clone()), dirty: true, ..Default::default() };
         let root = root_of(&dir).to_path_buf();
-        if !self.journals.contains_key(&root) {
-            match Journal::create(&root) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.journals.entry(root) {
+            match Journal::create(slot.key()) {
                 Ok(j) => {
-                    self.journals.insert(root, j);
+                    slot.insert(j);
                 }
-                Err(e) => self.error(&format!("cannot create the journal in {}", root.display()), &e),
+                Err(e) => {
+                    let what = format!("cannot create the journal in {}", slot.key().display());
+                    self.error(&what, &e)
+                }
             }
         }
         let files = match JsonFiles::open(&dir, &state) {
@@ -628,7 +643,8 @@ impl Worker {
         if !self.dirs.contains_key(&dir) {
             match self.closed.get(&dir).cloned() {
                 Some(h) => self.reopen(dir.clone(), h),
-                None => self.open(dir.clone(), Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None }),
+                None => self
+                    .open(dir.clone(), Header { task: "statistics".into(), level: "L1".into(), dump_data_dir: None }),
             }
             if !self.dirs.contains_key(&dir) {
                 // It could not be created (logged once): the record is lost, and counted.
@@ -1224,7 +1240,7 @@ pub fn recover_dir(root: &Path) -> std::io::Result<Recovered> {
 }
 
 /// A directory's JSON state from its journal entries, and how many records they hold.
-fn replay_dir(header: Header, entries: Vec<(char, String, String)>) -> (DirState, usize) {
+fn replay_dir(header: Header, entries: Vec<journal::Entry>) -> (DirState, usize) {
     let mut state = DirState { header: Some(header), ..Default::default() };
     let mut n = 0;
     for (kind, name, text) in entries {
@@ -1338,7 +1354,10 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(*pause));
             let name = format!("Functional.relu.{i}.forward");
             let body = json::parse(r#"{"input_args": [], "output": []}"#).unwrap();
-            w.record(dir.clone(), Finished { name: name.clone(), body, files: vec![], stack: None, parent: None, reserved: 0 });
+            w.record(
+                dir.clone(),
+                Finished { name: name.clone(), body, files: vec![], stack: None, parent: None, reserved: 0 },
+            );
             assert!(wait_for(&name), "{name} never reached the journal");
         }
         w.shutdown();
@@ -1356,7 +1375,10 @@ mod tests {
         let send = |dir: &Path, name: &str| {
             let body = json::parse(r#"{"input_args": [], "output": []}"#).unwrap();
             let (stack, parent) = (Some(vec!["File a.py, line 1, in f, \n f()".to_string()]), Some(None));
-            w.record(dir.to_path_buf(), Finished { name: name.into(), body, files: vec![], stack, parent, reserved: 0 });
+            w.record(
+                dir.to_path_buf(),
+                Finished { name: name.into(), body, files: vec![], stack, parent, reserved: 0 },
+            );
         };
         let (s0, s1) = (root.path().join("step0/rank0"), root.path().join("step1/rank0"));
         w.open(s0.clone(), header.clone());
@@ -1384,10 +1406,15 @@ mod tests {
         let r = recover_dir(copy.path()).unwrap();
         assert_eq!((r.dirs, r.records, r.torn_lines, r.missing_files), (1, 2, 0, 0));
         let read = |d: &Path, f: &str| json::parse(&std::fs::read_to_string(d.join(f)).unwrap()).unwrap();
-        let Some(Json::Object(data)) = read(&copy.path().join("step1/rank0"), "dump.json").get("data").cloned() else { panic!() };
+        let Some(Json::Object(data)) = read(&copy.path().join("step1/rank0"), "dump.json").get("data").cloned() else {
+            panic!()
+        };
         let names: Vec<_> = data.iter().map(|(k, _)| &**k).collect();
         assert_eq!(names, ["Module.a.A.forward.1", "Module.b.B.forward.0"]);
-        assert_eq!(read(&copy.path().join("step1/rank0"), "construct.json").get("Module.b.B.forward.0"), Some(&Json::Null));
+        assert_eq!(
+            read(&copy.path().join("step1/rank0"), "construct.json").get("Module.b.B.forward.0"),
+            Some(&Json::Null)
+        );
         assert_eq!(read(&copy.path().join("step1/rank0"), "dump.json").get("level").and_then(Json::as_str), Some("L0"));
         // The closed step is left as it was written.
         assert_eq!(read(&copy.path().join("step0/rank0"), "dump.json"), read(&s0, "dump.json"));
@@ -1474,11 +1501,15 @@ mod tests {
         for round in 0..20 {
             let n = 1 + round % 7;
             for r in sent..sent + n {
-                let files: Vec<_> = (0..3).map(|f| TensorFile { name: format!("R.{r}.{f}.pt"), bytes: bytes(r, f) }).collect();
+                let files: Vec<_> =
+                    (0..3).map(|f| TensorFile { name: format!("R.{r}.{f}.pt"), bytes: bytes(r, f) }).collect();
                 let reserved = files.iter().map(|f| f.bytes.len() as u64).sum();
                 assert!(w.budget.reserve(reserved));
                 let body = json::parse(r#"{"output": []}"#).unwrap();
-                w.record(dir.clone(), Finished { name: format!("R.{r}.forward"), body, files, stack: None, parent: None, reserved });
+                w.record(
+                    dir.clone(),
+                    Finished { name: format!("R.{r}.forward"), body, files, stack: None, parent: None, reserved },
+                );
             }
             sent += n;
             w.write_now(&dir, false);
@@ -1531,7 +1562,8 @@ mod tests {
         // time), some replacing an entry already written (a merged record, a new parent): after
         // every write each file holds exactly the text of a whole rewrite.
         let dir = tempfile::tempdir().unwrap();
-        let header = Header { task: "tensor".into(), level: "mix".into(), dump_data_dir: Some("dump_tensor_data".into()) };
+        let header =
+            Header { task: "tensor".into(), level: "mix".into(), dump_data_dir: Some("dump_tensor_data".into()) };
         let mut st = DirState { header: Some(header), ..Default::default() };
         let read = |n: &str| std::fs::read_to_string(dir.path().join(n)).unwrap();
         let mut files = JsonFiles::open(dir.path(), &st).unwrap();

@@ -195,7 +195,10 @@ fn check(data_case: &str, target_case: &str) {
         compare(&ours, &theirs, &format!("{target_case}/{f}"), "", -1.0);
     }
     // No journal is left behind after a clean finish.
-    let journals = std::fs::read_dir(&dump).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with(msprobe_core::journal::PREFIX));
+    let journals = std::fs::read_dir(&dump)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(msprobe_core::journal::PREFIX));
     assert_eq!(journals.count(), 0, "a journal was left in {}", dump.display());
     // Tensor task: every file msprobe wrote exists with the same name and the same tensor bytes.
     let their_files = theirs_dir.join("dump_tensor_data");

@@ -69,7 +69,13 @@ pub(crate) fn copy_to_host(src: usize, len: usize) -> Result<Vec<u8>, DeviceErro
     type F = unsafe extern "C" fn(*mut c_void, usize, *const c_void, usize, c_int) -> c_int;
     // SAFETY: the slot holds the real aclrtMemcpy(dst, destMax, src, count, kind); dst has len bytes.
     let rc = unsafe {
-        ACLRT_MEMCPY.get::<F>()(buf.as_mut_ptr() as *mut c_void, len, src as *const c_void, len, ACL_MEMCPY_DEVICE_TO_HOST)
+        ACLRT_MEMCPY.get::<F>()(
+            buf.as_mut_ptr() as *mut c_void,
+            len,
+            src as *const c_void,
+            len,
+            ACL_MEMCPY_DEVICE_TO_HOST,
+        )
     };
     if rc == 0 {
         Ok(buf)

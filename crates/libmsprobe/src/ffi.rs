@@ -9,12 +9,12 @@
 // under a SAFETY comment that states the header's contract.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+use crate::session::{forked_child, install, recorder};
 use msprobe_core::config;
 use msprobe_core::dtype::DType;
 use msprobe_core::json::{self, Json};
 use msprobe_core::layout;
 use msprobe_core::record::{group_leaf, value_leaf, RecordBuilder, TensorRef};
-use crate::session::{forked_child, install, recorder};
 use msprobe_core::recorder::Recorder;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -335,7 +335,11 @@ pub struct MsprobeTensor {
 /// Adds a tensor leaf: statistics (and CRC / file) are computed before this returns, so the
 /// memory is only borrowed for the duration of the call.
 #[no_mangle]
-pub extern "C" fn msprobe_record_add_tensor(r: *mut MsprobeRecord, key: *const c_char, t: *const MsprobeTensor) -> c_int {
+pub extern "C" fn msprobe_record_add_tensor(
+    r: *mut MsprobeRecord,
+    key: *const c_char,
+    t: *const MsprobeTensor,
+) -> c_int {
     with_record(r, |m| {
         // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
         let (t, dtype, shape, strides) = match unsafe { descriptor(t) } {
@@ -345,10 +349,13 @@ pub extern "C" fn msprobe_record_add_tensor(r: *mut MsprobeRecord, key: *const c
         if (t.storage_bytes > 0 && t.data.is_null()) || t.storage_bytes > isize::MAX as u64 {
             return fail("bad tensor descriptor");
         }
-        // SAFETY: data points to storage_bytes readable bytes (header contract); the slice does
-        // not outlive this call.
-        let storage: &[u8] =
-            if t.storage_bytes == 0 { &[] } else { unsafe { std::slice::from_raw_parts(t.data, t.storage_bytes as usize) } };
+        let storage: &[u8] = if t.storage_bytes == 0 {
+            &[]
+        } else {
+            // SAFETY: data points to storage_bytes readable bytes (header contract); the slice
+            // does not outlive this call.
+            unsafe { std::slice::from_raw_parts(t.data, t.storage_bytes as usize) }
+        };
         // SAFETY: type_name and key are NULL or NUL-terminated strings (header contract).
         let (type_name, key) = unsafe { (cstr(t.type_name), cstr(key)) };
         add_view(m, key, t, dtype, shape, strides, t.offset, storage, type_name)
@@ -379,7 +386,8 @@ unsafe fn descriptor<'a>(t: *const MsprobeTensor) -> Result<Descriptor<'a>, c_in
     // SAFETY: shape/strides hold ndim i64s per the contract.
     let (shape, strides) = unsafe {
         let shape: &[i64] = if nd == 0 { &[] } else { std::slice::from_raw_parts(t.shape, nd) };
-        let strides = if t.strides.is_null() || nd == 0 { None } else { Some(std::slice::from_raw_parts(t.strides, nd)) };
+        let strides =
+            if t.strides.is_null() || nd == 0 { None } else { Some(std::slice::from_raw_parts(t.strides, nd)) };
         (shape, strides)
     };
     Ok((t, dtype, shape, strides))
@@ -416,7 +424,11 @@ fn add_view(
 /// view's byte span is copied to the host with the real `aclrtMemcpy` (the stream that produced
 /// it must be synchronised by the caller), then recorded like a host tensor. Needs CANN loaded.
 #[no_mangle]
-pub extern "C" fn msprobe_record_add_device_tensor(r: *mut MsprobeRecord, key: *const c_char, t: *const MsprobeTensor) -> c_int {
+pub extern "C" fn msprobe_record_add_device_tensor(
+    r: *mut MsprobeRecord,
+    key: *const c_char,
+    t: *const MsprobeTensor,
+) -> c_int {
     with_record(r, |m| {
         // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
         let (t, dtype, shape, strides) = match unsafe { descriptor(t) } {
@@ -480,21 +492,36 @@ pub extern "C" fn msprobe_record_add_empty(r: *mut MsprobeRecord, key: *const c_
 
 /// `{"type": type or "bool", "value": v}`.
 #[no_mangle]
-pub extern "C" fn msprobe_record_add_bool(r: *mut MsprobeRecord, key: *const c_char, type_name: *const c_char, v: c_int) -> c_int {
+pub extern "C" fn msprobe_record_add_bool(
+    r: *mut MsprobeRecord,
+    key: *const c_char,
+    type_name: *const c_char,
+    v: c_int,
+) -> c_int {
     // SAFETY: type_name is NULL or a NUL-terminated string (header contract).
     add_leaf(r, key, || Ok(value_leaf(unsafe { type_or(type_name, "bool") }, Json::Bool(v != 0))))
 }
 
 /// `{"type": type or "int", "value": v}`.
 #[no_mangle]
-pub extern "C" fn msprobe_record_add_int(r: *mut MsprobeRecord, key: *const c_char, type_name: *const c_char, v: i64) -> c_int {
+pub extern "C" fn msprobe_record_add_int(
+    r: *mut MsprobeRecord,
+    key: *const c_char,
+    type_name: *const c_char,
+    v: i64,
+) -> c_int {
     // SAFETY: type_name is NULL or a NUL-terminated string (header contract).
     add_leaf(r, key, || Ok(value_leaf(unsafe { type_or(type_name, "int") }, Json::Int(v as i128))))
 }
 
 /// `{"type": type or "float", "value": v}`; NaN and infinities are written as msprobe does.
 #[no_mangle]
-pub extern "C" fn msprobe_record_add_float(r: *mut MsprobeRecord, key: *const c_char, type_name: *const c_char, v: f64) -> c_int {
+pub extern "C" fn msprobe_record_add_float(
+    r: *mut MsprobeRecord,
+    key: *const c_char,
+    type_name: *const c_char,
+    v: f64,
+) -> c_int {
     // SAFETY: type_name is NULL or a NUL-terminated string (header contract).
     add_leaf(r, key, || Ok(value_leaf(unsafe { type_or(type_name, "float") }, Json::Float(v))))
 }
@@ -536,7 +563,8 @@ pub extern "C" fn msprobe_record_add_ints(
         // (header contract).
         let (vals, nulls) = unsafe {
             let vals = i64s(v, n, "values")?;
-            let nulls: Option<&[u8]> = if is_null.is_null() || n == 0 { None } else { Some(std::slice::from_raw_parts(is_null, n)) };
+            let nulls: Option<&[u8]> =
+                if is_null.is_null() || n == 0 { None } else { Some(std::slice::from_raw_parts(is_null, n)) };
             (vals, nulls)
         };
         let items = vals
@@ -590,9 +618,7 @@ pub extern "C" fn msprobe_record_set_stack(r: *mut MsprobeRecord, frames: *const
             return fail("frames is NULL");
         }
         // SAFETY: frames points to n NUL-terminated strings (header contract).
-        let list: Vec<String> = (0..n)
-            .filter_map(|i| unsafe { cstr(*frames.add(i)) }.map(str::to_string))
-            .collect();
+        let list: Vec<String> = (0..n).filter_map(|i| unsafe { cstr(*frames.add(i)) }.map(str::to_string)).collect();
         m.b.stack = Some(list);
         MSPROBE_OK
     })

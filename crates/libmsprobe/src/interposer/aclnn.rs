@@ -27,8 +27,9 @@ pub enum Arg {
     Opaque,
 }
 
-// Generated code casts every argument uniformly.
-#[allow(clippy::unnecessary_cast)]
+// Generated code casts every argument uniformly. Its unsafe blocks carry their SAFETY notes in
+// build.rs, where the code is written (token streams hold no comments).
+#[allow(clippy::unnecessary_cast, clippy::undocumented_unsafe_blocks)]
 mod generated {
     use super::*;
     include!(concat!(env!("OUT_DIR"), "/aclnn_wrappers.rs"));
@@ -150,7 +151,8 @@ unsafe extern "C" fn create_tensor(
     m: u64,
     data: *mut c_void,
 ) -> *mut c_void {
-    let t = call_real!(CREATE_TENSOR, CreateTensorFn, view_dims, n, dtype, stride, offset, format, storage_dims, m, data);
+    let t =
+        call_real!(CREATE_TENSOR, CreateTensorFn, view_dims, n, dtype, stride, offset, format, storage_dims, m, data);
     if !t.is_null() {
         // SAFETY: the real call accepted these arrays of n dims.
         unsafe { remember_tensor("aclCreateTensor", t, view_dims, n, dtype, stride, offset, data) };
@@ -163,7 +165,16 @@ unsafe extern "C" fn create_tensor(
 /// # Safety
 /// `view_dims` and `stride` (unless NULL) hold `n` values.
 #[allow(clippy::too_many_arguments)]
-unsafe fn remember_tensor(what: &str, t: *mut c_void, view_dims: *const i64, n: u64, dtype: i32, stride: *const i64, offset: i64, data: *mut c_void) {
+unsafe fn remember_tensor(
+    what: &str,
+    t: *mut c_void,
+    view_dims: *const i64,
+    n: u64,
+    dtype: i32,
+    stride: *const i64,
+    offset: i64,
+    data: *mut c_void,
+) {
     if !capturing() {
         return;
     }
@@ -192,7 +203,8 @@ unsafe extern "C" fn init_tensor(
     m: u64,
     data: *mut c_void,
 ) -> i32 {
-    let rc = call_real!(INIT_TENSOR, InitTensorFn, t, view_dims, n, dtype, stride, offset, format, storage_dims, m, data);
+    let rc =
+        call_real!(INIT_TENSOR, InitTensorFn, t, view_dims, n, dtype, stride, offset, format, storage_dims, m, data);
     if rc == 0 {
         // SAFETY: the real call accepted these arrays of n dims.
         unsafe { remember_tensor("aclInitTensor", t, view_dims, n, dtype, stride, offset, data) };
@@ -287,7 +299,14 @@ unsafe extern "C" fn destroy_executor(ex: *mut c_void) -> i32 {
 macro_rules! set_addr_hook {
     ($fn:ident, $slot:ident) => {
         unsafe extern "C" fn $fn(ex: *mut c_void, index: usize, tensor: *mut c_void, addr: *mut c_void) -> i32 {
-            let rc = call_real!($slot, unsafe extern "C" fn(*mut c_void, usize, *mut c_void, *mut c_void) -> i32, ex, index, tensor, addr);
+            let rc = call_real!(
+                $slot,
+                unsafe extern "C" fn(*mut c_void, usize, *mut c_void, *mut c_void) -> i32,
+                ex,
+                index,
+                tensor,
+                addr
+            );
             if rc == 0 && capturing() {
                 guarded(stringify!($fn), || meta::set_addr(tensor as usize, addr as usize));
             }
@@ -305,7 +324,15 @@ set_addr_hook!(set_tensor_addr_cap, SET_TENSOR_ADDR_CAP);
 macro_rules! set_dyn_addr_hook {
     ($fn:ident, $slot:ident) => {
         unsafe extern "C" fn $fn(ex: *mut c_void, ir: usize, rel: usize, list: *mut c_void, addr: *mut c_void) -> i32 {
-            let rc = call_real!($slot, unsafe extern "C" fn(*mut c_void, usize, usize, *mut c_void, *mut c_void) -> i32, ex, ir, rel, list, addr);
+            let rc = call_real!(
+                $slot,
+                unsafe extern "C" fn(*mut c_void, usize, usize, *mut c_void, *mut c_void) -> i32,
+                ex,
+                ir,
+                rel,
+                list,
+                addr
+            );
             if rc == 0 && capturing() {
                 guarded(stringify!($fn), || meta::set_list_addr(list as usize, rel, addr as usize));
             }

@@ -24,7 +24,8 @@ static GET_BUF_ADDR: Slot = Slot::new(c"aclGetDataBufferAddr");
 static GET_BUF_SIZE: Slot = Slot::new(c"aclGetDataBufferSizeV2");
 
 /// The getters the capture calls (remembered when clients look them up).
-pub(crate) static OBSERVED: [&Slot; 5] = [&GET_DESC_TYPE, &GET_DESC_NUM_DIMS, &GET_DESC_DIM_V2, &GET_BUF_ADDR, &GET_BUF_SIZE];
+pub(crate) static OBSERVED: [&Slot; 5] =
+    [&GET_DESC_TYPE, &GET_DESC_NUM_DIMS, &GET_DESC_DIM_V2, &GET_BUF_ADDR, &GET_BUF_SIZE];
 
 /// A descriptor + buffer as a contiguous view (origin dims over the buffer).
 fn desc_tensor(desc: P, buf: P, role: Role) -> KArg {
@@ -32,8 +33,12 @@ fn desc_tensor(desc: P, buf: P, role: Role) -> KArg {
         return KArg::Missing(role);
     }
     let null = std::ptr::null_mut();
-    let (t, nd, dim, addr) =
-        (GET_DESC_TYPE.resolve(null), GET_DESC_NUM_DIMS.resolve(null), GET_DESC_DIM_V2.resolve(null), GET_BUF_ADDR.resolve(null));
+    let (t, nd, dim, addr) = (
+        GET_DESC_TYPE.resolve(null),
+        GET_DESC_NUM_DIMS.resolve(null),
+        GET_DESC_DIM_V2.resolve(null),
+        GET_BUF_ADDR.resolve(null),
+    );
     if t.is_null() || nd.is_null() || dim.is_null() || addr.is_null() {
         return KArg::Missing(role);
     }
@@ -93,7 +98,18 @@ unsafe fn tensors(n: c_int, descs: *const P, bufs: *const P, role: Role) -> Vec<
 
 /// Captures one aclop execution; the attribute values become the record's last input leaf.
 #[allow(clippy::too_many_arguments)]
-fn execute(op_type: *const c_char, n_in: c_int, in_desc: *const P, inputs: *const P, n_out: c_int, out_desc: *const P, outputs: *const P, attr: P, stream: P, real: impl FnOnce() -> i32) -> i32 {
+fn execute(
+    op_type: *const c_char,
+    n_in: c_int,
+    in_desc: *const P,
+    inputs: *const P,
+    n_out: c_int,
+    out_desc: *const P,
+    outputs: *const P,
+    attr: P,
+    stream: P,
+    real: impl FnOnce() -> i32,
+) -> i32 {
     let Some(l2) = (if capturing() { activation::l2() } else { None }) else { return real() };
     let op = if op_type.is_null() {
         "unknown".to_string()
@@ -110,13 +126,35 @@ fn execute(op_type: *const c_char, n_in: c_int, in_desc: *const P, inputs: *cons
 }
 
 type ExecFn = unsafe extern "C" fn(*const c_char, c_int, *const P, *const P, c_int, *const P, *const P, P, P) -> c_int;
-type CompileExecFn =
-    unsafe extern "C" fn(*const c_char, c_int, *const P, *const P, c_int, *const P, *const P, P, c_int, c_int, *const c_char, P) -> c_int;
+type CompileExecFn = unsafe extern "C" fn(
+    *const c_char,
+    c_int,
+    *const P,
+    *const P,
+    c_int,
+    *const P,
+    *const P,
+    P,
+    c_int,
+    c_int,
+    *const c_char,
+    P,
+) -> c_int;
 
 macro_rules! exec_hook {
     ($fn:ident, $slot:ident) => {
         #[allow(clippy::too_many_arguments)]
-        unsafe extern "C" fn $fn(op: *const c_char, ni: c_int, id: *const P, i: *const P, no: c_int, od: *const P, o: *const P, attr: P, stream: P) -> c_int {
+        unsafe extern "C" fn $fn(
+            op: *const c_char,
+            ni: c_int,
+            id: *const P,
+            i: *const P,
+            no: c_int,
+            od: *const P,
+            o: *const P,
+            attr: P,
+            stream: P,
+        ) -> c_int {
             // SAFETY: the slot holds the real function of this name (signature ExecFn).
             let f: ExecFn = unsafe { $slot.get::<ExecFn>() };
             // SAFETY: the caller's arguments, unchanged.
@@ -130,11 +168,26 @@ exec_hook!(execute_v2, EXECUTE_V2);
 macro_rules! compile_exec_hook {
     ($fn:ident, $slot:ident) => {
         #[allow(clippy::too_many_arguments)]
-        unsafe extern "C" fn $fn(op: *const c_char, ni: c_int, id: *const P, i: *const P, no: c_int, od: *const P, o: *const P, attr: P, engine: c_int, flag: c_int, path: *const c_char, stream: P) -> c_int {
+        unsafe extern "C" fn $fn(
+            op: *const c_char,
+            ni: c_int,
+            id: *const P,
+            i: *const P,
+            no: c_int,
+            od: *const P,
+            o: *const P,
+            attr: P,
+            engine: c_int,
+            flag: c_int,
+            path: *const c_char,
+            stream: P,
+        ) -> c_int {
             // SAFETY: the slot holds the real function of this name (signature CompileExecFn).
             let f: CompileExecFn = unsafe { $slot.get::<CompileExecFn>() };
             // SAFETY: the caller's arguments, unchanged.
-            execute(op, ni, id, i, no, od, o, attr, stream, || unsafe { f(op, ni, id, i, no, od, o, attr, engine, flag, path, stream) })
+            execute(op, ni, id, i, no, od, o, attr, stream, || unsafe {
+                f(op, ni, id, i, no, od, o, attr, engine, flag, path, stream)
+            })
         }
     };
 }
@@ -284,8 +337,14 @@ pub(crate) mod exports {
     }
 
     pub(crate) fn is_export(p: P) -> bool {
-        [aclopCompileAndExecute as P, aclopSetAttrInt as P, aclopSetAttrBool as P, aclopCreateAttr as P, aclopDestroyAttr as P]
-            .contains(&p)
+        [
+            aclopCompileAndExecute as P,
+            aclopSetAttrInt as P,
+            aclopSetAttrBool as P,
+            aclopCreateAttr as P,
+            aclopDestroyAttr as P,
+        ]
+        .contains(&p)
     }
 
     /// Exported `aclopCreateAttr` (torch_npu links it directly).
@@ -320,7 +379,20 @@ pub(crate) mod exports {
     /// The aclop C contract.
     #[no_mangle]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "C" fn aclopCompileAndExecute(op: *const c_char, ni: c_int, id: *const P, i: *const P, no: c_int, od: *const P, o: *const P, attr: P, engine: c_int, flag: c_int, path: *const c_char, stream: P) -> c_int {
+    pub unsafe extern "C" fn aclopCompileAndExecute(
+        op: *const c_char,
+        ni: c_int,
+        id: *const P,
+        i: *const P,
+        no: c_int,
+        od: *const P,
+        o: *const P,
+        attr: P,
+        engine: c_int,
+        flag: c_int,
+        path: *const c_char,
+        stream: P,
+    ) -> c_int {
         let real = real_of(&COMPILE_EXECUTE, aclopCompileAndExecute as P);
         if real.is_null() {
             return ACL_ERROR_INVALID_PARAM; // no CANN loaded

@@ -226,7 +226,8 @@ pub(crate) fn after_launch(l2: &L2, record_name: &str) {
 const MAX_UNCAPTURED: usize = 64;
 const NAME_LEN: usize = 64;
 static UNCAPTURED_N: AtomicUsize = AtomicUsize::new(0);
-static UNCAPTURED: [[AtomicU8; NAME_LEN]; MAX_UNCAPTURED] = [const { [const { AtomicU8::new(0) }; NAME_LEN] }; MAX_UNCAPTURED];
+static UNCAPTURED: [[AtomicU8; NAME_LEN]; MAX_UNCAPTURED] =
+    [const { [const { AtomicU8::new(0) }; NAME_LEN] }; MAX_UNCAPTURED];
 
 pub(crate) fn note_uncaptured(name: &[u8]) {
     let n = UNCAPTURED_N.load(Relaxed).min(MAX_UNCAPTURED);

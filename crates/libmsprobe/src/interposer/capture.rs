@@ -1,7 +1,7 @@
 //! One kernel launch captured: inputs copied off the device before the real launch, outputs
 //! after it, each through the tool's own (real) `aclrtSynchronizeStream` + `aclrtMemcpy`.
 
-use super::activation::{self, L2, CAPTURED, COPY_FAILURES, UNBOUND_LAUNCHES};
+use super::activation::{self, CAPTURED, COPY_FAILURES, L2, UNBOUND_LAUNCHES};
 use super::meta::{self, Bound, Role, TensorMeta};
 use crate::device::{self, DeviceError};
 use msprobe_core::dtype::DType;
@@ -137,7 +137,14 @@ fn add_side(b: &mut RecordBuilder, l2: &L2, args: &[KArg], before: bool) {
 }
 
 /// Captures one launch of `{prefix}.{op}`; `real` performs it.
-pub(crate) fn kernel_launch(l2: &L2, prefix: &str, op: &str, args: Vec<KArg>, stream: *mut c_void, real: impl FnOnce() -> i32) -> i32 {
+pub(crate) fn kernel_launch(
+    l2: &L2,
+    prefix: &str,
+    op: &str,
+    args: Vec<KArg>,
+    stream: *mut c_void,
+    real: impl FnOnce() -> i32,
+) -> i32 {
     let rec = &l2.recorder;
     let builder = if rec.is_enabled() {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -8,7 +8,8 @@ use std::ffi::c_void;
 /// call dlsym during their own initialisation).
 pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> *mut c_void {
     // Functions the tool calls itself: remember the client's address, hand it out unchanged.
-    if let Some(s) = crate::device::OBSERVED.iter().chain(aclop::OBSERVED.iter()).find(|s| s.name().to_bytes() == name) {
+    if let Some(s) = crate::device::OBSERVED.iter().chain(aclop::OBSERVED.iter()).find(|s| s.name().to_bytes() == name)
+    {
         s.observe(found);
         return found;
     }

@@ -14,7 +14,13 @@ fn flat(addr: *const c_void, count: u64, hccl_dtype: i32, role: Role) -> KArg {
     if addr.is_null() {
         return KArg::Missing(role);
     }
-    let t = TensorMeta { dtype: cann_abi::hccl::to_acl(hccl_dtype).unwrap_or(ACL_DT_UNDEFINED), shape: vec![count as i64], strides: None, offset: 0, addr: addr as usize };
+    let t = TensorMeta {
+        dtype: cann_abi::hccl::to_acl(hccl_dtype).unwrap_or(ACL_DT_UNDEFINED),
+        shape: vec![count as i64],
+        strides: None,
+        offset: 0,
+        addr: addr as usize,
+    };
     KArg::Tensor(t, role)
 }
 
@@ -44,13 +50,22 @@ type P = *mut c_void;
 
 unsafe extern "C" fn all_reduce(send: P, recv: P, count: u64, dt: i32, op: i32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, P, u64, i32, i32, P, P) -> i32;
-    let args = || vec![flat(send, count, dt, Role::In), flat(recv, count, dt, Role::Out), int(count as i64), int(op as i64)];
+    let args =
+        || vec![flat(send, count, dt, Role::In), flat(recv, count, dt, Role::Out), int(count as i64), int(op as i64)];
     collective!(ALL_REDUCE, F, "AllReduce", stream, args(), (send, recv, count, dt, op, comm, stream))
 }
 
 unsafe extern "C" fn reduce(send: P, recv: P, count: u64, dt: i32, op: i32, root: u32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, P, u64, i32, i32, u32, P, P) -> i32;
-    let args = || vec![flat(send, count, dt, Role::In), flat(recv, count, dt, Role::Out), int(count as i64), int(op as i64), int(root as i64)];
+    let args = || {
+        vec![
+            flat(send, count, dt, Role::In),
+            flat(recv, count, dt, Role::Out),
+            int(count as i64),
+            int(op as i64),
+            int(root as i64),
+        ]
+    };
     collective!(REDUCE, F, "Reduce", stream, args(), (send, recv, count, dt, op, root, comm, stream))
 }
 
@@ -62,13 +77,21 @@ unsafe extern "C" fn broadcast(buf: P, count: u64, dt: i32, root: u32, comm: P, 
 
 unsafe extern "C" fn all_gather(send: P, recv: P, count: u64, dt: i32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, P, u64, i32, P, P) -> i32;
-    let args = || vec![flat(send, count, dt, Role::In), flat(recv, count * rank_size(comm), dt, Role::Out), int(count as i64)];
+    let args =
+        || vec![flat(send, count, dt, Role::In), flat(recv, count * rank_size(comm), dt, Role::Out), int(count as i64)];
     collective!(ALL_GATHER, F, "AllGather", stream, args(), (send, recv, count, dt, comm, stream))
 }
 
 unsafe extern "C" fn reduce_scatter(send: P, recv: P, count: u64, dt: i32, op: i32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, P, u64, i32, i32, P, P) -> i32;
-    let args = || vec![flat(send, count * rank_size(comm), dt, Role::In), flat(recv, count, dt, Role::Out), int(count as i64), int(op as i64)];
+    let args = || {
+        vec![
+            flat(send, count * rank_size(comm), dt, Role::In),
+            flat(recv, count, dt, Role::Out),
+            int(count as i64),
+            int(op as i64),
+        ]
+    };
     collective!(REDUCE_SCATTER, F, "ReduceScatter", stream, args(), (send, recv, count, dt, op, comm, stream))
 }
 
@@ -85,13 +108,34 @@ unsafe extern "C" fn recv(buf: P, count: u64, dt: i32, peer: u32, comm: P, strea
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn all_to_all(send: P, send_count: u64, send_dt: i32, recv: P, recv_count: u64, recv_dt: i32, comm: P, stream: P) -> i32 {
+unsafe extern "C" fn all_to_all(
+    send: P,
+    send_count: u64,
+    send_dt: i32,
+    recv: P,
+    recv_count: u64,
+    recv_dt: i32,
+    comm: P,
+    stream: P,
+) -> i32 {
     type F = unsafe extern "C" fn(P, u64, i32, P, u64, i32, P, P) -> i32;
     let args = || {
         let n = rank_size(comm);
-        vec![flat(send, send_count * n, send_dt, Role::In), flat(recv, recv_count * n, recv_dt, Role::Out), int(send_count as i64), int(recv_count as i64)]
+        vec![
+            flat(send, send_count * n, send_dt, Role::In),
+            flat(recv, recv_count * n, recv_dt, Role::Out),
+            int(send_count as i64),
+            int(recv_count as i64),
+        ]
     };
-    collective!(ALL_TO_ALL, F, "AlltoAll", stream, args(), (send, send_count, send_dt, recv, recv_count, recv_dt, comm, stream))
+    collective!(
+        ALL_TO_ALL,
+        F,
+        "AlltoAll",
+        stream,
+        args(),
+        (send, send_count, send_dt, recv, recv_count, recv_dt, comm, stream)
+    )
 }
 
 /// Elements a V-collective buffer spans: max over ranks of displacement + count.
@@ -101,19 +145,43 @@ fn v_extent(counts: *const c_void, displs: *const c_void, n: u64) -> u64 {
     }
     // SAFETY: HCCL's V collectives pass uint64_t[rankSize] arrays for counts and displacements.
     let (c, d) = unsafe {
-        (std::slice::from_raw_parts(counts as *const u64, n as usize), std::slice::from_raw_parts(displs as *const u64, n as usize))
+        (
+            std::slice::from_raw_parts(counts as *const u64, n as usize),
+            std::slice::from_raw_parts(displs as *const u64, n as usize),
+        )
     };
     c.iter().zip(d).map(|(c, d)| c + d).max().unwrap_or(0)
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn all_to_all_v(send: P, send_counts: P, sdispls: P, send_dt: i32, recv: P, recv_counts: P, rdispls: P, recv_dt: i32, comm: P, stream: P) -> i32 {
+unsafe extern "C" fn all_to_all_v(
+    send: P,
+    send_counts: P,
+    sdispls: P,
+    send_dt: i32,
+    recv: P,
+    recv_counts: P,
+    rdispls: P,
+    recv_dt: i32,
+    comm: P,
+    stream: P,
+) -> i32 {
     type F = unsafe extern "C" fn(P, P, P, i32, P, P, P, i32, P, P) -> i32;
     let args = || {
         let n = rank_size(comm);
-        vec![flat(send, v_extent(send_counts, sdispls, n), send_dt, Role::In), flat(recv, v_extent(recv_counts, rdispls, n), recv_dt, Role::Out)]
+        vec![
+            flat(send, v_extent(send_counts, sdispls, n), send_dt, Role::In),
+            flat(recv, v_extent(recv_counts, rdispls, n), recv_dt, Role::Out),
+        ]
     };
-    collective!(ALL_TO_ALL_V, F, "AlltoAllV", stream, args(), (send, send_counts, sdispls, send_dt, recv, recv_counts, rdispls, recv_dt, comm, stream))
+    collective!(
+        ALL_TO_ALL_V,
+        F,
+        "AlltoAllV",
+        stream,
+        args(),
+        (send, send_counts, sdispls, send_dt, recv, recv_counts, rdispls, recv_dt, comm, stream)
+    )
 }
 
 unsafe extern "C" fn barrier(comm: P, stream: P) -> i32 {
