@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
+# Gates: formatting, and clippy with every unsafe block documented (workspace lints in Cargo.toml).
+cargo fmt --all --check
+cargo clippy -q --release --workspace --all-targets -- -D warnings
 cargo test -q --release --workspace
 .venv/bin/python -m pytest -q tests/python tests/python/pytorch simulator/tests --ignore=tests/python/mindspore --ignore=tests/python/test_ms_ascend.py
 # MindSpore layer: its own venv (MindSpore 2.10 needs numpy<2), see scripts/setup-ms.sh

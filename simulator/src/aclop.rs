@@ -46,16 +46,26 @@ pub struct IoT {
 
 impl IoT {
     fn view(&self) -> Result<TView, i32> {
-        let dt = DType::from_acl(self.desc.dtype).ok_or_else(|| fail(ACL_ERROR_UNSUPPORTED_DATA_TYPE, format!("unsupported dtype {}", self.desc.dtype)))?;
+        let dt = DType::from_acl(self.desc.dtype)
+            .ok_or_else(|| fail(ACL_ERROR_UNSUPPORTED_DATA_TYPE, format!("unsupported dtype {}", self.desc.dtype)))?;
         let v = TView::contiguous(self.addr, dt, self.desc.dims.clone());
         if v.numel() * dt.size() > self.size {
-            return Err(fail(ACL_ERROR_INVALID_PARAM, format!("data buffer of {} bytes is smaller than the tensor ({} bytes)", self.size, v.numel() * dt.size())));
+            return Err(fail(
+                ACL_ERROR_INVALID_PARAM,
+                format!(
+                    "data buffer of {} bytes is smaller than the tensor ({} bytes)",
+                    self.size,
+                    v.numel() * dt.size()
+                ),
+            ));
         }
         Ok(v)
     }
     /// Integer values of a small (axes-like) input: const data, host placement, or device memory.
     fn ints(&self) -> Result<Vec<i64>, i32> {
-        let dt = DType::from_acl(self.desc.dtype).filter(|d| d.is_int()).ok_or_else(|| fail(ACL_ERROR_INVALID_PARAM, "axes must be int32/int64"))?;
+        let dt = DType::from_acl(self.desc.dtype)
+            .filter(|d| d.is_int())
+            .ok_or_else(|| fail(ACL_ERROR_INVALID_PARAM, "axes must be int32/int64"))?;
         let n = crate::tensor::numel(&self.desc.dims);
         let bytes = if let Some(c) = &self.desc.const_data {
             c.clone()
@@ -67,7 +77,9 @@ impl IoT {
         } else {
             return Err(fail(ACL_ERROR_INVALID_PARAM, "axes input has no data"));
         };
-        if bytes.len() < n * dt.size() { return Err(fail(ACL_ERROR_INVALID_PARAM, "axes data too short")); }
+        if bytes.len() < n * dt.size() {
+            return Err(fail(ACL_ERROR_INVALID_PARAM, "axes data too short"));
+        }
         Ok((0..n).map(|i| dt.get_i64(&bytes[i * dt.size()..])).collect())
     }
 }
@@ -86,11 +98,33 @@ fn transposed(mut v: TView, t: bool) -> TView {
 }
 
 fn opfail(e: i32) -> i32 {
-    if e == ACLNN_ERR_PARAM_INVALID || e == ACLNN_ERR_PARAM_NULLPTR { ACL_ERROR_INVALID_PARAM } else { e }
+    if e == ACLNN_ERR_PARAM_INVALID || e == ACLNN_ERR_PARAM_NULLPTR {
+        ACL_ERROR_INVALID_PARAM
+    } else {
+        e
+    }
 }
 
 /// Supported op types.
-pub const OP_TYPES: &[&str] = &["Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2", "Cast", "ReduceSum", "ReduceSumD", "BiasAdd", "Relu", "SoftmaxV2", "Identity"];
+pub const OP_TYPES: &[&str] = &[
+    "Add",
+    "AddV2",
+    "Sub",
+    "Mul",
+    "RealDiv",
+    "Div",
+    "MatMul",
+    "MatMulV2",
+    "BatchMatMul",
+    "BatchMatMulV2",
+    "Cast",
+    "ReduceSum",
+    "ReduceSumD",
+    "BiasAdd",
+    "Relu",
+    "SoftmaxV2",
+    "Identity",
+];
 
 /// Build the kernel steps for an aclop op. Returns (steps, trace args).
 /// Kernel steps of an aclop execution and the tensors to trace.
@@ -105,29 +139,57 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
         "Cast" | "Relu" | "ReduceSumD" | "SoftmaxV2" | "Identity" => (&[1], 1),
         _ => (&[2], 1),
     };
-    if !nin.contains(&ins.len()) { return Err(fail(ACL_ERROR_OP_INPUT_NOT_MATCH, format!("{op_type}: {} inputs given, {nin:?} expected", ins.len()))); }
-    if outs.len() != nout { return Err(fail(ACL_ERROR_OP_OUTPUT_NOT_MATCH, format!("{op_type}: {} outputs given, {nout} expected", outs.len()))); }
+    if !nin.contains(&ins.len()) {
+        return Err(fail(
+            ACL_ERROR_OP_INPUT_NOT_MATCH,
+            format!("{op_type}: {} inputs given, {nin:?} expected", ins.len()),
+        ));
+    }
+    if outs.len() != nout {
+        return Err(fail(
+            ACL_ERROR_OP_OUTPUT_NOT_MATCH,
+            format!("{op_type}: {} outputs given, {nout} expected", outs.len()),
+        ));
+    }
     let iv: Vec<TView> = ins.iter().map(|x| x.view()).collect::<Result<_, _>>()?;
     let ov: Vec<TView> = outs.iter().map(|x| x.view()).collect::<Result<_, _>>()?;
     let mut args: Vec<Arg> = Vec::new();
     for (i, (x, v)) in ins.iter().zip(&iv).enumerate() {
         let nm = x.desc.name.to_string_lossy();
-        args.push(Arg { role: Role::Input, name: if nm.is_empty() { format!("x{i}") } else { nm.into_owned() }, view: v.clone(), index: i, list_index: None });
+        args.push(Arg {
+            role: Role::Input,
+            name: if nm.is_empty() { format!("x{i}") } else { nm.into_owned() },
+            view: v.clone(),
+            index: i,
+            list_index: None,
+        });
     }
     for (i, (x, v)) in outs.iter().zip(&ov).enumerate() {
         let nm = x.desc.name.to_string_lossy();
-        args.push(Arg { role: Role::Output, name: if nm.is_empty() { format!("y{i}") } else { nm.into_owned() }, view: v.clone(), index: ins.len() + i, list_index: None });
+        args.push(Arg {
+            role: Role::Output,
+            name: if nm.is_empty() { format!("y{i}") } else { nm.into_owned() },
+            view: v.clone(),
+            index: ins.len() + i,
+            list_index: None,
+        });
     }
     let t = |v: &TView| SV::T(Some(v.clone()));
     let y = &ov[0];
     let mut steps = Vec::new();
     match op_type {
         "Add" | "AddV2" | "Sub" | "Mul" | "RealDiv" | "Div" => {
-            let op = match op_type { "Sub" => Bin::Sub, "Mul" => Bin::Mul, "RealDiv" | "Div" => Bin::Div, _ => Bin::Add };
+            let op = match op_type {
+                "Sub" => Bin::Sub,
+                "Mul" => Bin::Mul,
+                "RealDiv" | "Div" => Bin::Div,
+                _ => Bin::Add,
+            };
             steps.push((Op::Binary { op, alpha: 1.0 }, vec![t(&iv[0]), t(&iv[1]), t(y)]));
         }
         "MatMul" | "MatMulV2" | "BatchMatMul" | "BatchMatMulV2" => {
-            let (k1, k2) = if op_type.starts_with("Batch") { ("adj_x1", "adj_x2") } else { ("transpose_x1", "transpose_x2") };
+            let (k1, k2) =
+                if op_type.starts_with("Batch") { ("adj_x1", "adj_x2") } else { ("transpose_x1", "transpose_x2") };
             let a = transposed(iv[0].clone(), abool(attr, k1));
             let b = transposed(iv[1].clone(), abool(attr, k2));
             let op = if op_type.starts_with("Batch") { Op::Matmul } else { Op::Mm };
@@ -145,14 +207,21 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
             steps.push((Op::InplaceCopy, vec![t(y), t(&iv[0])]))
         }
         "SoftmaxV2" => {
-            let dim = match attr.get("axes") { Some(AttrVal::ListInt(v)) if v.len() == 1 => v[0], None => -1, _ => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, "SoftmaxV2: axes must have one element")) };
+            let dim = match attr.get("axes") {
+                Some(AttrVal::ListInt(v)) if v.len() == 1 => v[0],
+                None => -1,
+                _ => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, "SoftmaxV2: axes must have one element")),
+            };
             steps.push((Op::Softmax { dim, log: false }, vec![t(&iv[0]), t(y)]));
         }
         "ReduceSum" | "ReduceSumD" => {
             let dims = if op_type == "ReduceSum" {
                 ins[1].ints()?
             } else {
-                match attr.get("axes") { Some(AttrVal::ListInt(v)) => v.clone(), _ => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, "ReduceSumD needs attr axes")) }
+                match attr.get("axes") {
+                    Some(AttrVal::ListInt(v)) => v.clone(),
+                    _ => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, "ReduceSumD needs attr axes")),
+                }
             };
             let keep = abool(attr, "keep_dims");
             steps.push((Op::ReduceSum { dims, keep, dtype: y.dtype.acl(), mean: false }, vec![t(&iv[0]), t(y)]));
@@ -181,16 +250,26 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
 
 /// Validate and enqueue an aclop execution.
 pub fn execute(entry: &str, op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr, stream: usize) -> i32 {
-    let Some(st) = crate::stream::get(stream) else { return fail(ACL_ERROR_INVALID_PARAM, format!("invalid stream {stream:#x}")) };
-    let (steps, args) = match plan(op_type, ins, outs, attr) { Ok(x) => x, Err(e) => return e };
+    let Some(st) = crate::stream::get(stream) else {
+        return fail(ACL_ERROR_INVALID_PARAM, format!("invalid stream {stream:#x}"));
+    };
+    let (steps, args) = match plan(op_type, ins, outs, attr) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
     let name = format!("{entry}:{op_type}");
     let sid = st.id;
     let r = st.submit(Box::new(move || {
         crate::stream::kernel_delay();
         crate::trace::run_traced(&name, sid, &args, || {
-            for (op, sv) in &steps { op.exec(sv)?; }
+            for (op, sv) in &steps {
+                op.exec(sv)?;
+            }
             Ok(())
         })
     }));
-    match r { Ok(()) => ACL_SUCCESS, Err(c) => c }
+    match r {
+        Ok(()) => ACL_SUCCESS,
+        Err(c) => c,
+    }
 }

@@ -2,50 +2,88 @@
 use half::{bf16, f16};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DType { F32, F16, I8, I32, U8, I16, U16, U32, I64, U64, F64, Bool, Bf16 }
+pub enum DType {
+    F32,
+    F16,
+    I8,
+    I32,
+    U8,
+    I16,
+    U16,
+    U32,
+    I64,
+    U64,
+    F64,
+    Bool,
+    Bf16,
+}
 
 impl DType {
     pub fn from_acl(v: i32) -> Option<DType> {
         Some(match v {
-            0 => DType::F32, 1 => DType::F16, 2 => DType::I8, 3 => DType::I32, 4 => DType::U8,
-            6 => DType::I16, 7 => DType::U16, 8 => DType::U32, 9 => DType::I64, 10 => DType::U64,
-            11 => DType::F64, 12 => DType::Bool, 27 => DType::Bf16,
+            0 => DType::F32,
+            1 => DType::F16,
+            2 => DType::I8,
+            3 => DType::I32,
+            4 => DType::U8,
+            6 => DType::I16,
+            7 => DType::U16,
+            8 => DType::U32,
+            9 => DType::I64,
+            10 => DType::U64,
+            11 => DType::F64,
+            12 => DType::Bool,
+            27 => DType::Bf16,
             _ => return None,
         })
     }
     pub fn acl(self) -> i32 {
         match self {
-            DType::F32 => 0, DType::F16 => 1, DType::I8 => 2, DType::I32 => 3, DType::U8 => 4,
-            DType::I16 => 6, DType::U16 => 7, DType::U32 => 8, DType::I64 => 9, DType::U64 => 10,
-            DType::F64 => 11, DType::Bool => 12, DType::Bf16 => 27,
+            DType::F32 => 0,
+            DType::F16 => 1,
+            DType::I8 => 2,
+            DType::I32 => 3,
+            DType::U8 => 4,
+            DType::I16 => 6,
+            DType::U16 => 7,
+            DType::U32 => 8,
+            DType::I64 => 9,
+            DType::U64 => 10,
+            DType::F64 => 11,
+            DType::Bool => 12,
+            DType::Bf16 => 27,
         }
     }
+    /// The element type of an `HcclDataType` (through `cann-abi`'s HCCL → ACL table).
     pub fn from_hccl(v: i32) -> Option<DType> {
-        Some(match v {
-            0 => DType::I8, 1 => DType::I16, 2 => DType::I32, 3 => DType::F16, 4 => DType::F32,
-            5 => DType::I64, 6 => DType::U64, 7 => DType::U8, 8 => DType::U16, 9 => DType::U32,
-            10 => DType::F64, 11 => DType::Bf16,
-            _ => return None,
-        })
+        cann_abi::hccl::to_acl(v).and_then(DType::from_acl)
     }
     pub fn size(self) -> usize {
-        match self {
-            DType::I8 | DType::U8 | DType::Bool => 1,
-            DType::F16 | DType::Bf16 | DType::I16 | DType::U16 => 2,
-            DType::F32 | DType::I32 | DType::U32 => 4,
-            DType::I64 | DType::U64 | DType::F64 => 8,
-        }
+        acl_dtype_size(self.acl())
     }
     pub fn name(self) -> &'static str {
         match self {
-            DType::F32 => "float32", DType::F16 => "float16", DType::Bf16 => "bfloat16", DType::F64 => "float64",
-            DType::I8 => "int8", DType::I16 => "int16", DType::I32 => "int32", DType::I64 => "int64",
-            DType::U8 => "uint8", DType::U16 => "uint16", DType::U32 => "uint32", DType::U64 => "uint64",
+            DType::F32 => "float32",
+            DType::F16 => "float16",
+            DType::Bf16 => "bfloat16",
+            DType::F64 => "float64",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::U8 => "uint8",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
             DType::Bool => "bool",
         }
     }
-    pub fn is_float(self) -> bool { matches!(self, DType::F32 | DType::F16 | DType::Bf16 | DType::F64) }
-    pub fn is_int(self) -> bool { !self.is_float() && self != DType::Bool }
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F16 | DType::Bf16 | DType::F64)
+    }
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != DType::Bool
+    }
 
     /// Decode one element as f64.
     pub fn get(self, b: &[u8]) -> f64 {
@@ -56,7 +94,13 @@ impl DType {
             DType::F64 => f64::from_le_bytes(b[..8].try_into().unwrap()),
             DType::I8 => b[0] as i8 as f64,
             DType::U8 => b[0] as f64,
-            DType::Bool => if b[0] != 0 { 1.0 } else { 0.0 },
+            DType::Bool => {
+                if b[0] != 0 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
             DType::I16 => i16::from_le_bytes(b[..2].try_into().unwrap()) as f64,
             DType::U16 => u16::from_le_bytes(b[..2].try_into().unwrap()) as f64,
             DType::I32 => i32::from_le_bytes(b[..4].try_into().unwrap()) as f64,
@@ -95,14 +139,7 @@ impl DType {
 
 /// aclDataTypeSize semantics for every aclDataType value (§1.6 of cann-abi.md).
 pub fn acl_dtype_size(v: i32) -> usize {
-    match v {
-        13 | -1 => 0,
-        30 | 29 | 12 | 2 | 4 | 34 | 35 | 36 | 37 => 1,
-        1 | 6 | 7 | 27 => 2,
-        0 | 3 | 8 | 33 => 4,
-        17 => 16,
-        _ => 8,
-    }
+    cann_abi::dtype::size(v)
 }
 
 #[cfg(test)]

@@ -59,14 +59,17 @@ fn seg_size(n: usize) -> usize {
 pub fn make_root_info(buf: &mut [u8]) {
     static CNT: AtomicU32 = AtomicU32::new(0);
     let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let name = format!("/cannsim-hccl-{}-{}-{:x}", std::process::id(), CNT.fetch_add(1, Ordering::Relaxed), t & 0xffff_ffff);
+    let name =
+        format!("/cannsim-hccl-{}-{}-{:x}", std::process::id(), CNT.fetch_add(1, Ordering::Relaxed), t & 0xffff_ffff);
     buf.fill(0);
     buf[..16].copy_from_slice(MAGIC);
     buf[16..16 + name.len()].copy_from_slice(name.as_bytes());
 }
 
 pub fn parse_root_info(buf: &[u8]) -> Option<String> {
-    if &buf[..16] != MAGIC { return None; }
+    if &buf[..16] != MAGIC {
+        return None;
+    }
     let end = buf[16..].iter().position(|&b| b == 0)? + 16;
     String::from_utf8(buf[16..end].to_vec()).ok()
 }
@@ -77,14 +80,18 @@ pub fn timeout() -> Duration {
 
 /// Is the process alive? (A zombie, i.e. exited but not yet reaped, counts as dead.)
 fn pid_alive(pid: u32) -> bool {
-    if pid == 0 { return true; }
+    if pid == 0 {
+        return true;
+    }
     // SAFETY: kill with signal 0 only checks for existence.
     let r = unsafe { libc::kill(pid as i32, 0) };
     if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
         return false;
     }
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(st) => !matches!(st.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()), Some('Z') | Some('X')),
+        Ok(st) => {
+            !matches!(st.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()), Some('Z') | Some('X'))
+        }
         Err(_) => true,
     }
 }
@@ -99,17 +106,43 @@ impl Comm {
         let cname = std::ffi::CString::new(name).map_err(|_| HCCL_E_PARA)?;
         // SAFETY: valid C string; standard shm_open flags.
         let fd = unsafe { libc::shm_open(cname.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o600) };
-        if fd < 0 { return Err(crate::errmsg::fail(HCCL_E_SYSCALL, format!("shm_open({name}) failed: {}", std::io::Error::last_os_error()))); }
+        if fd < 0 {
+            return Err(crate::errmsg::fail(
+                HCCL_E_SYSCALL,
+                format!("shm_open({name}) failed: {}", std::io::Error::last_os_error()),
+            ));
+        }
         // SAFETY: fd is valid; every rank truncates to the same size (idempotent).
         let ok = unsafe { libc::ftruncate(fd, size as libc::off_t) } == 0;
-        // SAFETY: mapping the shm fd with the size set above.
-        let p = if ok { unsafe { libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) } } else { libc::MAP_FAILED };
+        let p = if ok {
+            // SAFETY: mapping the shm fd with the size set above.
+            unsafe {
+                libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+            }
+        } else {
+            libc::MAP_FAILED
+        };
         // SAFETY: closing our fd; the mapping stays valid.
         unsafe { libc::close(fd) };
-        if p == libc::MAP_FAILED { return Err(crate::errmsg::fail(HCCL_E_SYSCALL, format!("mapping {name} failed"))); }
-        let mut c = Comm { rank, nranks, base: p as usize, size, step: 0, p2p_sent: vec![0; nranks as usize], p2p_recv: vec![0; nranks as usize], name: name.to_string(), async_error: 0 };
+        if p == libc::MAP_FAILED {
+            return Err(crate::errmsg::fail(HCCL_E_SYSCALL, format!("mapping {name} failed")));
+        }
+        let mut c = Comm {
+            rank,
+            nranks,
+            base: p as usize,
+            size,
+            step: 0,
+            p2p_sent: vec![0; nranks as usize],
+            p2p_recv: vec![0; nranks as usize],
+            name: name.to_string(),
+            async_error: 0,
+        };
         let me = c.slot(rank as usize);
-        if me.joined.swap(1, Ordering::AcqRel) != 0 && pid_alive(me.pid.load(Ordering::Acquire)) && me.pid.load(Ordering::Acquire) != std::process::id() {
+        if me.joined.swap(1, Ordering::AcqRel) != 0
+            && pid_alive(me.pid.load(Ordering::Acquire))
+            && me.pid.load(Ordering::Acquire) != std::process::id()
+        {
             return Err(crate::errmsg::fail(HCCL_E_PARA, format!("rank {rank} already joined communicator {name}")));
         }
         me.pid.store(std::process::id(), Ordering::Release);
@@ -118,7 +151,10 @@ impl Comm {
             let mut spins = 0u32;
             while c.slot(r).joined.load(Ordering::Acquire) == 0 {
                 if Instant::now() > deadline {
-                    return Err(crate::errmsg::fail(HCCL_E_TIMEOUT, format!("HcclCommInit: rank {r} did not join communicator {name} within {:?}", timeout())));
+                    return Err(crate::errmsg::fail(
+                        HCCL_E_TIMEOUT,
+                        format!("HcclCommInit: rank {r} did not join communicator {name} within {:?}", timeout()),
+                    ));
                 }
                 backoff(&mut spins);
             }
@@ -179,7 +215,9 @@ impl Comm {
         }
         let me = self.slot(self.rank as usize);
         // SAFETY: our own slot buffer, CHUNK bytes, not read by peers until `posted` is published.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.slot_data(self.rank as usize) as *mut u8, data.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.slot_data(self.rank as usize) as *mut u8, data.len())
+        };
         me.len.store(data.len() as u64, Ordering::Relaxed);
         me.more.store(more as u32, Ordering::Relaxed);
         me.posted.store(s, Ordering::Release);
@@ -208,8 +246,13 @@ impl Comm {
         if let Some((r, b)) = seen.iter().find(|(_, b)| b.as_slice() != post) {
             let v = if b.len() == 16 { u64::from_le_bytes(b[8..].try_into().unwrap()) } else { 0 };
             let same_op = b.len() == 16 && b[..8] == post[..8];
-            let m = format!("cannsim HCCL: {what}: rank {} and rank {r} disagree ({}; {} vs {})", self.rank,
-                if same_op { "different sizes" } else { "different collectives" }, value, v);
+            let m = format!(
+                "cannsim HCCL: {what}: rank {} and rank {r} disagree ({}; {} vs {})",
+                self.rank,
+                if same_op { "different sizes" } else { "different collectives" },
+                value,
+                v
+            );
             eprintln!("[cannsim] {m}");
             return Err(crate::errmsg::fail(HCCL_E_PARA, m));
         }
@@ -233,7 +276,9 @@ impl Comm {
                 offs[r] += b.len();
             })?;
             off = end;
-            if !any { return Ok(()); }
+            if !any {
+                return Ok(());
+            }
         }
     }
 
@@ -251,7 +296,9 @@ impl Comm {
             mb.posted.store(seq + 1, Ordering::Release);
             self.p2p_sent[dst] = seq + 1;
             off = end;
-            if off >= data.len() { return Ok(()); }
+            if off >= data.len() {
+                return Ok(());
+            }
         }
     }
 
@@ -268,7 +315,9 @@ impl Comm {
             mb.consumed.store(seq + 1, Ordering::Release);
             self.p2p_recv[src] = seq + 1;
             off += len;
-            if off >= out.len() { return Ok(()); }
+            if off >= out.len() {
+                return Ok(());
+            }
         }
     }
 }
@@ -299,11 +348,23 @@ pub fn reduce_into(acc: &mut [u8], src: &[u8], dt: DType, op: i32) -> Result<(),
         let (a, b) = (&acc[i * es..(i + 1) * es], &src[i * es..(i + 1) * es]);
         if dt.is_float() {
             let (x, y) = (dt.get(a), dt.get(b));
-            let r = match op { 0 => x + y, 1 => x * y, 2 => x.max(y), 3 => x.min(y), _ => return Err(HCCL_E_PARA) };
+            let r = match op {
+                0 => x + y,
+                1 => x * y,
+                2 => x.max(y),
+                3 => x.min(y),
+                _ => return Err(HCCL_E_PARA),
+            };
             dt.put(&mut acc[i * es..(i + 1) * es], r);
         } else {
             let (x, y) = (dt.get_i64(a), dt.get_i64(b));
-            let r = match op { 0 => x.wrapping_add(y), 1 => x.wrapping_mul(y), 2 => x.max(y), 3 => x.min(y), _ => return Err(HCCL_E_PARA) };
+            let r = match op {
+                0 => x.wrapping_add(y),
+                1 => x.wrapping_mul(y),
+                2 => x.max(y),
+                3 => x.min(y),
+                _ => return Err(HCCL_E_PARA),
+            };
             let le = r.to_le_bytes();
             acc[i * es..(i + 1) * es].copy_from_slice(&le[..es]);
         }

@@ -16,7 +16,15 @@ pub fn broadcast_shape(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
     for i in 0..n {
         let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
         let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
-        out[i] = if da == db { da } else if da == 1 { db } else if db == 1 { da } else { return None };
+        out[i] = if da == db {
+            da
+        } else if da == 1 {
+            db
+        } else if db == 1 {
+            da
+        } else {
+            return None;
+        };
     }
     Some(out)
 }
@@ -28,7 +36,9 @@ pub fn mm(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
         let row = &mut c[i * n..(i + 1) * n];
         for p in 0..k {
             let av = a[i * k + p];
-            if av == 0.0 { continue; }
+            if av == 0.0 {
+                continue;
+            }
             let br = &b[p * n..(p + 1) * n];
             for j in 0..n {
                 row[j] += av * br[j];
@@ -68,10 +78,14 @@ pub fn softmax_backward(g: &[f32], y: &[f32], (o, d, i): (usize, usize, usize), 
             let idx = |k: usize| (a * d + k) * i + c;
             if log {
                 let s: f32 = (0..d).map(|k| g[idx(k)]).sum();
-                for k in 0..d { dx[idx(k)] = g[idx(k)] - y[idx(k)].exp() * s; }
+                for k in 0..d {
+                    dx[idx(k)] = g[idx(k)] - y[idx(k)].exp() * s;
+                }
             } else {
                 let s: f32 = (0..d).map(|k| g[idx(k)] * y[idx(k)]).sum();
-                for k in 0..d { dx[idx(k)] = y[idx(k)] * (g[idx(k)] - s); }
+                for k in 0..d {
+                    dx[idx(k)] = y[idx(k)] * (g[idx(k)] - s);
+                }
             }
         }
     }
@@ -98,12 +112,16 @@ pub fn reduce_sum(x: &[f32], shape: &[i64], red: &[bool]) -> Vec<f32> {
     for &v in x {
         let mut o = 0i64;
         for k in 0..nd {
-            if !red[k] { o += idx[k] * ostr[k]; }
+            if !red[k] {
+                o += idx[k] * ostr[k];
+            }
         }
         out[o as usize] += v as f64;
         for k in (0..nd).rev() {
             idx[k] += 1;
-            if idx[k] < shape[k] { break; }
+            if idx[k] < shape[k] {
+                break;
+            }
             idx[k] = 0;
         }
     }
@@ -111,7 +129,14 @@ pub fn reduce_sum(x: &[f32], shape: &[i64], red: &[bool]) -> Vec<f32> {
 }
 
 /// Layer norm over rows of length n: returns (y, mean, rstd).
-pub fn layer_norm(x: &[f32], m: usize, n: usize, w: Option<&[f32]>, b: Option<&[f32]>, eps: f64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+pub fn layer_norm(
+    x: &[f32],
+    m: usize,
+    n: usize,
+    w: Option<&[f32]>,
+    b: Option<&[f32]>,
+    eps: f64,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let mut y = vec![0f32; m * n];
     let mut means = vec![0f32; m];
     let mut rstds = vec![0f32; m];
@@ -124,8 +149,12 @@ pub fn layer_norm(x: &[f32], m: usize, n: usize, w: Option<&[f32]>, b: Option<&[
         rstds[r] = rstd as f32;
         for j in 0..n {
             let mut v = ((row[j] as f64 - mean) * rstd) as f32;
-            if let Some(w) = w { v *= w[j]; }
-            if let Some(b) = b { v += b[j]; }
+            if let Some(w) = w {
+                v *= w[j];
+            }
+            if let Some(b) = b {
+                v += b[j];
+            }
             y[r * n + j] = v;
         }
     }
@@ -133,7 +162,15 @@ pub fn layer_norm(x: &[f32], m: usize, n: usize, w: Option<&[f32]>, b: Option<&[
 }
 
 /// Layer norm backward: returns (dx, dw, db).
-pub fn layer_norm_backward(dy: &[f32], x: &[f32], mean: &[f32], rstd: &[f32], w: Option<&[f32]>, m: usize, n: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+pub fn layer_norm_backward(
+    dy: &[f32],
+    x: &[f32],
+    mean: &[f32],
+    rstd: &[f32],
+    w: Option<&[f32]>,
+    m: usize,
+    n: usize,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let mut dx = vec![0f32; m * n];
     let mut dw = vec![0f64; n];
     let mut db = vec![0f64; n];

@@ -3,19 +3,19 @@
 //! Internal logic lives in safe(ish) modules (`mem`, `stream`, `kernels`, `ops`, `nnop`, `aclop`,
 //! `hccl`, `trace`); the C ABI lives in `ffi`. See `simulator/README.md`.
 
+pub mod aclop;
 pub mod consts;
 pub mod dtype;
-pub mod mem;
-pub mod stream;
-pub mod trace;
-pub mod tensor;
-pub mod kernels;
-pub mod ops;
-pub mod nnop;
-pub mod aclop;
-pub mod hccl;
 pub mod errmsg;
 pub mod ffi;
+pub mod hccl;
+pub mod kernels;
+pub mod mem;
+pub mod nnop;
+pub mod ops;
+pub mod stream;
+pub mod tensor;
+pub mod trace;
 
 /// Log to stderr when `CANNSIM_LOG` is set (any non-empty value other than `0`).
 #[macro_export]

@@ -32,7 +32,11 @@ pub fn used_bytes() -> usize {
 fn page() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 { p as usize } else { 4096 }
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
 }
 
 /// Allocate `size` bytes of device memory; returns the device (PROT_NONE) address.
@@ -66,8 +70,12 @@ pub fn alloc(size: usize) -> Result<usize, i32> {
     if dev == libc::MAP_FAILED || rw == libc::MAP_FAILED {
         // SAFETY: unmapping only what we mapped.
         unsafe {
-            if dev != libc::MAP_FAILED { libc::munmap(dev, map_len); }
-            if rw != libc::MAP_FAILED { libc::munmap(rw, map_len); }
+            if dev != libc::MAP_FAILED {
+                libc::munmap(dev, map_len);
+            }
+            if rw != libc::MAP_FAILED {
+                libc::munmap(rw, map_len);
+            }
         }
         return Err(ACL_ERROR_RT_MEMORY_ALLOCATION);
     }
@@ -108,7 +116,9 @@ pub fn lookup(addr: usize, len: usize) -> Option<usize> {
 /// Read `len` bytes of device memory.
 pub fn read(addr: usize, len: usize) -> Result<Vec<u8>, i32> {
     let mut v = vec![0u8; len];
-    if len == 0 { return Ok(v); }
+    if len == 0 {
+        return Ok(v);
+    }
     let rw = lookup(addr, len).ok_or(ACL_ERROR_RT_PARAM_INVALID)?;
     // SAFETY: `rw..rw+len` lies inside a live RW mapping (checked by lookup); v has len bytes.
     unsafe { std::ptr::copy(rw as *const u8, v.as_mut_ptr(), len) };
@@ -117,7 +127,9 @@ pub fn read(addr: usize, len: usize) -> Result<Vec<u8>, i32> {
 
 /// Write bytes into device memory.
 pub fn write(addr: usize, data: &[u8]) -> Result<(), i32> {
-    if data.is_empty() { return Ok(()); }
+    if data.is_empty() {
+        return Ok(());
+    }
     let rw = lookup(addr, data.len()).ok_or(ACL_ERROR_RT_PARAM_INVALID)?;
     // SAFETY: destination range checked by lookup; source is a valid slice.
     unsafe { std::ptr::copy(data.as_ptr(), rw as *mut u8, data.len()) };
@@ -126,7 +138,9 @@ pub fn write(addr: usize, data: &[u8]) -> Result<(), i32> {
 
 /// Fill device memory with a byte value.
 pub fn fill(addr: usize, val: u8, len: usize) -> Result<(), i32> {
-    if len == 0 { return Ok(()); }
+    if len == 0 {
+        return Ok(());
+    }
     let rw = lookup(addr, len).ok_or(ACL_ERROR_RT_PARAM_INVALID)?;
     // SAFETY: range checked by lookup.
     unsafe { std::ptr::write_bytes(rw as *mut u8, val, len) };
@@ -135,12 +149,17 @@ pub fn fill(addr: usize, val: u8, len: usize) -> Result<(), i32> {
 
 /// A host-or-device address as seen by a memcpy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side { Host, Device }
+pub enum Side {
+    Host,
+    Device,
+}
 
 /// Copy `count` bytes between host/device according to the (validated) sides.
 /// Host pointers are trusted (as in the real runtime).
 pub fn copy(dst: usize, dside: Side, src: usize, sside: Side, count: usize) -> Result<(), i32> {
-    if count == 0 { return Ok(()); }
+    if count == 0 {
+        return Ok(());
+    }
     let s = match sside {
         Side::Host => src,
         Side::Device => lookup(src, count).ok_or(ACL_ERROR_RT_PARAM_INVALID)?,

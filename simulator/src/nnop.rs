@@ -73,7 +73,9 @@ fn new_handle() -> usize {
 
 pub fn store() -> MutexGuard<'static, Store> {
     static S: OnceLock<Mutex<Store>> = OnceLock::new();
-    S.get_or_init(|| Mutex::new(Store { objs: HashMap::new(), execs: HashMap::new() })).lock().unwrap_or_else(|e| e.into_inner())
+    S.get_or_init(|| Mutex::new(Store { objs: HashMap::new(), execs: HashMap::new() }))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 pub fn add(o: Obj) -> usize {
@@ -87,7 +89,10 @@ pub fn get(h: usize) -> Option<Obj> {
 }
 
 pub fn tensor(h: usize) -> Option<TensorObj> {
-    match store().objs.get(&h) { Some(Obj::Tensor(t)) => Some(t.clone()), _ => None }
+    match store().objs.get(&h) {
+        Some(Obj::Tensor(t)) => Some(t.clone()),
+        _ => None,
+    }
 }
 
 /// Destroy an object; lists also destroy their element tensors (as nnopbase does).
@@ -128,7 +133,11 @@ impl Args {
         let v = if h == 0 {
             None
         } else {
-            Some(tensor(h).ok_or_else(|| fail(ACLNN_ERR_PARAM_INVALID, format!("{name}: {h:#x} is not a live aclTensor")))?.view)
+            Some(
+                tensor(h)
+                    .ok_or_else(|| fail(ACLNN_ERR_PARAM_INVALID, format!("{name}: {h:#x} is not a live aclTensor")))?
+                    .view,
+            )
         };
         self.slots.push(Slot { role, name, val: SlotVal::T(h, v) });
         Ok(self)
@@ -140,7 +149,10 @@ impl Args {
         };
         let mut out = Vec::new();
         for e in els {
-            out.push((e, tensor(e).ok_or_else(|| fail(ACLNN_ERR_PARAM_INVALID, "tensor list element destroyed"))?.view));
+            out.push((
+                e,
+                tensor(e).ok_or_else(|| fail(ACLNN_ERR_PARAM_INVALID, "tensor list element destroyed"))?.view,
+            ));
         }
         self.slots.push(Slot { role, name, val: SlotVal::L(h, out) });
         Ok(self)
@@ -148,10 +160,13 @@ impl Args {
 }
 
 fn slot_values(slots: &[Slot]) -> Vec<SV> {
-    slots.iter().map(|s| match &s.val {
-        SlotVal::T(_, v) => SV::T(v.clone()),
-        SlotVal::L(_, v) => SV::L(v.iter().map(|(_, t)| t.clone()).collect()),
-    }).collect()
+    slots
+        .iter()
+        .map(|s| match &s.val {
+            SlotVal::T(_, v) => SV::T(v.clone()),
+            SlotVal::L(_, v) => SV::L(v.iter().map(|(_, t)| t.clone()).collect()),
+        })
+        .collect()
 }
 
 /// Phase 1: validate, create the executor, return (handle, workspace size).
@@ -164,7 +179,10 @@ pub fn create_executor(op_name: &'static str, op: Op, args: Args) -> Result<(usi
 
 pub fn set_repeatable(h: usize) -> i32 {
     match store().execs.get_mut(&h) {
-        Some(e) => { e.repeatable = true; ACLNN_SUCCESS }
+        Some(e) => {
+            e.repeatable = true;
+            ACLNN_SUCCESS
+        }
         None => fail(ACLNN_ERR_PARAM_INVALID, format!("executor {h:#x} is not live")),
     }
 }
@@ -185,14 +203,23 @@ pub fn live_executor_count() -> usize {
 }
 
 #[derive(Clone, Copy)]
-pub enum Which { All, Input, Output }
+pub enum Which {
+    All,
+    Input,
+    Output,
+}
 
 fn pick(e: &Executor, which: Which, index: usize) -> Option<usize> {
-    e.slots.iter().enumerate().filter(|(_, s)| match which {
-        Which::All => true,
-        Which::Input => s.role != Role::Output,
-        Which::Output => s.role != Role::Input,
-    }).nth(index).map(|(i, _)| i)
+    e.slots
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| match which {
+            Which::All => true,
+            Which::Input => s.role != Role::Output,
+            Which::Output => s.role != Role::Input,
+        })
+        .nth(index)
+        .map(|(i, _)| i)
 }
 
 /// aclSet{Input,Output,}TensorAddr: update the tensor object and the executor's slot.
@@ -201,10 +228,20 @@ pub fn set_tensor_addr(exec: usize, which: Which, index: usize, tensor: usize, a
     if let Some(Obj::Tensor(t)) = s.objs.get_mut(&tensor) {
         t.view.addr = addr;
     }
-    let Some(e) = s.execs.get_mut(&exec) else { return fail(ACLNN_ERR_PARAM_INVALID, format!("executor {exec:#x} is not live")) };
-    let Some(i) = pick(e, which, index) else { return fail(ACLNN_ERR_PARAM_INVALID, format!("tensor index {index} out of range")) };
+    let Some(e) = s.execs.get_mut(&exec) else {
+        return fail(ACLNN_ERR_PARAM_INVALID, format!("executor {exec:#x} is not live"));
+    };
+    let Some(i) = pick(e, which, index) else {
+        return fail(ACLNN_ERR_PARAM_INVALID, format!("tensor index {index} out of range"));
+    };
     match &mut e.slots[i].val {
-        SlotVal::T(h, Some(v)) => { v.addr = addr; if tensor != 0 { *h = tensor; } ACLNN_SUCCESS }
+        SlotVal::T(h, Some(v)) => {
+            v.addr = addr;
+            if tensor != 0 {
+                *h = tensor;
+            }
+            ACLNN_SUCCESS
+        }
         _ => fail(ACLNN_ERR_PARAM_INVALID, format!("argument {index} is not a (non-NULL) tensor")),
     }
 }
@@ -212,14 +249,26 @@ pub fn set_tensor_addr(exec: usize, which: Which, index: usize, tensor: usize, a
 /// aclSetDynamic{Input,Output,}TensorAddr.
 pub fn set_dynamic_addr(exec: usize, which: Which, ir: usize, rel: usize, list: usize, addr: usize) -> i32 {
     let mut s = store();
-    let el = match s.objs.get(&list) { Some(Obj::TensorList(v)) => v.get(rel).copied(), _ => None };
+    let el = match s.objs.get(&list) {
+        Some(Obj::TensorList(v)) => v.get(rel).copied(),
+        _ => None,
+    };
     if let Some(el) = el {
-        if let Some(Obj::Tensor(t)) = s.objs.get_mut(&el) { t.view.addr = addr; }
+        if let Some(Obj::Tensor(t)) = s.objs.get_mut(&el) {
+            t.view.addr = addr;
+        }
     }
-    let Some(e) = s.execs.get_mut(&exec) else { return fail(ACLNN_ERR_PARAM_INVALID, format!("executor {exec:#x} is not live")) };
-    let Some(i) = pick(e, which, ir) else { return fail(ACLNN_ERR_PARAM_INVALID, format!("irIndex {ir} out of range")) };
+    let Some(e) = s.execs.get_mut(&exec) else {
+        return fail(ACLNN_ERR_PARAM_INVALID, format!("executor {exec:#x} is not live"));
+    };
+    let Some(i) = pick(e, which, ir) else {
+        return fail(ACLNN_ERR_PARAM_INVALID, format!("irIndex {ir} out of range"));
+    };
     match &mut e.slots[i].val {
-        SlotVal::L(_, v) if rel < v.len() => { v[rel].1.addr = addr; ACLNN_SUCCESS }
+        SlotVal::L(_, v) if rel < v.len() => {
+            v[rel].1.addr = addr;
+            ACLNN_SUCCESS
+        }
         _ => fail(ACLNN_ERR_PARAM_INVALID, format!("argument {ir} is not a tensor list with element {rel}")),
     }
 }
@@ -233,7 +282,12 @@ pub fn launch(op_name: &str, workspace: usize, ws_size: u64, exec: usize, stream
         let mut s = store();
         let e = match s.execs.get(&exec) {
             Some(e) => e.clone(),
-            None => return fail(ACLNN_ERR_PARAM_INVALID, format!("{op_name}: executor {exec:#x} is not live (already launched and freed, or destroyed)")),
+            None => {
+                return fail(
+                    ACLNN_ERR_PARAM_INVALID,
+                    format!("{op_name}: executor {exec:#x} is not live (already launched and freed, or destroyed)"),
+                )
+            }
         };
         if !e.repeatable {
             s.execs.remove(&exec);
@@ -241,28 +295,58 @@ pub fn launch(op_name: &str, workspace: usize, ws_size: u64, exec: usize, stream
         e
     };
     if !op_name.starts_with(e.op_name) || op_name.len() != e.op_name.len() {
-        return fail(ACLNN_ERR_PARAM_INVALID, format!("{op_name}: executor was created by {}GetWorkspaceSize", e.op_name));
+        return fail(
+            ACLNN_ERR_PARAM_INVALID,
+            format!("{op_name}: executor was created by {}GetWorkspaceSize", e.op_name),
+        );
     }
     if e.ws > 0 {
-        if workspace == 0 { return fail(ACLNN_ERR_PARAM_NULLPTR, format!("{op_name}: workspace is NULL but {} bytes are required", e.ws)); }
-        if ws_size < e.ws { return fail(ACLNN_ERR_PARAM_INVALID, format!("{op_name}: workspaceSize {ws_size} < required {}", e.ws)); }
-        if crate::mem::lookup(workspace, e.ws as usize).is_none() { return fail(ACLNN_ERR_PARAM_INVALID, format!("{op_name}: workspace {workspace:#x} is not device memory")); }
+        if workspace == 0 {
+            return fail(
+                ACLNN_ERR_PARAM_NULLPTR,
+                format!("{op_name}: workspace is NULL but {} bytes are required", e.ws),
+            );
+        }
+        if ws_size < e.ws {
+            return fail(ACLNN_ERR_PARAM_INVALID, format!("{op_name}: workspaceSize {ws_size} < required {}", e.ws));
+        }
+        if crate::mem::lookup(workspace, e.ws as usize).is_none() {
+            return fail(ACLNN_ERR_PARAM_INVALID, format!("{op_name}: workspace {workspace:#x} is not device memory"));
+        }
     }
-    let Some(st) = crate::stream::get(stream) else { return fail(ACLNN_ERR_PARAM_INVALID, format!("{op_name}: invalid stream {stream:#x}")) };
+    let Some(st) = crate::stream::get(stream) else {
+        return fail(ACLNN_ERR_PARAM_INVALID, format!("{op_name}: invalid stream {stream:#x}"));
+    };
     // Resolve the current views: the executor's copy (kept up to date by aclSet*TensorAddr).
     let vals = slot_values(&e.slots);
     let mut args = Vec::new();
     for (si, (slot, v)) in e.slots.iter().zip(&vals).enumerate() {
         match v {
             SV::T(Some(t)) => {
-                if let Err(c) = t.check() { return c; }
-                args.push(Arg { role: slot.role, name: slot.name.to_string(), view: t.clone(), index: si, list_index: None });
+                if let Err(c) = t.check() {
+                    return c;
+                }
+                args.push(Arg {
+                    role: slot.role,
+                    name: slot.name.to_string(),
+                    view: t.clone(),
+                    index: si,
+                    list_index: None,
+                });
             }
             SV::T(None) => {}
             SV::L(ts) => {
                 for (i, t) in ts.iter().enumerate() {
-                    if let Err(c) = t.check() { return c; }
-                    args.push(Arg { role: slot.role, name: format!("{}[{i}]", slot.name), view: t.clone(), index: si, list_index: Some(i) });
+                    if let Err(c) = t.check() {
+                        return c;
+                    }
+                    args.push(Arg {
+                        role: slot.role,
+                        name: format!("{}[{i}]", slot.name),
+                        view: t.clone(),
+                        index: si,
+                        list_index: Some(i),
+                    });
                 }
             }
         }
@@ -274,9 +358,14 @@ pub fn launch(op_name: &str, workspace: usize, ws_size: u64, exec: usize, stream
     let r = st.submit(Box::new(move || {
         crate::stream::kernel_delay();
         crate::trace::run_traced(name, sid, &args, || {
-            if ws.1 > 0 { crate::mem::fill(ws.0, 0xA5, ws.1)?; }
+            if ws.1 > 0 {
+                crate::mem::fill(ws.0, 0xA5, ws.1)?;
+            }
             op.exec(&vals)
         })
     }));
-    match r { Ok(()) => ACLNN_SUCCESS, Err(c) => c }
+    match r {
+        Ok(()) => ACLNN_SUCCESS,
+        Err(c) => c,
+    }
 }

@@ -6,7 +6,12 @@ use crate::kernels as k;
 use crate::tensor::{numel, TView};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Bin { Add, Sub, Mul, Div }
+pub enum Bin {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
 
 impl Bin {
     fn apply(self, a: f64, b: f64, alpha: f64) -> f64 {
@@ -21,7 +26,13 @@ impl Bin {
 
 /// Elementwise unary math functions (aclnnLog, aclnnExp, aclnnNeg, aclnnSqrt, aclnnAbs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UFn { Log, Exp, Neg, Sqrt, Abs }
+pub enum UFn {
+    Log,
+    Exp,
+    Neg,
+    Sqrt,
+    Abs,
+}
 
 impl UFn {
     fn apply(self, x: f32) -> f32 {
@@ -40,62 +51,122 @@ pub enum Op {
     /// slots: self, out
     Unary(UFn),
     /// slots: self, out (torch.Tensor.repeat semantics: self is left-padded with 1s to len(repeats))
-    Repeat { reps: Vec<i64> },
+    Repeat {
+        reps: Vec<i64>,
+    },
     /// slots: self, other, out
-    Binary { op: Bin, alpha: f64 },
+    Binary {
+        op: Bin,
+        alpha: f64,
+    },
     /// slots: self, out
-    BinaryScalar { op: Bin, other: f64, alpha: f64 },
+    BinaryScalar {
+        op: Bin,
+        other: f64,
+        alpha: f64,
+    },
     /// slots: selfRef, other
-    InplaceBinary { op: Bin, alpha: f64 },
+    InplaceBinary {
+        op: Bin,
+        alpha: f64,
+    },
     /// slots: selfRef
-    InplaceBinaryScalar { op: Bin, other: f64, alpha: f64 },
+    InplaceBinaryScalar {
+        op: Bin,
+        other: f64,
+        alpha: f64,
+    },
     /// slots: self, mat2, out
     Mm,
     Matmul,
     BatchMatMul,
     /// slots: self, mat1, mat2, out
-    Addmm { beta: f64, alpha: f64 },
+    Addmm {
+        beta: f64,
+        alpha: f64,
+    },
     /// slots: selfRef, mat1, mat2
-    InplaceAddmm { beta: f64, alpha: f64 },
+    InplaceAddmm {
+        beta: f64,
+        alpha: f64,
+    },
     /// slots: self, out
     Relu,
     /// slots: selfRef
     InplaceRelu,
     /// slots: gradOutput, self, out
-    ThresholdBackward { threshold: f64 },
+    ThresholdBackward {
+        threshold: f64,
+    },
     /// slots: self, out
     Gelu,
     /// slots: gradOutput, self, gradInput
     GeluBackward,
     /// slots: self, out
-    Softmax { dim: i64, log: bool },
+    Softmax {
+        dim: i64,
+        log: bool,
+    },
     /// slots: gradOutput, output, out
-    SoftmaxBackward { dim: i64, log: bool },
+    SoftmaxBackward {
+        dim: i64,
+        log: bool,
+    },
     /// slots: self, target, weight?, out, totalWeightOut
-    NllLoss { reduction: i64, ignore: i64 },
+    NllLoss {
+        reduction: i64,
+        ignore: i64,
+    },
     /// slots: gradOutput, self, target, weight?, totalWeight, out
-    NllLossBackward { reduction: i64, ignore: i64 },
+    NllLossBackward {
+        reduction: i64,
+        ignore: i64,
+    },
     /// slots: input, weight?, bias?, out, mean?, rstd?
-    LayerNorm { nshape: Vec<i64>, eps: f64 },
+    LayerNorm {
+        nshape: Vec<i64>,
+        eps: f64,
+    },
     /// slots: gradOut, input, mean, rstd, weight?, bias?, gradInput?, gradWeight?, gradBias?
-    LayerNormBackward { nshape: Vec<i64>, mask: Vec<bool> },
+    LayerNormBackward {
+        nshape: Vec<i64>,
+        mask: Vec<bool>,
+    },
     /// slots: weight, indices, out
     Embedding,
     /// slots: grad, indices, out
-    EmbeddingDenseBackward { num_weights: u64, padding_idx: i64, scale: bool },
+    EmbeddingDenseBackward {
+        num_weights: u64,
+        padding_idx: i64,
+        scale: bool,
+    },
     /// slots: self, out
-    Cast { dtype: i32 },
+    Cast {
+        dtype: i32,
+    },
     /// slots: self, out
-    ReduceSum { dims: Vec<i64>, keep: bool, dtype: i32, mean: bool },
+    ReduceSum {
+        dims: Vec<i64>,
+        keep: bool,
+        dtype: i32,
+        mean: bool,
+    },
     /// slots: selfRef, src
     InplaceCopy,
     /// slots: selfRef
     InplaceZero,
-    InplaceFill { value: f64 },
+    InplaceFill {
+        value: f64,
+    },
     /// slots: varRef, mRef, vRef, beta1Power, beta2Power, lr, weightDecay, beta1, beta2, eps, grad, maxGradNorm?
-    ApplyAdamW { amsgrad: bool, maximize: bool },
+    ApplyAdamW {
+        amsgrad: bool,
+        maximize: bool,
+    },
     /// slots: tensors (list), out
-    Cat { dim: i64 },
+    Cat {
+        dim: i64,
+    },
 }
 
 /// The value of one executor slot at launch time.
@@ -122,15 +193,27 @@ fn ot(s: &[SV], i: usize) -> Option<&TView> {
     }
 }
 fn float(v: &TView, what: &str) -> Result<(), i32> {
-    if v.dtype.is_float() { Ok(()) } else { Err(inv(format!("{what}: dtype {} is not supported (float32/float16/bfloat16 expected)", v.dtype.name()))) }
+    if v.dtype.is_float() {
+        Ok(())
+    } else {
+        Err(inv(format!("{what}: dtype {} is not supported (float32/float16/bfloat16 expected)", v.dtype.name())))
+    }
 }
 fn shape_eq(v: &TView, shape: &[i64], what: &str) -> Result<(), i32> {
-    if v.shape == shape { Ok(()) } else { Err(inv(format!("{what}: shape {:?} does not match expected {:?}", v.shape, shape))) }
+    if v.shape == shape {
+        Ok(())
+    } else {
+        Err(inv(format!("{what}: shape {:?} does not match expected {:?}", v.shape, shape)))
+    }
 }
 fn norm_dim(d: i64, rank: usize) -> Result<usize, i32> {
     let r = rank.max(1) as i64;
     let dd = if d < 0 { d + r } else { d };
-    if dd < 0 || dd >= r { Err(inv(format!("dim {d} out of range for rank {rank}"))) } else { Ok(dd as usize) }
+    if dd < 0 || dd >= r {
+        Err(inv(format!("dim {d} out of range for rank {rank}")))
+    } else {
+        Ok(dd as usize)
+    }
 }
 
 /// View `v` broadcast to `shape` (stride 0 on broadcast axes).
@@ -142,7 +225,11 @@ pub fn bview(v: &TView, shape: &[i64]) -> Result<TView, i32> {
     let mut st = vec![0i64; shape.len()];
     for i in 0..v.shape.len() {
         let (d, o) = (v.shape[i], shape[lead + i]);
-        st[lead + i] = if d == o { v.strides[i] } else if d == 1 { 0 } else {
+        st[lead + i] = if d == o {
+            v.strides[i]
+        } else if d == 1 {
+            0
+        } else {
             return Err(inv(format!("cannot broadcast {:?} to {:?}", v.shape, shape)));
         };
     }
@@ -171,21 +258,34 @@ fn matmul_shapes(a: &[i64], b: &[i64], strict: Option<usize>) -> Result<MatmulSh
     if ka != kb {
         return Err(inv(format!("matmul inner dimensions differ: {a:?} @ {b:?}")));
     }
-    let batch = k::broadcast_shape(&a2[..a2.len() - 2], &b2[..b2.len() - 2]).ok_or_else(|| inv(format!("matmul batch dims do not broadcast: {a:?} @ {b:?}")))?;
+    let batch = k::broadcast_shape(&a2[..a2.len() - 2], &b2[..b2.len() - 2])
+        .ok_or_else(|| inv(format!("matmul batch dims do not broadcast: {a:?} @ {b:?}")))?;
     let mut out = batch.clone();
-    if a.len() > 1 { out.push(m); }
-    if b.len() > 1 { out.push(n); }
+    if a.len() > 1 {
+        out.push(m);
+    }
+    if b.len() > 1 {
+        out.push(n);
+    }
     Ok((batch, m, ka, n, out))
 }
 
 fn matmul_exec(a: &TView, b: &TView) -> Result<Vec<f32>, i32> {
     let (batch, m, kk, n, _) = matmul_shapes(&a.shape, &b.shape, None)?;
     let mut av = a.clone();
-    if av.shape.len() == 1 { av.shape.insert(0, 1); av.strides.insert(0, 0); }
+    if av.shape.len() == 1 {
+        av.shape.insert(0, 1);
+        av.strides.insert(0, 0);
+    }
     let mut bv = b.clone();
-    if bv.shape.len() == 1 { bv.shape.push(1); bv.strides.push(0); }
-    let mut sa = batch.clone(); sa.extend([m, kk]);
-    let mut sb = batch.clone(); sb.extend([kk, n]);
+    if bv.shape.len() == 1 {
+        bv.shape.push(1);
+        bv.strides.push(0);
+    }
+    let mut sa = batch.clone();
+    sa.extend([m, kk]);
+    let mut sb = batch.clone();
+    sb.extend([kk, n]);
     let ad = bview(&av, &sa)?.read_f32()?;
     let bd = bview(&bv, &sb)?.read_f32()?;
     let nb = numel(&batch);
@@ -206,7 +306,21 @@ fn reduce_axes(shape: &[i64], dims: &[i64]) -> Result<Vec<bool>, i32> {
 }
 
 fn reduced_shape(shape: &[i64], red: &[bool], keep: bool) -> Vec<i64> {
-    shape.iter().zip(red).filter_map(|(&d, &r)| if r { if keep { Some(1) } else { None } } else { Some(d) }).collect()
+    shape
+        .iter()
+        .zip(red)
+        .filter_map(|(&d, &r)| {
+            if r {
+                if keep {
+                    Some(1)
+                } else {
+                    None
+                }
+            } else {
+                Some(d)
+            }
+        })
+        .collect()
 }
 
 fn ws_for(v: &TView) -> u64 {
@@ -229,9 +343,12 @@ impl Op {
         match self {
             Op::Binary { .. } => {
                 let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
-                let bs = k::broadcast_shape(&a.shape, &b.shape).ok_or_else(|| inv(format!("shapes {:?} and {:?} do not broadcast", a.shape, b.shape)))?;
+                let bs = k::broadcast_shape(&a.shape, &b.shape)
+                    .ok_or_else(|| inv(format!("shapes {:?} and {:?} do not broadcast", a.shape, b.shape)))?;
                 shape_eq(o, &bs, "out")?;
-                if o.dtype == DType::Bool { return Err(inv("out: bool is not supported")); }
+                if o.dtype == DType::Bool {
+                    return Err(inv("out: bool is not supported"));
+                }
                 Ok(0)
             }
             Op::BinaryScalar { .. } => {
@@ -250,8 +367,14 @@ impl Op {
             }
             Op::Mm | Op::BatchMatMul | Op::Matmul => {
                 let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
-                float(a, "self")?; float(b, "mat2")?; float(o, "out")?;
-                let strict = match self { Op::Mm => Some(2), Op::BatchMatMul => Some(3), _ => None };
+                float(a, "self")?;
+                float(b, "mat2")?;
+                float(o, "out")?;
+                let strict = match self {
+                    Op::Mm => Some(2),
+                    Op::BatchMatMul => Some(3),
+                    _ => None,
+                };
                 let (_, _, _, _, os) = matmul_shapes(&a.shape, &b.shape, strict)?;
                 shape_eq(o, &os, "out")?;
                 Ok(ws_for(o))
@@ -259,35 +382,47 @@ impl Op {
             Op::Addmm { .. } | Op::InplaceAddmm { .. } => {
                 let (c, a, b) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
                 let (_, _, _, _, os) = matmul_shapes(&a.shape, &b.shape, Some(2))?;
-                float(a, "mat1")?; float(b, "mat2")?; float(c, "self")?;
+                float(a, "mat1")?;
+                float(b, "mat2")?;
+                float(c, "self")?;
                 bview(c, &os)?;
-                if let Op::Addmm { .. } = self { shape_eq(t(s, 3)?, &os, "out")?; } else { shape_eq(c, &os, "selfRef")?; }
+                if let Op::Addmm { .. } = self {
+                    shape_eq(t(s, 3)?, &os, "out")?;
+                } else {
+                    shape_eq(c, &os, "selfRef")?;
+                }
                 Ok(ws_for(c))
             }
             Op::Relu | Op::Gelu | Op::Unary(_) => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
-                float(a, "self")?; float(o, "out")?;
+                float(a, "self")?;
+                float(o, "out")?;
                 shape_eq(o, &a.shape, "out")?;
                 Ok(0)
             }
             Op::InplaceRelu => float(t(s, 0)?, "selfRef").map(|_| 0),
             Op::ThresholdBackward { .. } | Op::GeluBackward => {
                 let (g, x, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
-                float(g, "gradOutput")?; float(x, "self")?; float(o, "out")?;
+                float(g, "gradOutput")?;
+                float(x, "self")?;
+                float(o, "out")?;
                 shape_eq(x, &g.shape, "self")?;
                 shape_eq(o, &g.shape, "out")?;
                 Ok(0)
             }
             Op::Softmax { dim, .. } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
-                float(a, "self")?; float(o, "out")?;
+                float(a, "self")?;
+                float(o, "out")?;
                 norm_dim(*dim, a.shape.len())?;
                 shape_eq(o, &a.shape, "out")?;
                 Ok(ws_for(a))
             }
             Op::SoftmaxBackward { dim, .. } => {
                 let (g, y, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
-                float(g, "gradOutput")?; float(y, "output")?; float(o, "out")?;
+                float(g, "gradOutput")?;
+                float(y, "output")?;
+                float(o, "out")?;
                 norm_dim(*dim, g.shape.len())?;
                 shape_eq(y, &g.shape, "output")?;
                 shape_eq(o, &g.shape, "out")?;
@@ -296,77 +431,145 @@ impl Op {
             Op::NllLoss { reduction, .. } => {
                 let (x, tg, o, tw) = (t(s, 0)?, t(s, 1)?, t(s, 3)?, t(s, 4)?);
                 float(x, "self")?;
-                if !tg.dtype.is_int() { return Err(inv("target must be an integer tensor")); }
-                let (n, c) = match x.shape.len() { 1 => (1, x.shape[0]), 2 => (x.shape[0], x.shape[1]), _ => return Err(inv("self must be 1-D or 2-D")) };
-                if tg.numel() as i64 != n { return Err(inv("target size does not match self")); }
-                if let Some(w) = ot(s, 2) { if w.numel() as i64 != c { return Err(inv("weight size must equal the class count")); } }
-                if !(0..=2).contains(reduction) { return Err(inv(format!("reduction {reduction} must be 0, 1 or 2"))); }
+                if !tg.dtype.is_int() {
+                    return Err(inv("target must be an integer tensor"));
+                }
+                let (n, c) = match x.shape.len() {
+                    1 => (1, x.shape[0]),
+                    2 => (x.shape[0], x.shape[1]),
+                    _ => return Err(inv("self must be 1-D or 2-D")),
+                };
+                if tg.numel() as i64 != n {
+                    return Err(inv("target size does not match self"));
+                }
+                if let Some(w) = ot(s, 2) {
+                    if w.numel() as i64 != c {
+                        return Err(inv("weight size must equal the class count"));
+                    }
+                }
+                if !(0..=2).contains(reduction) {
+                    return Err(inv(format!("reduction {reduction} must be 0, 1 or 2")));
+                }
                 let on = if *reduction == 0 { n as usize } else { 1 };
-                if o.numel() != on || tw.numel() != 1 { return Err(inv("out / totalWeightOut have the wrong size")); }
+                if o.numel() != on || tw.numel() != 1 {
+                    return Err(inv("out / totalWeightOut have the wrong size"));
+                }
                 Ok(ws_for(x))
             }
             Op::NllLossBackward { reduction, .. } => {
                 let (g, x, tg, tw, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?, t(s, 4)?, t(s, 5)?);
-                float(x, "self")?; float(g, "gradOutput")?;
-                if !tg.dtype.is_int() { return Err(inv("target must be an integer tensor")); }
-                if x.shape.len() > 2 || x.shape.is_empty() { return Err(inv("self must be 1-D or 2-D")); }
+                float(x, "self")?;
+                float(g, "gradOutput")?;
+                if !tg.dtype.is_int() {
+                    return Err(inv("target must be an integer tensor"));
+                }
+                if x.shape.len() > 2 || x.shape.is_empty() {
+                    return Err(inv("self must be 1-D or 2-D"));
+                }
                 let n = if x.shape.len() == 2 { x.shape[0] } else { 1 };
-                if tg.numel() as i64 != n || tw.numel() != 1 { return Err(inv("target/totalWeight size mismatch")); }
-                if !(0..=2).contains(reduction) { return Err(inv("reduction must be 0, 1 or 2")); }
-                if g.numel() != if *reduction == 0 { n as usize } else { 1 } { return Err(inv("gradOutput has the wrong size")); }
+                if tg.numel() as i64 != n || tw.numel() != 1 {
+                    return Err(inv("target/totalWeight size mismatch"));
+                }
+                if !(0..=2).contains(reduction) {
+                    return Err(inv("reduction must be 0, 1 or 2"));
+                }
+                if g.numel() != if *reduction == 0 { n as usize } else { 1 } {
+                    return Err(inv("gradOutput has the wrong size"));
+                }
                 shape_eq(o, &x.shape, "out")?;
                 Ok(ws_for(x))
             }
             Op::LayerNorm { nshape, eps } => {
                 let (x, o) = (t(s, 0)?, t(s, 3)?);
-                float(x, "input")?; float(o, "out")?;
+                float(x, "input")?;
+                float(o, "out")?;
                 let (m, n) = ln_split(x, nshape)?;
-                if *eps < 0.0 { return Err(inv("eps must be >= 0")); }
-                for (i, nm) in [(1, "weight"), (2, "bias")] { if let Some(w) = ot(s, i) { if w.numel() != n { return Err(inv(format!("{nm} size must be {n}"))); } } }
+                if *eps < 0.0 {
+                    return Err(inv("eps must be >= 0"));
+                }
+                for (i, nm) in [(1, "weight"), (2, "bias")] {
+                    if let Some(w) = ot(s, i) {
+                        if w.numel() != n {
+                            return Err(inv(format!("{nm} size must be {n}")));
+                        }
+                    }
+                }
                 shape_eq(o, &x.shape, "out")?;
-                for (i, nm) in [(4, "meanOut"), (5, "rstdOut")] { if let Some(v) = ot(s, i) { if v.numel() != m { return Err(inv(format!("{nm} must have {m} elements"))); } } }
+                for (i, nm) in [(4, "meanOut"), (5, "rstdOut")] {
+                    if let Some(v) = ot(s, i) {
+                        if v.numel() != m {
+                            return Err(inv(format!("{nm} must have {m} elements")));
+                        }
+                    }
+                }
                 Ok(ws_for(x))
             }
             Op::LayerNormBackward { nshape, mask } => {
                 let (g, x, mu, rs) = (t(s, 0)?, t(s, 1)?, t(s, 2)?, t(s, 3)?);
-                float(g, "gradOut")?; float(x, "input")?;
+                float(g, "gradOut")?;
+                float(x, "input")?;
                 let (m, n) = ln_split(x, nshape)?;
                 shape_eq(g, &x.shape, "gradOut")?;
-                if mu.numel() != m || rs.numel() != m { return Err(inv("mean/rstd size mismatch")); }
-                if mask.len() != 3 { return Err(inv("outputMask must have 3 elements")); }
-                if mask[0] { shape_eq(t(s, 6)?, &x.shape, "gradInputOut")?; }
-                if mask[1] && t(s, 7)?.numel() != n { return Err(inv("gradWeightOut size mismatch")); }
-                if mask[2] && t(s, 8)?.numel() != n { return Err(inv("gradBiasOut size mismatch")); }
+                if mu.numel() != m || rs.numel() != m {
+                    return Err(inv("mean/rstd size mismatch"));
+                }
+                if mask.len() != 3 {
+                    return Err(inv("outputMask must have 3 elements"));
+                }
+                if mask[0] {
+                    shape_eq(t(s, 6)?, &x.shape, "gradInputOut")?;
+                }
+                if mask[1] && t(s, 7)?.numel() != n {
+                    return Err(inv("gradWeightOut size mismatch"));
+                }
+                if mask[2] && t(s, 8)?.numel() != n {
+                    return Err(inv("gradBiasOut size mismatch"));
+                }
                 Ok(ws_for(x))
             }
             Op::Embedding => {
                 let (w, i, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
-                if w.shape.len() != 2 || !i.dtype.is_int() { return Err(inv("weight must be 2-D and indices integer")); }
-                let mut os = i.shape.clone(); os.push(w.shape[1]);
+                if w.shape.len() != 2 || !i.dtype.is_int() {
+                    return Err(inv("weight must be 2-D and indices integer"));
+                }
+                let mut os = i.shape.clone();
+                os.push(w.shape[1]);
                 shape_eq(o, &os, "out")?;
                 Ok(0)
             }
             Op::EmbeddingDenseBackward { num_weights, .. } => {
                 let (g, i, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
-                if !i.dtype.is_int() || g.shape.is_empty() { return Err(inv("bad grad/indices")); }
+                if !i.dtype.is_int() || g.shape.is_empty() {
+                    return Err(inv("bad grad/indices"));
+                }
                 let d = *g.shape.last().unwrap();
-                if g.numel() != i.numel() * d as usize { return Err(inv("grad does not match indices")); }
+                if g.numel() != i.numel() * d as usize {
+                    return Err(inv("grad does not match indices"));
+                }
                 shape_eq(o, &[*num_weights as i64, d], "out")?;
                 Ok(ws_for(o))
             }
             Op::Cast { dtype } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
-                if DType::from_acl(*dtype) != Some(o.dtype) { return Err(inv(format!("out dtype {} does not match requested dtype {dtype}", o.dtype.acl()))); }
+                if DType::from_acl(*dtype) != Some(o.dtype) {
+                    return Err(inv(format!("out dtype {} does not match requested dtype {dtype}", o.dtype.acl())));
+                }
                 shape_eq(o, &a.shape, "out")?;
                 Ok(0)
             }
             Op::ReduceSum { dims, keep, dtype, mean } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
-                if *mean { float(a, "self")?; }
+                if *mean {
+                    float(a, "self")?;
+                }
                 let red = reduce_axes(&a.shape, dims)?;
                 let os = reduced_shape(&a.shape, &red, *keep);
-                if DType::from_acl(*dtype) != Some(o.dtype) { return Err(inv("out dtype does not match dtype")); }
-                if !(o.shape == os || (os.is_empty() && o.numel() == 1 && o.shape.len() <= 1)) { return Err(inv(format!("out shape {:?} expected {:?}", o.shape, os))); }
+                if DType::from_acl(*dtype) != Some(o.dtype) {
+                    return Err(inv("out dtype does not match dtype"));
+                }
+                if !(o.shape == os || (os.is_empty() && o.numel() == 1 && o.shape.len() <= 1)) {
+                    return Err(inv(format!("out shape {:?} expected {:?}", o.shape, os)));
+                }
                 Ok(ws_for(a))
             }
             Op::InplaceCopy => {
@@ -377,9 +580,17 @@ impl Op {
             Op::ApplyAdamW { amsgrad, .. } => {
                 let var = t(s, 0)?;
                 float(var, "varRef")?;
-                for (i, nm) in [(1, "mRef"), (2, "vRef"), (10, "grad")] { shape_eq(t(s, i)?, &var.shape, nm)?; }
-                for i in 3..10 { if t(s, i)?.numel() != 1 { return Err(inv(format!("hyper-parameter tensor {i} must have one element"))); } }
-                if *amsgrad { shape_eq(t(s, 11)?, &var.shape, "maxGradNorm")?; }
+                for (i, nm) in [(1, "mRef"), (2, "vRef"), (10, "grad")] {
+                    shape_eq(t(s, i)?, &var.shape, nm)?;
+                }
+                for i in 3..10 {
+                    if t(s, i)?.numel() != 1 {
+                        return Err(inv(format!("hyper-parameter tensor {i} must have one element")));
+                    }
+                }
+                if *amsgrad {
+                    shape_eq(t(s, 11)?, &var.shape, "maxGradNorm")?;
+                }
                 Ok(0)
             }
             Op::Repeat { reps } => {
@@ -388,20 +599,27 @@ impl Op {
                     return Err(inv(format!("repeats {reps:?} invalid for shape {:?}", a.shape)));
                 }
                 let pad = reps.len() - a.shape.len();
-                let os: Vec<i64> = reps.iter().enumerate().map(|(i, &r)| r * if i < pad { 1 } else { a.shape[i - pad] }).collect();
+                let os: Vec<i64> =
+                    reps.iter().enumerate().map(|(i, &r)| r * if i < pad { 1 } else { a.shape[i - pad] }).collect();
                 shape_eq(o, &os, "out")?;
-                if o.dtype != a.dtype { return Err(inv("out dtype differs from self")); }
+                if o.dtype != a.dtype {
+                    return Err(inv("out dtype differs from self"));
+                }
                 Ok(0)
             }
             Op::Cat { dim } => {
                 let SV::L(ts) = &s[0] else { return Err(inv("tensors must be a tensor list")) };
                 let o = t(s, 1)?;
-                if ts.is_empty() { return Err(inv("empty tensor list")); }
+                if ts.is_empty() {
+                    return Err(inv("empty tensor list"));
+                }
                 let d = norm_dim(*dim, ts[0].shape.len())?;
                 let mut os = ts[0].shape.clone();
                 os[d] = 0;
                 for v in ts {
-                    if v.shape.len() != os.len() || v.shape.iter().enumerate().any(|(i, &x)| i != d && x != os[i]) { return Err(inv("cat: shapes differ outside dim")); }
+                    if v.shape.len() != os.len() || v.shape.iter().enumerate().any(|(i, &x)| i != d && x != os[i]) {
+                        return Err(inv("cat: shapes differ outside dim"));
+                    }
                     os[d] += v.shape[d];
                 }
                 shape_eq(o, &os, "out")?;
@@ -443,7 +661,12 @@ impl Op {
                 let o = if let Op::Addmm { .. } = self { t(s, 3)? } else { t(s, 0)? };
                 let c = bview(t(s, 0)?, &o.shape)?.read_f32()?;
                 let (be, al) = (*beta as f32, *alpha as f32);
-                o.write_f32(&c.iter().zip(&p).map(|(c, p)| if be == 0.0 { al * p } else { be * c + al * p }).collect::<Vec<_>>())
+                o.write_f32(
+                    &c.iter()
+                        .zip(&p)
+                        .map(|(c, p)| if be == 0.0 { al * p } else { be * c + al * p })
+                        .collect::<Vec<_>>(),
+                )
             }
             Op::Relu | Op::InplaceRelu => {
                 let a = t(s, 0)?.read_f32()?;
@@ -487,12 +710,19 @@ impl Op {
                 let c = *x.shape.last().unwrap() as usize;
                 let xv = x.read_f32()?;
                 let tg = t(s, 1)?.read_i64()?;
-                let w = match ot(s, 2) { Some(w) => w.read_f32()?, None => vec![1.0; c] };
+                let w = match ot(s, 2) {
+                    Some(w) => w.read_f32()?,
+                    None => vec![1.0; c],
+                };
                 let mut per = vec![0f32; tg.len()];
                 let mut tw = 0f64;
                 for (n, &ti) in tg.iter().enumerate() {
-                    if ti == *ignore { continue; }
-                    if ti < 0 || ti as usize >= c { return Err(inv(format!("target {ti} out of range [0,{c})"))); }
+                    if ti == *ignore {
+                        continue;
+                    }
+                    if ti < 0 || ti as usize >= c {
+                        return Err(inv(format!("target {ti} out of range [0,{c})")));
+                    }
                     let wt = w[ti as usize];
                     per[n] = -wt * xv[n * c + ti as usize];
                     tw += wt as f64;
@@ -510,15 +740,24 @@ impl Op {
                 let c = *x.shape.last().unwrap() as usize;
                 let tg = t(s, 2)?.read_i64()?;
                 let g = t(s, 0)?.read_f32()?;
-                let w = match ot(s, 3) { Some(w) => w.read_f32()?, None => vec![1.0; c] };
+                let w = match ot(s, 3) {
+                    Some(w) => w.read_f32()?,
+                    None => vec![1.0; c],
+                };
                 let tw = t(s, 4)?.read_f32()?[0];
                 let mut out = vec![0f32; tg.len() * c];
                 for (n, &ti) in tg.iter().enumerate() {
-                    if ti == *ignore { continue; }
-                    if ti < 0 || ti as usize >= c { return Err(inv(format!("target {ti} out of range"))); }
+                    if ti == *ignore {
+                        continue;
+                    }
+                    if ti < 0 || ti as usize >= c {
+                        return Err(inv(format!("target {ti} out of range")));
+                    }
                     let gv = if *reduction == 0 { g[n] } else { g[0] };
                     let mut v = -w[ti as usize] * gv;
-                    if *reduction == 1 { v /= tw; }
+                    if *reduction == 1 {
+                        v /= tw;
+                    }
                     out[n * c + ti as usize] = v;
                 }
                 t(s, 5)?.write_f32(&out)
@@ -530,18 +769,36 @@ impl Op {
                 let b = ot(s, 2).map(|v| v.read_f32()).transpose()?;
                 let (y, mu, rs) = k::layer_norm(&x.read_f32()?, m, n, w.as_deref(), b.as_deref(), *eps);
                 t(s, 3)?.write_f32(&y)?;
-                if let Some(v) = ot(s, 4) { v.write_f32(&mu)?; }
-                if let Some(v) = ot(s, 5) { v.write_f32(&rs)?; }
+                if let Some(v) = ot(s, 4) {
+                    v.write_f32(&mu)?;
+                }
+                if let Some(v) = ot(s, 5) {
+                    v.write_f32(&rs)?;
+                }
                 Ok(())
             }
             Op::LayerNormBackward { nshape, mask } => {
                 let x = t(s, 1)?;
                 let (m, n) = ln_split(x, nshape)?;
                 let w = ot(s, 4).map(|v| v.read_f32()).transpose()?;
-                let (dx, dw, db) = k::layer_norm_backward(&t(s, 0)?.read_f32()?, &x.read_f32()?, &t(s, 2)?.read_f32()?, &t(s, 3)?.read_f32()?, w.as_deref(), m, n);
-                if mask[0] { t(s, 6)?.write_f32(&dx)?; }
-                if mask[1] { t(s, 7)?.write_f32(&dw)?; }
-                if mask[2] { t(s, 8)?.write_f32(&db)?; }
+                let (dx, dw, db) = k::layer_norm_backward(
+                    &t(s, 0)?.read_f32()?,
+                    &x.read_f32()?,
+                    &t(s, 2)?.read_f32()?,
+                    &t(s, 3)?.read_f32()?,
+                    w.as_deref(),
+                    m,
+                    n,
+                );
+                if mask[0] {
+                    t(s, 6)?.write_f32(&dx)?;
+                }
+                if mask[1] {
+                    t(s, 7)?.write_f32(&dw)?;
+                }
+                if mask[2] {
+                    t(s, 8)?.write_f32(&db)?;
+                }
                 Ok(())
             }
             Op::Embedding => {
@@ -551,7 +808,9 @@ impl Op {
                 let idx = t(s, 1)?.read_i64()?;
                 let mut out = Vec::with_capacity(idx.len() * d);
                 for &i in &idx {
-                    if i < 0 || i >= v { return Err(inv(format!("embedding index {i} out of range [0,{v})"))); }
+                    if i < 0 || i >= v {
+                        return Err(inv(format!("embedding index {i} out of range [0,{v})")));
+                    }
                     out.extend_from_slice(&wv[i as usize * d..(i as usize + 1) * d]);
                 }
                 t(s, 2)?.write_f64(&out)
@@ -563,13 +822,23 @@ impl Op {
                 let idx = t(s, 1)?.read_i64()?;
                 let nw = *num_weights as usize;
                 let mut cnt = vec![0usize; nw];
-                for &i in &idx { if i >= 0 && (i as usize) < nw { cnt[i as usize] += 1; } }
+                for &i in &idx {
+                    if i >= 0 && (i as usize) < nw {
+                        cnt[i as usize] += 1;
+                    }
+                }
                 let mut out = vec![0f32; nw * d];
                 for (r, &i) in idx.iter().enumerate() {
-                    if i == *padding_idx { continue; }
-                    if i < 0 || i as usize >= nw { return Err(inv(format!("index {i} out of range"))); }
+                    if i == *padding_idx {
+                        continue;
+                    }
+                    if i < 0 || i as usize >= nw {
+                        return Err(inv(format!("index {i} out of range")));
+                    }
                     let sc = if *scale { 1.0 / cnt[i as usize] as f32 } else { 1.0 };
-                    for j in 0..d { out[i as usize * d + j] += gv[r * d + j] * sc; }
+                    for j in 0..d {
+                        out[i as usize * d + j] += gv[r * d + j] * sc;
+                    }
                 }
                 t(s, 2)?.write_f32(&out)
             }
@@ -584,13 +853,19 @@ impl Op {
                     let v = a.read_f64()?;
                     // exact-ish accumulation for integers / f64
                     let f: Vec<f32> = v.iter().map(|&x| x as f32).collect();
-                    if a.dtype.is_int() && !*mean { int_sum(&v, &a.shape, &red) } else { k::reduce_sum(&f, &a.shape, &red).into_iter().map(|x| x as f64).collect() }
+                    if a.dtype.is_int() && !*mean {
+                        int_sum(&v, &a.shape, &red)
+                    } else {
+                        k::reduce_sum(&f, &a.shape, &red).into_iter().map(|x| x as f64).collect()
+                    }
                 } else {
                     k::reduce_sum(&a.read_f32()?, &a.shape, &red).into_iter().map(|x| x as f64).collect::<Vec<f64>>()
                 };
                 if *mean {
                     let cnt: i64 = a.shape.iter().zip(&red).filter(|(_, &r)| r).map(|(&d, _)| d).product();
-                    for v in r.iter_mut() { *v /= cnt as f64; }
+                    for v in r.iter_mut() {
+                        *v /= cnt as f64;
+                    }
                 }
                 t(s, 1)?.write_f64(&r)
             }
@@ -621,14 +896,22 @@ impl Op {
                     var[i] *= 1.0 - lr * wd;
                     m[i] = m[i] * b1 + (1.0 - b1) * gi;
                     v[i] = v[i] * b2 + (1.0 - b2) * gi * gi;
-                    let vv = match mx.as_mut() { Some(mx) => { mx[i] = mx[i].max(v[i]); mx[i] } None => v[i] };
+                    let vv = match mx.as_mut() {
+                        Some(mx) => {
+                            mx[i] = mx[i].max(v[i]);
+                            mx[i]
+                        }
+                        None => v[i],
+                    };
                     let denom = (vv / bc2).sqrt() + eps;
                     var[i] -= lr * (m[i] / bc1) / denom;
                 }
                 t(s, 0)?.write_f32(&var)?;
                 t(s, 1)?.write_f32(&m)?;
                 t(s, 2)?.write_f32(&v)?;
-                if let Some(mx) = mx { t(s, 11)?.write_f32(&mx)?; }
+                if let Some(mx) = mx {
+                    t(s, 11)?.write_f32(&mx)?;
+                }
                 Ok(())
             }
             Op::Repeat { reps } => {
@@ -642,11 +925,15 @@ impl Op {
                 let mut idx = vec![0i64; o.shape.len()];
                 for _ in 0..n {
                     let mut off = 0i64;
-                    for d in 0..idx.len() { off += (idx[d] % ish[d]) * istr[d]; }
+                    for d in 0..idx.len() {
+                        off += (idx[d] % ish[d]) * istr[d];
+                    }
                     out.push(src[off as usize]);
                     for d in (0..idx.len()).rev() {
                         idx[d] += 1;
-                        if idx[d] < o.shape[d] { break; }
+                        if idx[d] < o.shape[d] {
+                            break;
+                        }
                         idx[d] = 0;
                     }
                 }
@@ -681,7 +968,9 @@ fn int_sum(v: &[f64], shape: &[i64], red: &[bool]) -> Vec<f64> {
         out[o as usize] += x;
         for k in (0..shape.len()).rev() {
             idx[k] += 1;
-            if idx[k] < shape[k] { break; }
+            if idx[k] < shape[k] {
+                break;
+            }
             idx[k] = 0;
         }
     }

@@ -24,18 +24,27 @@ pub struct Stream {
 impl Stream {
     fn new(id: usize) -> Arc<Stream> {
         let (tx, rx) = channel::<(u64, Task)>();
-        let s = Arc::new(Stream { id, tx: Mutex::new(Some(tx)), prog: Mutex::default(), cv: Condvar::new(), worker: Mutex::new(None) });
+        let s = Arc::new(Stream {
+            id,
+            tx: Mutex::new(Some(tx)),
+            prog: Mutex::default(),
+            cv: Condvar::new(),
+            worker: Mutex::new(None),
+        });
         let w = Arc::downgrade(&s);
         let h = std::thread::Builder::new()
             .name(format!("cannsim-stream-{id:x}"))
             .spawn(move || {
                 while let Ok((seq, task)) = rx.recv() {
-                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task)).unwrap_or(Err(crate::consts::ACL_ERROR_RT_INTERNAL_ERROR));
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task))
+                        .unwrap_or(Err(crate::consts::ACL_ERROR_RT_INTERNAL_ERROR));
                     let Some(s) = w.upgrade() else { break };
                     let mut p = s.prog.lock().unwrap();
                     p.completed = seq;
                     if let Err(e) = r {
-                        if p.error == 0 { p.error = e; }
+                        if p.error == 0 {
+                            p.error = e;
+                        }
                     }
                     s.cv.notify_all();
                 }
@@ -64,13 +73,19 @@ impl Stream {
                 None => p = self.cv.wait(p).unwrap(),
                 Some(d) => {
                     let now = Instant::now();
-                    if now >= d { return Err(crate::consts::ACL_ERROR_RT_STREAM_SYNC_TIMEOUT); }
+                    if now >= d {
+                        return Err(crate::consts::ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+                    }
                     p = self.cv.wait_timeout(p, d - now).unwrap().0;
                 }
             }
         }
         let e = std::mem::take(&mut p.error);
-        if e != 0 { Err(e) } else { Ok(()) }
+        if e != 0 {
+            Err(e)
+        } else {
+            Ok(())
+        }
     }
 
     /// True if every submitted task has completed.
@@ -139,7 +154,9 @@ pub fn synchronize_all(timeout: Option<Duration>) -> Result<(), i32> {
     };
     let mut res = Ok(());
     for s in all {
-        if let Err(e) = s.synchronize(timeout) { res = Err(e); }
+        if let Err(e) = s.synchronize(timeout) {
+            res = Err(e);
+        }
     }
     res
 }
@@ -248,7 +265,8 @@ mod t {
             s.submit(Box::new(move || {
                 assert_eq!(c2.fetch_add(1, Ordering::SeqCst), i);
                 Ok(())
-            })).unwrap();
+            }))
+            .unwrap();
         }
         s.submit(Box::new(|| Err(7))).unwrap();
         assert_eq!(s.synchronize(None), Err(7));

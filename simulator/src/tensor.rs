@@ -41,7 +41,11 @@ impl TView {
         let (mut lo, mut hi) = (self.offset, self.offset);
         for (d, s) in self.shape.iter().zip(&self.strides) {
             let e = (d - 1) * s;
-            if e < 0 { lo += e } else { hi += e }
+            if e < 0 {
+                lo += e
+            } else {
+                hi += e
+            }
         }
         (lo, hi + 1)
     }
@@ -56,7 +60,9 @@ impl TView {
         let (lo, _) = self.elem_span();
         let n = self.numel();
         let mut out = Vec::with_capacity(n);
-        if n == 0 { return out; }
+        if n == 0 {
+            return out;
+        }
         let nd = self.shape.len();
         let mut idx = vec![0i64; nd];
         let mut cur = self.offset - lo;
@@ -65,7 +71,9 @@ impl TView {
             for k in (0..nd).rev() {
                 idx[k] += 1;
                 cur += self.strides[k];
-                if idx[k] < self.shape[k] { break; }
+                if idx[k] < self.shape[k] {
+                    break;
+                }
                 cur -= self.strides[k] * idx[k];
                 idx[k] = 0;
             }
@@ -78,13 +86,21 @@ impl TView {
         }
         let (a, l) = self.byte_span();
         if l > 0 && mem::lookup(a, l).is_none() {
-            return Err(crate::errmsg::fail(ACLNN_ERR_PARAM_INVALID, format!("tensor span {a:#x}+{l} is not inside a device allocation")));
+            return Err(crate::errmsg::fail(
+                ACLNN_ERR_PARAM_INVALID,
+                format!("tensor span {a:#x}+{l} is not inside a device allocation"),
+            ));
         }
         Ok(())
     }
     pub fn read_span(&self) -> Result<Vec<u8>, i32> {
         let (a, l) = self.byte_span();
-        mem::read(a, l).map_err(|_| crate::errmsg::fail(ACLNN_ERR_PARAM_INVALID, format!("tensor span {a:#x}+{l} is not inside a device allocation")))
+        mem::read(a, l).map_err(|_| {
+            crate::errmsg::fail(
+                ACLNN_ERR_PARAM_INVALID,
+                format!("tensor span {a:#x}+{l} is not inside a device allocation"),
+            )
+        })
     }
     pub fn crc(&self) -> Result<u32, i32> {
         Ok(crc32fast::hash(&self.read_span()?))

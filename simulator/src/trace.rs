@@ -5,13 +5,23 @@ use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role { Input, Output, InOut }
+pub enum Role {
+    Input,
+    Output,
+    InOut,
+}
 
 impl Role {
     fn name(self) -> &'static str {
-        match self { Role::Input => "input", Role::Output => "output", Role::InOut => "inout" }
+        match self {
+            Role::Input => "input",
+            Role::Output => "output",
+            Role::InOut => "inout",
+        }
     }
-    pub fn writes(self) -> bool { self != Role::Input }
+    pub fn writes(self) -> bool {
+        self != Role::Input
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -97,7 +107,12 @@ pub fn run_traced(op: &str, stream: usize, args: &[Arg], f: impl FnOnce() -> Res
         .collect();
     let line = format!(
         "{{\"seq\":{},\"op\":{},\"stream\":\"{:#x}\",\"pid\":{},\"status\":{},\"tensors\":[{}]}}\n",
-        seq, jstr(op), stream, std::process::id(), r.err().unwrap_or(0), tensors.join(",")
+        seq,
+        jstr(op),
+        stream,
+        std::process::id(),
+        r.err().unwrap_or(0),
+        tensors.join(",")
     );
     let _ = g.file.write_all(line.as_bytes());
     let _ = g.file.flush();

@@ -34,8 +34,13 @@ fn frame_api() -> Option<&'static FrameApi> {
                 return None;
             }
             Some(FrameApi {
-                back: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut ffi::PyFrameObject) -> *mut ffi::PyFrameObject>(back),
-                lasti: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut ffi::PyFrameObject) -> c_int>(lasti),
+                back: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(*mut ffi::PyFrameObject) -> *mut ffi::PyFrameObject,
+                >(back),
+                lasti: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut ffi::PyFrameObject) -> c_int>(
+                    lasti,
+                ),
             })
         }
     })
@@ -124,7 +129,12 @@ impl FrameCache {
 
 /// The frames from `frame` (a frame object) outwards and their cache keys, as the attribute walk
 /// gives them, through the C functions.
-fn walk_c<'py>(api: &FrameApi, frame: &Bound<'py, PyAny>, frames: &mut Vec<Bound<'py, PyAny>>, keys: &mut Vec<(usize, i64)>) {
+fn walk_c<'py>(
+    api: &FrameApi,
+    frame: &Bound<'py, PyAny>,
+    frames: &mut Vec<Bound<'py, PyAny>>,
+    keys: &mut Vec<(usize, i64)>,
+) {
     let py = frame.py();
     let mut f = frame.clone();
     loop {

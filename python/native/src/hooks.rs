@@ -113,9 +113,15 @@ impl GradDone {
         let res = hooks.guarded(py, || match self.kind {
             Done::Arg => PyTuple::new(py, [grads]).and_then(|g| hooks.backward_record(py, call, &g)),
             Done::Input => hooks.inputs_done(py, call, vec![grads.clone()]),
-            Done::Inputs => grads.try_iter().and_then(|it| it.collect::<PyResult<Vec<_>>>()).and_then(|g| hooks.inputs_done(py, call, g)),
+            Done::Inputs => grads
+                .try_iter()
+                .and_then(|it| it.collect::<PyResult<Vec<_>>>())
+                .and_then(|g| hooks.inputs_done(py, call, g)),
             Done::Output => hooks.outputs_done(py, call, vec![grads.clone()]),
-            Done::Outputs => grads.try_iter().and_then(|it| it.collect::<PyResult<Vec<_>>>()).and_then(|g| hooks.outputs_done(py, call, g)),
+            Done::Outputs => grads
+                .try_iter()
+                .and_then(|it| it.collect::<PyResult<Vec<_>>>())
+                .and_then(|g| hooks.outputs_done(py, call, g)),
         });
         hooks.report(py, res);
     }
@@ -148,7 +154,9 @@ impl LeanHooks {
 
 impl LeanHooks {
     pub fn new(enc: Py<Encoder>, prefix: &str, env: &Env, py: Python<'_>) -> PyResult<LeanHooks> {
-        let key = |d: &str| CString::new(format!("{prefix}{d}.")).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()));
+        let key = |d: &str| {
+            CString::new(format!("{prefix}{d}.")).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+        };
         Ok(LeanHooks {
             enc,
             fwd_key: key("forward")?,
@@ -228,7 +236,7 @@ impl LeanHooks {
     fn pre_inner<'py>(&self, slf: &Bound<'py, Self>, args: &Bound<'py, PyTuple>) -> PyResult<Option<Py<PyAny>>> {
         let py = slf.py();
         let Some((name, parent)) = self.enter(&self.fwd_key, &self.fwd_name) else {
-            lock(&self.calls).push(None);   // capture off: the module runs exactly as without hooks
+            lock(&self.calls).push(None); // capture off: the module runs exactly as without hooks
             return Ok(None);
         };
         let call = Py::new(py, Call { name, parent, n_in: args.len(), io: Mutex::new(CallIo::default()) })?;
@@ -377,7 +385,13 @@ impl LeanHooks {
     /// Calls `many` with the gradients w.r.t. `tensors` (fresh clones) once this backward has
     /// computed them (None for the others), like the single node of torch's
     /// BackwardHookFunction; one tensor takes a plain tensor hook calling `one`.
-    fn grads_hook<'py>(&self, py: Python<'py>, tensors: Vec<Bound<'py, PyAny>>, one: Py<GradDone>, many: Py<GradDone>) -> PyResult<()> {
+    fn grads_hook<'py>(
+        &self,
+        py: Python<'py>,
+        tensors: Vec<Bound<'py, PyAny>>,
+        one: Py<GradDone>,
+        many: Py<GradDone>,
+    ) -> PyResult<()> {
         if tensors.len() == 1 {
             return on_grad(&tensors[0], one.bind(py).as_any());
         }
@@ -387,7 +401,12 @@ impl LeanHooks {
         Ok(())
     }
 
-    fn outputs_done<'py>(&self, py: Python<'py>, call: &Bound<'py, Call>, grads: Vec<Bound<'py, PyAny>>) -> PyResult<()> {
+    fn outputs_done<'py>(
+        &self,
+        py: Python<'py>,
+        call: &Bound<'py, Call>,
+        grads: Vec<Bound<'py, PyAny>>,
+    ) -> PyResult<()> {
         let c = call.get();
         let (n_out, out_idx) = {
             let io = lock(&c.io);
@@ -411,12 +430,18 @@ impl LeanHooks {
 
     /// torch's node materialises the gradients it does not get (inputs without grad, or not
     /// reached) as zeros; so do we.
-    fn inputs_done<'py>(&self, py: Python<'py>, call: &Bound<'py, Call>, grads: Vec<Bound<'py, PyAny>>) -> PyResult<()> {
+    fn inputs_done<'py>(
+        &self,
+        py: Python<'py>,
+        call: &Bound<'py, Call>,
+        grads: Vec<Bound<'py, PyAny>>,
+    ) -> PyResult<()> {
         let c = call.get();
         // Copied out: no lock is held while Python runs.
         let (idx, grad_idx, meta) = {
             let io = lock(&c.io);
-            let meta: Vec<_> = io.in_meta.iter().map(|(s, d, v)| (s.clone_ref(py), d.clone_ref(py), v.clone_ref(py))).collect();
+            let meta: Vec<_> =
+                io.in_meta.iter().map(|(s, d, v)| (s.clone_ref(py), d.clone_ref(py), v.clone_ref(py))).collect();
             (io.in_idx.clone().unwrap_or_default(), io.grad_idx.clone(), meta)
         };
         let mut full = Vec::with_capacity(idx.len());
@@ -435,7 +460,12 @@ impl LeanHooks {
         self.backward_record(py, call, &pack(py, c.n_in, &idx, full)?)
     }
 
-    fn backward_record<'py>(&self, py: Python<'py>, call: &Bound<'py, Call>, grad_in: &Bound<'py, PyTuple>) -> PyResult<()> {
+    fn backward_record<'py>(
+        &self,
+        py: Python<'py>,
+        call: &Bound<'py, Call>,
+        grad_in: &Bound<'py, PyTuple>,
+    ) -> PyResult<()> {
         let Some((name, parent)) = lock(&self.bwd).pop() else { return Ok(()) };
         let grad_out = lock(&call.get().io).grad_out.as_ref().map(|g| g.clone_ref(py));
         let grad_out = match grad_out {
@@ -443,14 +473,21 @@ impl LeanHooks {
             None => PyTuple::empty(py),
         };
         let enc = self.enc();
-        enc.whole(py, &name, parent.as_deref(), self.pending(), |w| enc.grad_sections(w, grad_out.as_any(), grad_in.as_any()));
+        enc.whole(py, &name, parent.as_deref(), self.pending(), |w| {
+            enc.grad_sections(w, grad_out.as_any(), grad_in.as_any())
+        });
         self.pop_module(&name);
         Ok(())
     }
 }
 
 /// `(values at idx, None elsewhere)`, `n` long.
-fn pack<'py>(py: Python<'py>, n: usize, idx: &[usize], values: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
+fn pack<'py>(
+    py: Python<'py>,
+    n: usize,
+    idx: &[usize],
+    values: Vec<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let mut out: Vec<Bound<'py, PyAny>> = (0..n).map(|_| py.None().into_bound(py)).collect();
     for (&i, v) in idx.iter().zip(values) {
         if i < n {

@@ -237,7 +237,9 @@ impl Encoder {
         parent: Option<&str>,
         pending: Option<&Bound<'py, PyList>>,
     ) -> bool {
-        self.whole(py, name, parent, Pending::from_list(pending), |w| self.call_sections(w, args, kwargs, output, frame, caller_of))
+        self.whole(py, name, parent, Pending::from_list(pending), |w| {
+            self.call_sections(w, args, kwargs, output, frame, caller_of)
+        })
     }
 
     /// Empties the native hooks' module stack (a new step).
@@ -300,7 +302,12 @@ impl Encoder {
     }
 
     /// The sections of a backward record ([`Encoder::backward`]).
-    fn grad_sections<'py>(&self, w: &Walker<'_, 'py>, grads_in: &Bound<'py, PyAny>, grads_out: &Bound<'py, PyAny>) -> PyResult<bool> {
+    fn grad_sections<'py>(
+        &self,
+        w: &Walker<'_, 'py>,
+        grads_in: &Bound<'py, PyAny>,
+        grads_out: &Bound<'py, PyAny>,
+    ) -> PyResult<bool> {
         let kept = self.items(w, c"input", grads_in)?;
         Ok(self.items(w, c"output", grads_out)? || kept)
     }
@@ -360,7 +367,12 @@ impl Encoder {
     }
 
     /// `args`: a tuple or any iterable of positional values.
-    fn inputs<'py>(&self, w: &Walker<'_, 'py>, args: &Bound<'py, PyAny>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<bool> {
+    fn inputs<'py>(
+        &self,
+        w: &Walker<'_, 'py>,
+        args: &Bound<'py, PyAny>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<bool> {
         let mut kept = self.items(w, c"input_args", args)?;
         if self.abi.section(w.r, c"input_kwargs") {
             kept = true;

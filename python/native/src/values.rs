@@ -131,7 +131,13 @@ impl<'py> Walker<'_, 'py> {
         Ok(())
     }
 
-    fn tensor(&self, key: Option<&Bound<'py, PyString>>, k: Option<&CStr>, t: &Bound<'py, PyAny>, depth: u32) -> PyResult<()> {
+    fn tensor(
+        &self,
+        key: Option<&Bound<'py, PyString>>,
+        k: Option<&CStr>,
+        t: &Bound<'py, PyAny>,
+        depth: u32,
+    ) -> PyResult<()> {
         // `keep` holds the host array (AsNumpy) until the recorder is done with its memory.
         let (view, keep) = match self.enc.kind {
             Kind::Torch => (self.torch_view(t)?, None),
@@ -202,7 +208,9 @@ impl<'py> Walker<'_, 'py> {
         // Conjugate and negative views (lazy bits; the conjugate bit exists on complex tensors
         // only, the negative one also on e.g. `x.conj().imag`) are resolved by the Python path.
         let complex = code == 16 || code == 17;
-        if (complex && t.call_method0(intern!(py, "is_conj"))?.is_truthy()?) || t.call_method0(intern!(py, "is_neg"))?.is_truthy()? {
+        if (complex && t.call_method0(intern!(py, "is_conj"))?.is_truthy()?)
+            || t.call_method0(intern!(py, "is_neg"))?.is_truthy()?
+        {
             return Ok(None);
         }
         let requires_grad = t.getattr(intern!(py, "requires_grad"))?.is_truthy()?;

@@ -13,23 +13,36 @@ type H = *mut c_void;
 fn scalar(h: H, what: &str) -> Result<f64, i32> {
     match nnop::get(h as usize) {
         Some(Obj::Scalar(s)) => Ok(s.value),
-        _ => Err(fail(if h.is_null() { ACLNN_ERR_PARAM_NULLPTR } else { ACLNN_ERR_PARAM_INVALID }, format!("{what}: not a live aclScalar"))),
+        _ => Err(fail(
+            if h.is_null() { ACLNN_ERR_PARAM_NULLPTR } else { ACLNN_ERR_PARAM_INVALID },
+            format!("{what}: not a live aclScalar"),
+        )),
     }
 }
 fn int_array(h: H, what: &str) -> Result<Vec<i64>, i32> {
     match nnop::get(h as usize) {
         Some(Obj::IntArray(v)) => Ok(v),
-        _ => Err(fail(if h.is_null() { ACLNN_ERR_PARAM_NULLPTR } else { ACLNN_ERR_PARAM_INVALID }, format!("{what}: not a live aclIntArray"))),
+        _ => Err(fail(
+            if h.is_null() { ACLNN_ERR_PARAM_NULLPTR } else { ACLNN_ERR_PARAM_INVALID },
+            format!("{what}: not a live aclIntArray"),
+        )),
     }
 }
 fn bool_array(h: H, what: &str) -> Result<Vec<bool>, i32> {
     match nnop::get(h as usize) {
         Some(Obj::BoolArray(v)) => Ok(v),
-        _ => Err(fail(if h.is_null() { ACLNN_ERR_PARAM_NULLPTR } else { ACLNN_ERR_PARAM_INVALID }, format!("{what}: not a live aclBoolArray"))),
+        _ => Err(fail(
+            if h.is_null() { ACLNN_ERR_PARAM_NULLPTR } else { ACLNN_ERR_PARAM_INVALID },
+            format!("{what}: not a live aclBoolArray"),
+        )),
     }
 }
 fn cube(c: i8) -> Result<(), i32> {
-    if (0..=3).contains(&c) { Ok(()) } else { Err(fail(ACLNN_ERR_PARAM_INVALID, format!("cubeMathType {c} must be 0..3"))) }
+    if (0..=3).contains(&c) {
+        Ok(())
+    } else {
+        Err(fail(ACLNN_ERR_PARAM_INVALID, format!("cubeMathType {c} must be 0..3")))
+    }
 }
 fn u(h: H) -> usize {
     h as usize
@@ -41,7 +54,10 @@ fn p1(name: &'static str, ws: *mut u64, ex: *mut H, f: impl FnOnce() -> Result<(
         if ws.is_null() || ex.is_null() {
             return fail(ACLNN_ERR_PARAM_NULLPTR, format!("{name}GetWorkspaceSize: workspaceSize or executor is NULL"));
         }
-        let (op, args) = match f() { Ok(x) => x, Err(e) => return e };
+        let (op, args) = match f() {
+            Ok(x) => x,
+            Err(e) => return e,
+        };
         match nnop::create_executor(name, op, args) {
             Ok((h, w)) => {
                 super::put(ws, w);
@@ -65,14 +81,57 @@ macro_rules! phase2 {
 }
 
 phase2!(
-    aclnnAdd, aclnnAdds, aclnnInplaceAdd, aclnnInplaceAdds, aclnnSub, aclnnSubs, aclnnInplaceSub, aclnnInplaceSubs,
-    aclnnMul, aclnnMuls, aclnnInplaceMul, aclnnInplaceMuls, aclnnDiv, aclnnDivs, aclnnInplaceDiv, aclnnInplaceDivs,
-    aclnnMm, aclnnMatmul, aclnnBatchMatMul, aclnnAddmm, aclnnInplaceAddmm, aclnnRelu, aclnnInplaceRelu,
-    aclnnThresholdBackward, aclnnGelu, aclnnGeluBackward, aclnnSoftmax, aclnnSoftmaxBackward, aclnnLogSoftmax,
-    aclnnLogSoftmaxBackward, aclnnNLLLoss, aclnnNLLLossBackward, aclnnLayerNorm, aclnnLayerNormBackward,
-    aclnnEmbedding, aclnnEmbeddingDenseBackward, aclnnCast, aclnnReduceSum, aclnnMean, aclnnInplaceCopy,
-    aclnnInplaceZero, aclnnInplaceFillScalar, aclnnApplyAdamW, aclnnCat,
-    aclnnRepeat, aclnnLog, aclnnExp, aclnnNeg, aclnnSqrt, aclnnAbs, aclnnInplaceOne,
+    aclnnAdd,
+    aclnnAdds,
+    aclnnInplaceAdd,
+    aclnnInplaceAdds,
+    aclnnSub,
+    aclnnSubs,
+    aclnnInplaceSub,
+    aclnnInplaceSubs,
+    aclnnMul,
+    aclnnMuls,
+    aclnnInplaceMul,
+    aclnnInplaceMuls,
+    aclnnDiv,
+    aclnnDivs,
+    aclnnInplaceDiv,
+    aclnnInplaceDivs,
+    aclnnMm,
+    aclnnMatmul,
+    aclnnBatchMatMul,
+    aclnnAddmm,
+    aclnnInplaceAddmm,
+    aclnnRelu,
+    aclnnInplaceRelu,
+    aclnnThresholdBackward,
+    aclnnGelu,
+    aclnnGeluBackward,
+    aclnnSoftmax,
+    aclnnSoftmaxBackward,
+    aclnnLogSoftmax,
+    aclnnLogSoftmaxBackward,
+    aclnnNLLLoss,
+    aclnnNLLLossBackward,
+    aclnnLayerNorm,
+    aclnnLayerNormBackward,
+    aclnnEmbedding,
+    aclnnEmbeddingDenseBackward,
+    aclnnCast,
+    aclnnReduceSum,
+    aclnnMean,
+    aclnnInplaceCopy,
+    aclnnInplaceZero,
+    aclnnInplaceFillScalar,
+    aclnnApplyAdamW,
+    aclnnCat,
+    aclnnRepeat,
+    aclnnLog,
+    aclnnExp,
+    aclnnNeg,
+    aclnnSqrt,
+    aclnnAbs,
+    aclnnInplaceOne,
 );
 
 // ---- binary arithmetic
@@ -211,7 +270,17 @@ mm_like!(aclnnMatmulGetWorkspaceSize, "aclnnMatmul", Op::Matmul);
 mm_like!(aclnnBatchMatMulGetWorkspaceSize, "aclnnBatchMatMul", Op::BatchMatMul);
 
 #[no_mangle]
-pub extern "C" fn aclnnAddmmGetWorkspaceSize(self_: H, mat1: H, mat2: H, beta: H, alpha: H, out: H, cube_math_type: i8, ws: *mut u64, ex: *mut H) -> Status {
+pub extern "C" fn aclnnAddmmGetWorkspaceSize(
+    self_: H,
+    mat1: H,
+    mat2: H,
+    beta: H,
+    alpha: H,
+    out: H,
+    cube_math_type: i8,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
     p1("aclnnAddmm", ws, ex, || {
         cube(cube_math_type)?;
         let (beta, alpha) = (scalar(beta, "beta")?, scalar(alpha, "alpha")?);
@@ -222,7 +291,16 @@ pub extern "C" fn aclnnAddmmGetWorkspaceSize(self_: H, mat1: H, mat2: H, beta: H
 }
 
 #[no_mangle]
-pub extern "C" fn aclnnInplaceAddmmGetWorkspaceSize(self_ref: H, mat1: H, mat2: H, beta: H, alpha: H, cube_math_type: i8, ws: *mut u64, ex: *mut H) -> Status {
+pub extern "C" fn aclnnInplaceAddmmGetWorkspaceSize(
+    self_ref: H,
+    mat1: H,
+    mat2: H,
+    beta: H,
+    alpha: H,
+    cube_math_type: i8,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
     p1("aclnnInplaceAddmm", ws, ex, || {
         cube(cube_math_type)?;
         let (beta, alpha) = (scalar(beta, "beta")?, scalar(alpha, "alpha")?);
@@ -281,7 +359,14 @@ pub extern "C" fn aclnnInplaceFillScalarGetWorkspaceSize(self_ref: H, value: H, 
 }
 
 #[no_mangle]
-pub extern "C" fn aclnnThresholdBackwardGetWorkspaceSize(grad_output: H, self_: H, threshold: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+pub extern "C" fn aclnnThresholdBackwardGetWorkspaceSize(
+    grad_output: H,
+    self_: H,
+    threshold: H,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
     p1("aclnnThresholdBackward", ws, ex, || {
         let threshold = scalar(threshold, "threshold")?;
         let mut a = Args::new();
@@ -291,7 +376,13 @@ pub extern "C" fn aclnnThresholdBackwardGetWorkspaceSize(grad_output: H, self_: 
 }
 
 #[no_mangle]
-pub extern "C" fn aclnnGeluBackwardGetWorkspaceSize(grad_output: H, self_: H, grad_input: H, ws: *mut u64, ex: *mut H) -> Status {
+pub extern "C" fn aclnnGeluBackwardGetWorkspaceSize(
+    grad_output: H,
+    self_: H,
+    grad_input: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
     p1("aclnnGeluBackward", ws, ex, || {
         let mut a = Args::new();
         a.t(In, "gradOutput", u(grad_output))?.t(In, "self", u(self_))?.t(Out, "gradInput", u(grad_input))?;
@@ -332,41 +423,108 @@ softmax_bwd!(aclnnLogSoftmaxBackwardGetWorkspaceSize, "aclnnLogSoftmaxBackward",
 // ---- loss, norm, embedding
 
 #[no_mangle]
-pub extern "C" fn aclnnNLLLossGetWorkspaceSize(self_: H, target: H, weight: H, reduction: i64, ignore_index: i64, out: H, total_weight_out: H, ws: *mut u64, ex: *mut H) -> Status {
+pub extern "C" fn aclnnNLLLossGetWorkspaceSize(
+    self_: H,
+    target: H,
+    weight: H,
+    reduction: i64,
+    ignore_index: i64,
+    out: H,
+    total_weight_out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
     p1("aclnnNLLLoss", ws, ex, || {
         let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(In, "target", u(target))?.t(In, "weight", u(weight))?.t(Out, "out", u(out))?.t(Out, "totalWeightOut", u(total_weight_out))?;
+        a.t(In, "self", u(self_))?.t(In, "target", u(target))?.t(In, "weight", u(weight))?.t(Out, "out", u(out))?.t(
+            Out,
+            "totalWeightOut",
+            u(total_weight_out),
+        )?;
         Ok((Op::NllLoss { reduction, ignore: ignore_index }, a))
     })
 }
 
 #[no_mangle]
-pub extern "C" fn aclnnNLLLossBackwardGetWorkspaceSize(grad_output: H, self_: H, target: H, weight: H, reduction: i64, ignore_index: i64, total_weight: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+pub extern "C" fn aclnnNLLLossBackwardGetWorkspaceSize(
+    grad_output: H,
+    self_: H,
+    target: H,
+    weight: H,
+    reduction: i64,
+    ignore_index: i64,
+    total_weight: H,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
     p1("aclnnNLLLossBackward", ws, ex, || {
         let mut a = Args::new();
-        a.t(In, "gradOutput", u(grad_output))?.t(In, "self", u(self_))?.t(In, "target", u(target))?.t(In, "weight", u(weight))?.t(In, "totalWeight", u(total_weight))?.t(Out, "out", u(out))?;
+        a.t(In, "gradOutput", u(grad_output))?
+            .t(In, "self", u(self_))?
+            .t(In, "target", u(target))?
+            .t(In, "weight", u(weight))?
+            .t(In, "totalWeight", u(total_weight))?
+            .t(Out, "out", u(out))?;
         Ok((Op::NllLossBackward { reduction, ignore: ignore_index }, a))
     })
 }
 
 #[no_mangle]
-pub extern "C" fn aclnnLayerNormGetWorkspaceSize(input: H, normalized_shape: H, weight: H, bias: H, eps: f64, out: H, mean_out: H, rstd_out: H, ws: *mut u64, ex: *mut H) -> Status {
+pub extern "C" fn aclnnLayerNormGetWorkspaceSize(
+    input: H,
+    normalized_shape: H,
+    weight: H,
+    bias: H,
+    eps: f64,
+    out: H,
+    mean_out: H,
+    rstd_out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
     p1("aclnnLayerNorm", ws, ex, || {
         let nshape = int_array(normalized_shape, "normalizedShape")?;
         let mut a = Args::new();
-        a.t(In, "input", u(input))?.t(In, "weightOptional", u(weight))?.t(In, "biasOptional", u(bias))?.t(Out, "out", u(out))?.t(Out, "meanOutOptional", u(mean_out))?.t(Out, "rstdOutOptional", u(rstd_out))?;
+        a.t(In, "input", u(input))?
+            .t(In, "weightOptional", u(weight))?
+            .t(In, "biasOptional", u(bias))?
+            .t(Out, "out", u(out))?
+            .t(Out, "meanOutOptional", u(mean_out))?
+            .t(Out, "rstdOutOptional", u(rstd_out))?;
         Ok((Op::LayerNorm { nshape, eps }, a))
     })
 }
 
 #[no_mangle]
-pub extern "C" fn aclnnLayerNormBackwardGetWorkspaceSize(grad_out: H, input: H, normalized_shape: H, mean: H, rstd: H, weight: H, bias: H, output_mask: H, grad_input_out: H, grad_weight_out: H, grad_bias_out: H, ws: *mut u64, ex: *mut H) -> Status {
+pub extern "C" fn aclnnLayerNormBackwardGetWorkspaceSize(
+    grad_out: H,
+    input: H,
+    normalized_shape: H,
+    mean: H,
+    rstd: H,
+    weight: H,
+    bias: H,
+    output_mask: H,
+    grad_input_out: H,
+    grad_weight_out: H,
+    grad_bias_out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
     p1("aclnnLayerNormBackward", ws, ex, || {
         let nshape = int_array(normalized_shape, "normalizedShape")?;
         let mask = bool_array(output_mask, "outputMask")?;
         let mut a = Args::new();
-        a.t(In, "gradOut", u(grad_out))?.t(In, "input", u(input))?.t(In, "mean", u(mean))?.t(In, "rstd", u(rstd))?.t(In, "weightOptional", u(weight))?.t(In, "biasOptional", u(bias))?
-            .t(Out, "gradInputOut", u(grad_input_out))?.t(Out, "gradWeightOut", u(grad_weight_out))?.t(Out, "gradBiasOut", u(grad_bias_out))?;
+        a.t(In, "gradOut", u(grad_out))?
+            .t(In, "input", u(input))?
+            .t(In, "mean", u(mean))?
+            .t(In, "rstd", u(rstd))?
+            .t(In, "weightOptional", u(weight))?
+            .t(In, "biasOptional", u(bias))?
+            .t(Out, "gradInputOut", u(grad_input_out))?
+            .t(Out, "gradWeightOut", u(grad_weight_out))?
+            .t(Out, "gradBiasOut", u(grad_bias_out))?;
         Ok((Op::LayerNormBackward { nshape, mask }, a))
     })
 }
@@ -381,7 +539,16 @@ pub extern "C" fn aclnnEmbeddingGetWorkspaceSize(weight: H, indices: H, out: H, 
 }
 
 #[no_mangle]
-pub extern "C" fn aclnnEmbeddingDenseBackwardGetWorkspaceSize(grad: H, indices: H, num_weights: u64, padding_idx: u64, scale_grad_by_freq: bool, out: H, ws: *mut u64, ex: *mut H) -> Status {
+pub extern "C" fn aclnnEmbeddingDenseBackwardGetWorkspaceSize(
+    grad: H,
+    indices: H,
+    num_weights: u64,
+    padding_idx: u64,
+    scale_grad_by_freq: bool,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
     p1("aclnnEmbeddingDenseBackward", ws, ex, || {
         let mut a = Args::new();
         a.t(In, "grad", u(grad))?.t(In, "indices", u(indices))?.t(Out, "out", u(out))?;
@@ -401,7 +568,15 @@ pub extern "C" fn aclnnCastGetWorkspaceSize(self_: H, dtype: i32, out: H, ws: *m
 }
 
 #[no_mangle]
-pub extern "C" fn aclnnReduceSumGetWorkspaceSize(self_: H, dims: H, keep_dims: bool, dtype: i32, out: H, ws: *mut u64, ex: *mut H) -> Status {
+pub extern "C" fn aclnnReduceSumGetWorkspaceSize(
+    self_: H,
+    dims: H,
+    keep_dims: bool,
+    dtype: i32,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
     p1("aclnnReduceSum", ws, ex, || {
         let dims = int_array(dims, "dims")?;
         let mut a = Args::new();
@@ -411,7 +586,15 @@ pub extern "C" fn aclnnReduceSumGetWorkspaceSize(self_: H, dims: H, keep_dims: b
 }
 
 #[no_mangle]
-pub extern "C" fn aclnnMeanGetWorkspaceSize(self_: H, dim: H, keep_dim: bool, dtype: i32, out: H, ws: *mut u64, ex: *mut H) -> Status {
+pub extern "C" fn aclnnMeanGetWorkspaceSize(
+    self_: H,
+    dim: H,
+    keep_dim: bool,
+    dtype: i32,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
     p1("aclnnMean", ws, ex, || {
         let dims = int_array(dim, "dim")?;
         let mut a = Args::new();
@@ -451,13 +634,38 @@ pub extern "C" fn aclnnRepeatGetWorkspaceSize(self_: H, repeats: H, out: H, ws: 
 // ---- optimizer
 
 #[no_mangle]
-pub extern "C" fn aclnnApplyAdamWGetWorkspaceSize(var_ref: H, m_ref: H, v_ref: H, beta1_power: H, beta2_power: H, lr: H, weight_decay: H, beta1: H, beta2: H, eps: H, grad: H, max_grad_norm: H, amsgrad: bool, maximize: bool, ws: *mut u64, ex: *mut H) -> Status {
+pub extern "C" fn aclnnApplyAdamWGetWorkspaceSize(
+    var_ref: H,
+    m_ref: H,
+    v_ref: H,
+    beta1_power: H,
+    beta2_power: H,
+    lr: H,
+    weight_decay: H,
+    beta1: H,
+    beta2: H,
+    eps: H,
+    grad: H,
+    max_grad_norm: H,
+    amsgrad: bool,
+    maximize: bool,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
     p1("aclnnApplyAdamW", ws, ex, || {
         let mut a = Args::new();
-        a.t(InOut, "varRef", u(var_ref))?.t(InOut, "mRef", u(m_ref))?.t(InOut, "vRef", u(v_ref))?
-            .t(In, "beta1Power", u(beta1_power))?.t(In, "beta2Power", u(beta2_power))?.t(In, "lr", u(lr))?
-            .t(In, "weightDecay", u(weight_decay))?.t(In, "beta1", u(beta1))?.t(In, "beta2", u(beta2))?
-            .t(In, "eps", u(eps))?.t(In, "grad", u(grad))?.t(if amsgrad { InOut } else { In }, "maxGradNormOptional", u(max_grad_norm))?;
+        a.t(InOut, "varRef", u(var_ref))?
+            .t(InOut, "mRef", u(m_ref))?
+            .t(InOut, "vRef", u(v_ref))?
+            .t(In, "beta1Power", u(beta1_power))?
+            .t(In, "beta2Power", u(beta2_power))?
+            .t(In, "lr", u(lr))?
+            .t(In, "weightDecay", u(weight_decay))?
+            .t(In, "beta1", u(beta1))?
+            .t(In, "beta2", u(beta2))?
+            .t(In, "eps", u(eps))?
+            .t(In, "grad", u(grad))?
+            .t(if amsgrad { InOut } else { In }, "maxGradNormOptional", u(max_grad_norm))?;
         Ok((Op::ApplyAdamW { amsgrad, maximize }, a))
     })
 }

@@ -7,12 +7,12 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 #![allow(clippy::too_many_arguments)]
 
-pub mod runtime;
-pub mod nnopbase;
 pub mod aclnn;
 pub mod aclop;
 pub mod hccl;
+pub mod nnopbase;
 pub mod platform;
+pub mod runtime;
 pub mod tdt;
 
 /// Run `f`, converting a panic into `default` (panics must not unwind into C).

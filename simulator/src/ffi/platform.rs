@@ -52,7 +52,11 @@ pub extern "C" fn aclrtDeviceEnablePeerAccess(peer: i32, flags: u32) -> AclError
 #[no_mangle]
 pub extern "C" fn aclrtDeviceGetBareTgid(pid: *mut i32) -> AclError {
     guard(ACL_ERROR_INTERNAL_ERROR, || {
-        if put(pid, std::process::id() as i32) { ACL_SUCCESS } else { fail(ACL_ERROR_INVALID_PARAM, "pid is NULL") }
+        if put(pid, std::process::id() as i32) {
+            ACL_SUCCESS
+        } else {
+            fail(ACL_ERROR_INVALID_PARAM, "pid is NULL")
+        }
     })
 }
 
@@ -66,14 +70,24 @@ pub extern "C" fn aclrtGetResInCurrentThread(kind: i32, value: *mut u32) -> AclE
             1 => 48,
             _ => return fail(ACL_ERROR_INVALID_PARAM, format!("resource type {kind} is invalid")),
         };
-        if put(value, v) { ACL_SUCCESS } else { fail(ACL_ERROR_INVALID_PARAM, "value is NULL") }
+        if put(value, v) {
+            ACL_SUCCESS
+        } else {
+            fail(ACL_ERROR_INVALID_PARAM, "value is NULL")
+        }
     })
 }
 
 // ---- VMM and IPC: device virtual memory management does not exist in the simulator -----------------
 
 #[no_mangle]
-pub extern "C" fn aclrtReserveMemAddress(_p: *mut *mut c_void, _size: usize, _align: usize, _expect: *mut c_void, _flags: u64) -> AclError {
+pub extern "C" fn aclrtReserveMemAddress(
+    _p: *mut *mut c_void,
+    _size: usize,
+    _align: usize,
+    _expect: *mut c_void,
+    _flags: u64,
+) -> AclError {
     guard(ACL_ERROR_INTERNAL_ERROR, || not_supported("aclrtReserveMemAddress (VMM)"))
 }
 #[no_mangle]
@@ -81,7 +95,12 @@ pub extern "C" fn aclrtReleaseMemAddress(_p: *mut c_void) -> AclError {
     guard(ACL_ERROR_INTERNAL_ERROR, || not_supported("aclrtReleaseMemAddress (VMM)"))
 }
 #[no_mangle]
-pub extern "C" fn aclrtMallocPhysical(_h: *mut *mut c_void, _size: usize, _prop: *const c_void, _flags: u64) -> AclError {
+pub extern "C" fn aclrtMallocPhysical(
+    _h: *mut *mut c_void,
+    _size: usize,
+    _prop: *const c_void,
+    _flags: u64,
+) -> AclError {
     guard(ACL_ERROR_INTERNAL_ERROR, || not_supported("aclrtMallocPhysical (VMM)"))
 }
 #[no_mangle]
@@ -169,12 +188,22 @@ pub extern "C" fn rtGetDeviceIDs(ids: *mut u32, len: u32) -> AclError {
 #[no_mangle]
 pub extern "C" fn rtGetStreamId(stream: *mut c_void, id: *mut i32) -> AclError {
     guard(ACL_ERROR_INTERNAL_ERROR, || {
-        if put(id, (stream as usize & 0xffff) as i32) { ACL_SUCCESS } else { fail(ACL_ERROR_RT_PARAM_INVALID, "rtGetStreamId: NULL") }
+        if put(id, (stream as usize & 0xffff) as i32) {
+            ACL_SUCCESS
+        } else {
+            fail(ACL_ERROR_RT_PARAM_INVALID, "rtGetStreamId: NULL")
+        }
     })
 }
 #[no_mangle]
 pub extern "C" fn rtGetPairDevicesInfo(_dev: u32, _other: u32, _kind: i32, val: *mut i64) -> AclError {
-    guard(ACL_ERROR_INTERNAL_ERROR, || if put(val, 0) { ACL_SUCCESS } else { fail(ACL_ERROR_RT_PARAM_INVALID, "val is NULL") })
+    guard(ACL_ERROR_INTERNAL_ERROR, || {
+        if put(val, 0) {
+            ACL_SUCCESS
+        } else {
+            fail(ACL_ERROR_RT_PARAM_INVALID, "val is NULL")
+        }
+    })
 }
 #[no_mangle]
 pub extern "C" fn rtGetC2cCtrlAddr(addr: *mut u64, len: *mut u32) -> AclError {
@@ -210,7 +239,13 @@ pub extern "C" fn rtDevBinaryUnRegister(_handle: *mut c_void) -> AclError {
     ACL_SUCCESS
 }
 #[no_mangle]
-pub extern "C" fn rtFunctionRegister(_h: *mut c_void, _stub: *const c_void, _name: *const c_char, _dev_func: *const c_void, _mode: u32) -> AclError {
+pub extern "C" fn rtFunctionRegister(
+    _h: *mut c_void,
+    _stub: *const c_void,
+    _name: *const c_char,
+    _dev_func: *const c_void,
+    _mode: u32,
+) -> AclError {
     ACL_SUCCESS
 }
 macro_rules! no_device_code {
@@ -224,8 +259,14 @@ macro_rules! no_device_code {
         )*
     };
 }
-no_device_code!(rtKernelLaunch, rtKernelLaunchWithFlagV2, rtKernelLaunchWithHandleV2, rtLaunch,
-    rtAicpuKernelLaunchWithFlag, rtAicpuKernelLaunchExWithArgs);
+no_device_code!(
+    rtKernelLaunch,
+    rtKernelLaunchWithFlagV2,
+    rtKernelLaunchWithHandleV2,
+    rtLaunch,
+    rtAicpuKernelLaunchWithFlag,
+    rtAicpuKernelLaunchExWithArgs
+);
 
 // ---- profiling: never enabled in the simulator ----------------------------------------------------
 
@@ -307,7 +348,11 @@ pub extern "C" fn mmMkdir(path: *const c_char, mode: u32) -> i32 {
         return EN_INVALID_PARAM;
     }
     // SAFETY: NUL-terminated path from the caller.
-    if unsafe { libc::mkdir(path, mode as libc::mode_t) } == 0 { EN_OK } else { EN_ERROR }
+    if unsafe { libc::mkdir(path, mode as libc::mode_t) } == 0 {
+        EN_OK
+    } else {
+        EN_ERROR
+    }
 }
 #[no_mangle]
 pub extern "C" fn mmOpen2(path: *const c_char, flags: i32, mode: u32) -> i32 {
@@ -316,7 +361,11 @@ pub extern "C" fn mmOpen2(path: *const c_char, flags: i32, mode: u32) -> i32 {
     }
     // SAFETY: NUL-terminated path from the caller.
     let fd = unsafe { libc::open(path, flags, mode as libc::c_uint) };
-    if fd < 0 { EN_ERROR } else { fd }
+    if fd < 0 {
+        EN_ERROR
+    } else {
+        fd
+    }
 }
 /// `mmDladdr(void *addr, mmDlInfo *info)`: mmDlInfo has the layout of glibc's `Dl_info`.
 #[no_mangle]
@@ -325,7 +374,11 @@ pub extern "C" fn mmDladdr(addr: *mut c_void, info: *mut libc::Dl_info) -> i32 {
         return EN_INVALID_PARAM;
     }
     // SAFETY: out-pointer of Dl_info layout.
-    if unsafe { libc::dladdr(addr, info) } != 0 { EN_OK } else { EN_ERROR }
+    if unsafe { libc::dladdr(addr, info) } != 0 {
+        EN_OK
+    } else {
+        EN_ERROR
+    }
 }
 /// CPU description queries are not provided (callers treat EN_ERROR as "unknown").
 #[no_mangle]
@@ -364,11 +417,13 @@ struct AllocDesc {
     get_addr: usize,
 }
 fn alloc_descs() -> &'static std::sync::Mutex<std::collections::HashMap<usize, AllocDesc>> {
-    static D: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<usize, AllocDesc>>> = std::sync::OnceLock::new();
+    static D: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<usize, AllocDesc>>> =
+        std::sync::OnceLock::new();
     D.get_or_init(Default::default)
 }
 fn stream_allocators() -> &'static std::sync::Mutex<std::collections::HashMap<usize, AllocDesc>> {
-    static D: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<usize, AllocDesc>>> = std::sync::OnceLock::new();
+    static D: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<usize, AllocDesc>>> =
+        std::sync::OnceLock::new();
     D.get_or_init(Default::default)
 }
 static ALLOC_NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0x00a1_0000_0040);
@@ -429,7 +484,10 @@ pub extern "C" fn aclrtAllocatorRegister(stream: *mut c_void, desc: *mut c_void)
             return fail(ACL_ERROR_INVALID_PARAM, "aclrtAllocatorRegister: unknown allocator description");
         };
         if d.obj == 0 || d.alloc == 0 || d.free == 0 || d.get_addr == 0 {
-            return fail(ACL_ERROR_INVALID_PARAM, "aclrtAllocatorRegister: obj, alloc, free and getAddrFromBlock must be set");
+            return fail(
+                ACL_ERROR_INVALID_PARAM,
+                "aclrtAllocatorRegister: obj, alloc, free and getAddrFromBlock must be set",
+            );
         }
         stream_allocators().lock().unwrap().insert(stream as usize, d);
         ACL_SUCCESS
@@ -464,8 +522,23 @@ macro_rules! hccl_not_supported {
         )*
     };
 }
-hccl_not_supported!(HcclAllGatherV, HcclAllToAll, HcclAlltoAllVC, HcclBatchISendIRecv, HcclBatchSendRecv,
-    HcclCommActivateCommMemory, HcclCommDeactivateCommMemory, HcclCommResume, HcclCommSetMemoryRange,
-    HcclCommUnsetMemoryRange, HcclCommWorkingDevNicSet, HcclCreateSubCommConfig, HcclReduceScatterV, HcclScatter,
-    HcclZeroCopyActivateCommMemory, HcclZeroCopyDeactivateCommMemory, HcclZeroCopySetMemoryRange,
-    HcclZeroCopyUnsetMemoryRange);
+hccl_not_supported!(
+    HcclAllGatherV,
+    HcclAllToAll,
+    HcclAlltoAllVC,
+    HcclBatchISendIRecv,
+    HcclBatchSendRecv,
+    HcclCommActivateCommMemory,
+    HcclCommDeactivateCommMemory,
+    HcclCommResume,
+    HcclCommSetMemoryRange,
+    HcclCommUnsetMemoryRange,
+    HcclCommWorkingDevNicSet,
+    HcclCreateSubCommConfig,
+    HcclReduceScatterV,
+    HcclScatter,
+    HcclZeroCopyActivateCommMemory,
+    HcclZeroCopyDeactivateCommMemory,
+    HcclZeroCopySetMemoryRange,
+    HcclZeroCopyUnsetMemoryRange
+);

@@ -61,7 +61,11 @@ fn create_channel(name: *const c_char, capacity: usize) -> *mut c_void {
             return std::ptr::null_mut();
         }
         let h = handle();
-        let ch = Channel { capacity: capacity.max(1), st: Mutex::new(ChanState { queue: VecDeque::new(), stopped: false }), cv: Condvar::new() };
+        let ch = Channel {
+            capacity: capacity.max(1),
+            st: Mutex::new(ChanState { queue: VecDeque::new(), stopped: false }),
+            cv: Condvar::new(),
+        };
         tables().lock().unwrap().channels.insert(h, Arc::new(ch));
         h as *mut c_void
     })
@@ -71,7 +75,11 @@ pub extern "C" fn acltdtCreateChannel(_device_id: u32, name: *const c_char) -> *
     create_channel(name, 128)
 }
 #[no_mangle]
-pub extern "C" fn acltdtCreateChannelWithCapacity(_device_id: u32, name: *const c_char, capacity: usize) -> *mut c_void {
+pub extern "C" fn acltdtCreateChannelWithCapacity(
+    _device_id: u32,
+    name: *const c_char,
+    capacity: usize,
+) -> *mut c_void {
     create_channel(name, capacity)
 }
 fn channel(h: *const c_void) -> Option<Arc<Channel>> {
@@ -117,14 +125,22 @@ pub extern "C" fn acltdtQueryChannelSize(h: *const c_void, size: *mut usize) -> 
     guard(ACL_ERROR_INTERNAL_ERROR, || match channel(h) {
         Some(ch) => {
             let n = ch.st.lock().unwrap().queue.len();
-            if put(size, n) { ACL_SUCCESS } else { fail(ACL_ERROR_INVALID_PARAM, "size is NULL") }
+            if put(size, n) {
+                ACL_SUCCESS
+            } else {
+                fail(ACL_ERROR_INVALID_PARAM, "size is NULL")
+            }
         }
         None => fail(ACL_ERROR_INVALID_PARAM, "acltdtQueryChannelSize: unknown channel"),
     })
 }
 
 fn deadline(timeout_ms: i32) -> Option<Instant> {
-    if timeout_ms < 0 { None } else { Some(Instant::now() + Duration::from_millis(timeout_ms as u64)) }
+    if timeout_ms < 0 {
+        None
+    } else {
+        Some(Instant::now() + Duration::from_millis(timeout_ms as u64))
+    }
 }
 
 #[no_mangle]
@@ -133,7 +149,9 @@ pub extern "C" fn acltdtSendTensor(h: *const c_void, dataset: *const c_void, tim
         let Some(ch) = channel(h) else { return fail(ACL_ERROR_INVALID_PARAM, "acltdtSendTensor: unknown channel") };
         let items = {
             let t = tables().lock().unwrap();
-            let Some(ds) = t.datasets.get(&(dataset as usize)) else { return fail(ACL_ERROR_INVALID_PARAM, "acltdtSendTensor: unknown dataset") };
+            let Some(ds) = t.datasets.get(&(dataset as usize)) else {
+                return fail(ACL_ERROR_INVALID_PARAM, "acltdtSendTensor: unknown dataset");
+            };
             ds.items.iter().filter_map(|i| t.items.get(i).cloned()).collect::<Vec<_>>()
         };
         let dl = deadline(timeout_ms);
@@ -243,17 +261,32 @@ pub extern "C" fn acltdtGetDatasetSize(ds: *const c_void) -> usize {
 }
 #[no_mangle]
 pub extern "C" fn acltdtGetDatasetName(ds: *const c_void) -> *const c_char {
-    guard(std::ptr::null(), || tables().lock().unwrap().datasets.get(&(ds as usize)).map_or(std::ptr::null(), |d| d.name.as_ptr()))
+    guard(std::ptr::null(), || {
+        tables().lock().unwrap().datasets.get(&(ds as usize)).map_or(std::ptr::null(), |d| d.name.as_ptr())
+    })
 }
 #[no_mangle]
 pub extern "C" fn acltdtGetDataItem(ds: *const c_void, index: usize) -> *mut c_void {
     guard(std::ptr::null_mut(), || {
-        tables().lock().unwrap().datasets.get(&(ds as usize)).and_then(|d| d.items.get(index)).map_or(std::ptr::null_mut(), |&i| i as *mut c_void)
+        tables()
+            .lock()
+            .unwrap()
+            .datasets
+            .get(&(ds as usize))
+            .and_then(|d| d.items.get(index))
+            .map_or(std::ptr::null_mut(), |&i| i as *mut c_void)
     })
 }
 /// `acltdtCreateDataItem(tdtType, dims, dimNum, dataType, data, size)`: the data is copied.
 #[no_mangle]
-pub extern "C" fn acltdtCreateDataItem(tensor_type: i32, dims: *const i64, dim_num: usize, dtype: i32, data: *const c_void, size: usize) -> *mut c_void {
+pub extern "C" fn acltdtCreateDataItem(
+    tensor_type: i32,
+    dims: *const i64,
+    dim_num: usize,
+    dtype: i32,
+    data: *const c_void,
+    size: usize,
+) -> *mut c_void {
     guard(std::ptr::null_mut(), || {
         let (Some(dims), Some(data)) = (slice_to_vec(dims, dim_num), slice_to_vec(data as *const u8, size)) else {
             fail(ACL_ERROR_INVALID_PARAM, "acltdtCreateDataItem: NULL dims or data");
@@ -312,7 +345,11 @@ pub extern "C" fn acltdtGetDimsFromItem(item: *const c_void, dims: *mut i64, num
     })
 }
 #[no_mangle]
-pub extern "C" fn acltdtGetSliceInfoFromItem(item: *const c_void, slice_num: *mut usize, slice_id: *mut usize) -> AclError {
+pub extern "C" fn acltdtGetSliceInfoFromItem(
+    item: *const c_void,
+    slice_num: *mut usize,
+    slice_id: *mut usize,
+) -> AclError {
     with_item(item, ACL_ERROR_INVALID_PARAM, |_| {
         put(slice_num, 1);
         put(slice_id, 0);

@@ -1,0 +1,233 @@
+//! Recorder-core throughput, each figure beside a baseline measured in the same run.
+//!
+//! `cargo bench --bench core` prints GB/s for: statistics of f32/f16/bf16 beside a memcpy of
+//! the same buffer; CRC-32; the writer thread (ready-made records with their tensor files,
+//! journal included) beside a plain sequential write of the same bytes into as many files; and,
+//! for transparency, capture end to end (statistics, encoding and writing) against the same
+//! baseline. Best of several repetitions; `sync` before each timed write.
+
+use msprobe_core::config::{Config, Task};
+use msprobe_core::dtype::DType;
+use msprobe_core::json::Json;
+use msprobe_core::record::TensorFile;
+use msprobe_core::record::TensorRef;
+use msprobe_core::recorder::Recorder;
+use msprobe_core::stats;
+use msprobe_core::tensorfile::FileFormat;
+use msprobe_core::writer::{Budget, Finished, Header, Writer};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+fn best<F: FnMut()>(reps: usize, mut f: F) -> Duration {
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+/// Starts each timed write with no dirty pages pending, so kernel writeback throttling does not
+/// land on whichever contender runs second.
+fn settle() {
+    let _ = std::process::Command::new("sync").status();
+}
+
+fn gbps(bytes: usize, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64() / 1e9
+}
+
+fn main() {
+    let mb = std::env::var("BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(64usize);
+    let n = mb << 20;
+    let mut x = 0x9e3779b97f4a7c15u64;
+    let src: Vec<u8> = (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8 & 0x3f // keeps every float finite (exponent byte < 0x40)
+        })
+        .collect();
+    let mut dst = vec![0u8; n];
+    let reps = 7;
+    let memcpy = best(reps, || {
+        dst.copy_from_slice(black_box(&src));
+        black_box(&dst);
+    });
+    println!("buffer: {mb} MiB, best of {reps}, one thread");
+    println!("{:<34} {:>8} {:>10}", "what", "GB/s", "vs memcpy");
+    let base = gbps(n, memcpy);
+    println!("{:<34} {:>8.2} {:>10}", "memcpy (baseline)", base, "1.00");
+    for (name, dt) in [("statistics f32", DType::F32), ("statistics f16", DType::F16), ("statistics bf16", DType::BF16)]
+    {
+        let d = best(reps, || {
+            black_box(stats::tensor_stats(dt, false, black_box(&src)));
+        });
+        println!("{:<34} {:>8.2} {:>10.2}", name, gbps(n, d), gbps(n, d) / base);
+    }
+    let d = best(reps, || {
+        black_box(stats::crc32(DType::F32, black_box(&src)));
+    });
+    println!("{:<34} {:>8.2} {:>10.2}", "crc32 (md5 mode)", gbps(n, d), gbps(n, d) / base);
+
+    // Writer: 4 MiB tensors as records with .npy files, against a plain write of the same
+    // bytes into as many files. The two alternate so page-cache writeback hits both alike.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let chunk = 4 << 20;
+    let count = n / chunk;
+    let (mut plain, mut writer, mut alone) = (Duration::MAX, Duration::MAX, Duration::MAX);
+    let w = Writer::new(Budget::new(1 << 40, false));
+    let wdir = tmp.path().join("alone");
+    std::fs::create_dir_all(&wdir).unwrap();
+    w.open(wdir.clone(), Header { task: "tensor".into(), level: "L1".into(), dump_data_dir: None });
+    let cfg = Config {
+        task: Task::Tensor,
+        dump_path: tmp.path().join("dump"),
+        file_format: Some(FileFormat::Npy),
+        ..Config::default()
+    };
+    let rec = Recorder::new(cfg);
+    rec.start();
+    for k in 0..5 {
+        let dir = tmp.path().join(format!("plain{k}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        settle();
+        let t = Instant::now();
+        for i in 0..count {
+            std::fs::write(dir.join(format!("{i}.npy")), &src[i * chunk..(i + 1) * chunk]).unwrap();
+        }
+        plain = plain.min(t.elapsed());
+        let _ = std::fs::remove_dir_all(&dir);
+
+        // One recorder for all repetitions: steady state, with written buffers recycled.
+        let shape = [(chunk / 4) as i64];
+        settle();
+        let t = Instant::now();
+        for i in 0..count {
+            let mut b = rec.begin(&format!("Torch.add.{k}.{i}.forward")).unwrap();
+            b.section("input_args").unwrap();
+            let tr = TensorRef {
+                dtype: DType::F32,
+                shape: &shape,
+                data: &src[i * chunk..(i + 1) * chunk],
+                requires_grad: Some(false),
+                type_name: None,
+            };
+            b.add_tensor(None, &tr, rec.budget()).unwrap();
+            rec.end(b);
+        }
+        rec.flush();
+        writer = writer.min(t.elapsed());
+        for i in 0..count {
+            let _ = std::fs::remove_file(
+                tmp.path().join(format!("dump/step0/rank/dump_tensor_data/Torch.add.{k}.{i}.forward.input.0.npy")),
+            );
+        }
+
+        // The writer thread alone: ready-made records (journal line + file) through the channel.
+        let recs: Vec<Finished> = (0..count)
+            .map(|i| Finished {
+                name: format!("Torch.add.{k}.{i}.forward"),
+                body: Json::Object(vec![]),
+                files: vec![TensorFile {
+                    name: format!("w{k}_{i}.npy"),
+                    bytes: src[i * chunk..(i + 1) * chunk].to_vec(),
+                }],
+                stack: None,
+                parent: None,
+                reserved: 0,
+            })
+            .collect();
+        settle();
+        let t = Instant::now();
+        for r in recs {
+            w.record(wdir.clone(), r);
+        }
+        w.sync();
+        alone = alone.min(t.elapsed());
+        let _ = std::fs::remove_dir_all(wdir.join("dump_tensor_data"));
+    }
+    w.shutdown();
+    rec.finish();
+    small_records();
+    println!("{:<34} {:>8} {:>10}", "", "GB/s", "vs plain");
+    let pb = gbps(n, plain);
+    println!("{:<34} {:>8.2} {:>10}", "plain sequential write (baseline)", pb, "1.00");
+    println!("{:<34} {:>8.2} {:>10.2}", "writer thread (records + files)", gbps(n, alone), gbps(n, alone) / pb);
+    println!("{:<34} {:>8.2} {:>10.2}", "capture end to end (stats+encode)", gbps(n, writer), gbps(n, writer) / pb);
+}
+
+/// What a hooked framework call costs: one record with four small f32 tensors (a linear
+/// layer's input, weight, bias and output) and ten stack frames. The capturing thread's part
+/// (build it, hand it to the writer; fewer records than the queue holds, so it never waits) beside
+/// the statistics of the same elements alone, and the writer thread's part (format, journal).
+fn small_records() {
+    let dir = std::env::temp_dir().join(format!("msprobe-bench-small-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let rec = Recorder::new(Config { task: Task::Statistics, dump_path: dir.clone(), ..Config::default() });
+    rec.start();
+    let shapes: [&[i64]; 4] = [&[16, 32], &[64, 32], &[64], &[16, 64]];
+    let data: Vec<Vec<u8>> = shapes
+        .iter()
+        .map(|s| (0..s.iter().product::<i64>()).flat_map(|i| ((i % 97) as f32 * 0.01).to_le_bytes()).collect())
+        .collect();
+    let frames: Vec<String> =
+        (0..10).map(|i| format!("File /work/model.py, line {i}, in forward, \n h = self.fc(x)")).collect();
+    let n = 2_000;
+    let mut k = 0u64;
+    let mut writer = Duration::MAX;
+    let mut capture = Duration::MAX;
+    best(5, || {
+        let t0 = Instant::now();
+        for _ in 0..n {
+            let mut b = rec.begin(&format!("Functional.linear.{k}.forward")).expect("capturing");
+            k += 1;
+            b.section("input_args").unwrap();
+            for i in 0..3 {
+                let t = TensorRef {
+                    dtype: DType::F32,
+                    shape: shapes[i],
+                    data: &data[i],
+                    requires_grad: Some(i > 0),
+                    type_name: None,
+                };
+                b.add_tensor(None, &t, rec.budget()).unwrap();
+            }
+            b.section("input_kwargs").unwrap();
+            b.section("output").unwrap();
+            let t = TensorRef {
+                dtype: DType::F32,
+                shape: shapes[3],
+                data: &data[3],
+                requires_grad: Some(true),
+                type_name: None,
+            };
+            b.add_tensor(None, &t, rec.budget()).unwrap();
+            b.stack = Some(frames.clone());
+            rec.end(b);
+        }
+        // The writer works in parallel; waiting for it gives its throughput.
+        capture = capture.min(t0.elapsed());
+        rec.flush(); // includes writing dump.json/stack.json of these records, as stop() does
+        writer = writer.min(t0.elapsed());
+        rec.step();
+        rec.start();
+    });
+    let stats_only = best(5, || {
+        for _ in 0..n {
+            for d in &data {
+                black_box(stats::tensor_stats(DType::F32, false, black_box(d)));
+            }
+        }
+    });
+    rec.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+    let per = |d: Duration| d.as_secs_f64() / n as f64 * 1e6;
+    println!("{:<34} {:>8} {:>10}", "", "µs/rec", "vs stats");
+    println!("{:<34} {:>8.2} {:>10}", "statistics of its 4 tensors", per(stats_only), "1.00");
+    println!("{:<34} {:>8.2} {:>10.2}", "record: capturing thread", per(capture), per(capture) / per(stats_only));
+    println!("{:<34} {:>8.2} {:>10.2}", "record: done by the writer", per(writer), per(writer) / per(stats_only));
+}

@@ -1,0 +1,163 @@
+//! File-system safety: 0750 directories, 0640 files, no symlinks under the dump path, and
+//! atomic replacement of the JSON files.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+pub const DIR_MODE: u32 = 0o750;
+pub const FILE_MODE: u32 = 0o640;
+
+/// Sets `path`'s mode when it is not `mode` already (a umask or a default ACL may have changed
+/// it at creation). The stat is a read; the chmod it spares is an inode write (a journal
+/// transaction on ext4) for each of the five things created per step.
+fn ensure_mode(path: &Path, mode: u32) -> io::Result<()> {
+    if fs::symlink_metadata(path)?.permissions().mode() & 0o7777 != mode {
+        fs::set_permissions(path, fs::Permissions::from_mode(mode))?;
+    }
+    Ok(())
+}
+
+/// [`ensure_mode`] for an open file.
+fn ensure_file_mode(f: &File, mode: u32) -> io::Result<()> {
+    if f.metadata()?.permissions().mode() & 0o7777 != mode {
+        f.set_permissions(fs::Permissions::from_mode(mode))?;
+    }
+    Ok(())
+}
+
+fn refuse_symlink(p: &Path) -> io::Result<bool> {
+    match fs::symlink_metadata(p) {
+        Ok(m) if m.file_type().is_symlink() => Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{} is a symbolic link; msprobe refuses to write through links (use the real path)", p.display()),
+        )),
+        Ok(m) if !m.is_dir() => {
+            Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists and is not a directory", p.display())))
+        }
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates `root` (and missing parents) and then each of `subdirs` below it, mode 0750.
+/// The root and everything below it must not be symlinks.
+pub fn create_dirs(root: &Path, subdirs: &[&str]) -> io::Result<PathBuf> {
+    if !refuse_symlink(root)? {
+        std::fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(root)?;
+        ensure_mode(root, DIR_MODE)?;
+        refuse_symlink(root)?;
+    }
+    let mut p = root.to_path_buf();
+    for d in subdirs {
+        p.push(d);
+        if !refuse_symlink(&p)? {
+            match std::fs::DirBuilder::new().mode(DIR_MODE).create(&p) {
+                Ok(()) => ensure_mode(&p, DIR_MODE)?,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    refuse_symlink(&p)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// Creates a new file (never replacing one), mode 0640, not following links.
+pub fn create_new(path: &Path) -> io::Result<File> {
+    let f =
+        OpenOptions::new().write(true).create_new(true).mode(FILE_MODE).custom_flags(libc::O_NOFOLLOW).open(path)?;
+    ensure_file_mode(&f, FILE_MODE)?;
+    Ok(f)
+}
+
+/// Opens an existing file for writing in place (not truncated, not created), not following links.
+pub fn open_existing(path: &Path) -> io::Result<File> {
+    OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW).open(path)
+}
+
+/// Opens a file for appending (created 0640 if missing), not following links.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    let f = OpenOptions::new().append(true).create(true).mode(FILE_MODE).custom_flags(libc::O_NOFOLLOW).open(path)?;
+    ensure_file_mode(&f, FILE_MODE)?;
+    Ok(f)
+}
+
+/// A file written under a temporary name next to `path` and renamed onto it when complete, so
+/// readers never see a half-written file (`msprobe recover`, and JSON files that could not be
+/// kept open while their step runs).
+pub struct Replacement {
+    path: PathBuf,
+    tmp: PathBuf,
+    file: File,
+}
+
+/// Names starting with this and a dot-name are the temporaries of [`Replacement`].
+pub const TMP_MARK: &str = ".tmp";
+
+impl Replacement {
+    pub fn create(path: &Path) -> io::Result<Replacement> {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+        let tmp = path.with_file_name(format!(".{name}{TMP_MARK}{}", std::process::id()));
+        let file = match create_new(&tmp) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // Left by a process of the same pid that was killed mid-write.
+                fs::remove_file(&tmp)?;
+                create_new(&tmp)?
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(Replacement { path: path.to_path_buf(), tmp, file })
+    }
+
+    /// Writes `bytes` and renames the file onto its path.
+    pub fn commit(mut self, bytes: &[u8]) -> io::Result<()> {
+        let res = self.file.write_all(bytes);
+        drop(self.file);
+        match res {
+            Ok(()) => fs::rename(&self.tmp, &self.path),
+            Err(e) => {
+                let _ = fs::remove_file(&self.tmp);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so readers never see a
+/// half-written JSON file.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    Replacement::create(path)?.commit(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn modes_and_symlink_refusal() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("dump");
+        let d = create_dirs(&root, &["step0", "rank"]).unwrap();
+        assert_eq!(fs::metadata(&d).unwrap().mode() & 0o777, DIR_MODE);
+        let f = d.join("x.json");
+        replace_file(&f, b"{}").unwrap();
+        assert_eq!(fs::metadata(&f).unwrap().mode() & 0o777, FILE_MODE);
+        assert!(create_new(&f).is_err(), "never overwrite silently");
+        replace_file(&f, b"{1}").unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"{1}");
+
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&root, &link).unwrap();
+        let e = create_dirs(&link, &["step0"]).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        let inner = root.join("step1");
+        std::os::unix::fs::symlink(t.path(), &inner).unwrap();
+        assert!(create_dirs(&root, &["step1", "rank"]).is_err());
+    }
+}

@@ -1,0 +1,25 @@
+//! The recorder core of msprobe-rs: safe Rust, unit-tested without LD_PRELOAD.
+//!
+//! Data flows one way. A capture path (the Python layers through the C ABI, or the L2
+//! interposer, both in the `msprobe` cdylib crate) builds records with [`record::RecordBuilder`];
+//! the [`recorder::Recorder`] applies the configuration (steps, ranks, filters) and hands finished
+//! records to the [`writer`], which writes tensor files, the crash [`journal`] and msprobe's JSON
+//! files. `msprobe recover` replays a journal (see [`journal`]).
+//!
+//! Everything that touches raw pointers lives in the cdylib crate; this crate cannot contain
+//! `unsafe` code.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod dtype;
+pub mod fsutil;
+pub mod journal;
+pub mod json;
+pub mod layout;
+pub mod logging;
+pub mod naming;
+pub mod record;
+pub mod recorder;
+pub mod stats;
+pub mod tensorfile;
+pub mod writer;

@@ -1,0 +1,480 @@
+//! Building one dump.json record: sections, nested containers, tensor and value leaves.
+//!
+//! A capture path opens a record, selects a section (`input_args`, `input_kwargs`, `output`, or
+//! for backward records `input`/`output`), and adds leaves, opening lists and dicts as the
+//! framework value nests. The builder computes each tensor's statistics and CRC immediately (the
+//! caller's memory is only borrowed), encodes the tensor file for the tensor task, and names it
+//! by its position: `{record}.{input|kwargs|output}.{path}.{ext}` (msprobe-format.md §4.1).
+
+use crate::config::{DataMode, SummaryMode, Task};
+use crate::dtype::{DType, Dialect};
+use crate::json::{Json, Text};
+use crate::naming;
+use crate::stats::{self, Stat};
+use crate::tensorfile::{self, FileFormat};
+
+/// Options that shape every leaf of a session.
+#[derive(Clone, Debug)]
+pub struct LeafOptions {
+    pub task: Task,
+    pub summary_mode: SummaryMode,
+    pub dialect: Dialect,
+    pub format: FileFormat,
+    pub data_mode: DataMode,
+}
+
+/// A tensor handed to the recorder: contiguous little-endian host bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorRef<'a> {
+    pub dtype: DType,
+    pub shape: &'a [i64],
+    pub data: &'a [u8],
+    /// PyTorch's `requires_grad`; `None` omits the key (MindSpore never has it).
+    pub requires_grad: Option<bool>,
+    /// Overrides the leaf `type` (e.g. `torch.nn.parameter.Parameter` is still `torch.Tensor`
+    /// in 1.1.1, so callers rarely need this).
+    pub type_name: Option<&'a str>,
+}
+
+/// A finished tensor file waiting for the writer.
+#[derive(Debug)]
+pub struct TensorFile {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Why a builder call was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildError {
+    NoSection,
+    UnknownSection(String),
+    NothingToClose,
+    SizeMismatch { expected: u128, got: usize },
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildError::NoSection => write!(f, "no section selected (call section first)"),
+            BuildError::UnknownSection(s) => {
+                write!(f, "unknown section '{s}' (input_args, input_kwargs, output, input, parameters)")
+            }
+            BuildError::NothingToClose => write!(f, "close without an open list or dict"),
+            BuildError::SizeMismatch { expected, got } => write!(f, "tensor needs {expected} bytes, got {got}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+struct Open {
+    /// Key in the parent object (None in a list or at the section root).
+    key: Option<String>,
+    /// This container's component of the file-name path.
+    path: Option<String>,
+    value: Json,
+}
+
+struct Section {
+    key: String,
+    category: &'static str,
+    skipped: bool,
+    stack: Vec<Open>,
+}
+
+/// What a tensor leaf cost the budget, so the recorder can account for queued bytes.
+pub trait ByteBudget {
+    /// Reserves `n` bytes for a tensor file; `false` means drop it (and count it).
+    fn reserve(&self, n: u64) -> bool;
+    /// A buffer to encode a file into (recycled by the writer where possible).
+    fn buffer(&self, _n: usize) -> Vec<u8> {
+        Vec::new()
+    }
+}
+
+/// One record under construction.
+pub struct RecordBuilder {
+    pub name: String,
+    backward: bool,
+    opts: LeafOptions,
+    body: Vec<(Text, Json)>,
+    section: Option<Section>,
+    pub files: Vec<TensorFile>,
+    pub stack: Option<Vec<String>>,
+    pub parent: Option<Option<String>>,
+    pub tensors: u64,
+    pub dropped: u64,
+    /// Budget bytes reserved for this record's files.
+    pub reserved: u64,
+    /// The rank directory the record belongs to (fixed when it began).
+    pub target: std::path::PathBuf,
+    /// Where `reserved` goes back if the record is dropped instead of written.
+    pub release_to: Option<std::sync::Arc<crate::writer::Budget>>,
+}
+
+impl Drop for RecordBuilder {
+    /// A record dropped without reaching the writer (aborted, or a panic while capturing) gives
+    /// its reserved bytes back, so the budget never leaks.
+    fn drop(&mut self) {
+        if self.reserved > 0 {
+            if let Some(b) = &self.release_to {
+                b.release(self.reserved);
+            }
+        }
+    }
+}
+
+/// Whether a record name is a backward record (`...backward` API or `...backward.N` module).
+pub fn is_backward_name(name: &str) -> bool {
+    let mut it = name.rsplit('.');
+    let last = it.next().unwrap_or("");
+    last == "backward" || (last.bytes().all(|b| b.is_ascii_digit()) && it.next() == Some("backward"))
+}
+
+fn stat_json(s: Stat) -> Json {
+    match s {
+        Stat::Null => Json::Null,
+        Stat::Bool(b) => Json::Bool(b),
+        Stat::Int(i) => Json::Int(i),
+        Stat::Float(f) => Json::Float(f),
+    }
+}
+
+impl RecordBuilder {
+    pub fn new(name: String, opts: LeafOptions) -> RecordBuilder {
+        RecordBuilder {
+            backward: is_backward_name(&name),
+            name,
+            opts,
+            body: Vec::new(),
+            section: None,
+            files: Vec::new(),
+            stack: None,
+            parent: None,
+            tensors: 0,
+            dropped: 0,
+            reserved: 0,
+            target: std::path::PathBuf::new(),
+            release_to: None,
+        }
+    }
+
+    fn finish_section(&mut self) {
+        if let Some(mut s) = self.section.take() {
+            while s.stack.len() > 1 {
+                let top = s.stack.pop().expect("len > 1");
+                Self::attach(&mut s.stack, top);
+            }
+            if !s.skipped {
+                let root = s.stack.pop().expect("section root");
+                match self.body.iter_mut().find(|(k, _)| *k == s.key) {
+                    Some(slot) => slot.1 = root.value,
+                    None => self.body.push((s.key.into(), root.value)),
+                }
+            }
+        }
+    }
+
+    fn attach(stack: &mut [Open], child: Open) {
+        let parent = stack.last_mut().expect("a parent container");
+        match &mut parent.value {
+            Json::Array(a) => a.push(child.value),
+            Json::Object(o) => o.push((child.key.unwrap_or_default().into(), child.value)),
+            _ => unreachable!("containers are arrays or objects"),
+        }
+    }
+
+    /// Selects a section; returns `Ok(false)` when data_mode filters it out (leaves added to it
+    /// are ignored, so callers may skip the work).
+    pub fn section(&mut self, key: &str) -> Result<bool, BuildError> {
+        self.finish_section();
+        let (category, is_input, root) = match (key, self.backward) {
+            ("input_args", _) => ("input", true, Json::Array(vec![])),
+            ("input_kwargs", _) => ("kwargs", true, Json::Object(vec![])),
+            ("input", true) => ("input", true, Json::Array(vec![])),
+            ("output", _) => ("output", false, Json::Array(vec![])),
+            ("parameters", false) => ("parameters", true, Json::Object(vec![])),
+            _ => return Err(BuildError::UnknownSection(key.to_string())),
+        };
+        let dm = &self.opts.data_mode;
+        let dir_ok = if self.backward { dm.backward } else { dm.forward };
+        let side_ok = if is_input { dm.input } else { dm.output };
+        let skipped = !(dir_ok && side_ok);
+        self.section = Some(Section {
+            key: key.to_string(),
+            category,
+            skipped,
+            stack: vec![Open { key: None, path: None, value: root }],
+        });
+        Ok(!skipped)
+    }
+
+    /// Whether leaves added now are kept.
+    pub fn active(&self) -> bool {
+        matches!(&self.section, Some(s) if !s.skipped)
+    }
+
+    /// The key a new child gets in the current container (None in a list), and its position.
+    fn child_slot(&self, key: Option<&str>) -> Result<(Option<String>, usize), BuildError> {
+        let s = self.section.as_ref().ok_or(BuildError::NoSection)?;
+        let top = s.stack.last().expect("section root");
+        Ok(match &top.value {
+            Json::Object(o) => (Some(key.map(str::to_string).unwrap_or_else(|| o.len().to_string())), o.len()),
+            Json::Array(a) => (None, a.len()),
+            _ => unreachable!(),
+        })
+    }
+
+    /// A child's component of tensor file names (its key, or its position in a list). Only
+    /// the tensor task names files, so other tasks skip making it.
+    fn path_part(&self, key: &Option<String>, index: usize) -> Option<String> {
+        (self.opts.task == Task::Tensor).then(|| key.clone().unwrap_or_else(|| index.to_string()))
+    }
+
+    fn push_leaf(&mut self, key: Option<String>, v: Json) {
+        let s = self.section.as_mut().expect("checked by child_slot");
+        let top = s.stack.last_mut().expect("section root");
+        match &mut top.value {
+            Json::Array(a) => a.push(v),
+            Json::Object(o) => o.push((key.unwrap_or_default().into(), v)),
+            _ => unreachable!(),
+        }
+    }
+
+    /// Opens a nested list (`dict = false`) or dict under `key` (ignored inside lists).
+    pub fn open(&mut self, key: Option<&str>, dict: bool) -> Result<(), BuildError> {
+        let (k, index) = self.child_slot(key)?;
+        let path = self.path_part(&k, index);
+        let s = self.section.as_mut().expect("checked");
+        let value = if dict { Json::Object(vec![]) } else { Json::Array(vec![]) };
+        s.stack.push(Open { key: k, path, value });
+        Ok(())
+    }
+
+    pub fn close(&mut self) -> Result<(), BuildError> {
+        let s = self.section.as_mut().ok_or(BuildError::NoSection)?;
+        if s.stack.len() < 2 {
+            return Err(BuildError::NothingToClose);
+        }
+        let top = s.stack.pop().expect("len >= 2");
+        Self::attach(&mut s.stack, top);
+        Ok(())
+    }
+
+    /// Adds a non-tensor leaf (already in msprobe's form, e.g. `{"type": "int", "value": 3}` or
+    /// `null`).
+    pub fn add_value(&mut self, key: Option<&str>, leaf: Json) -> Result<(), BuildError> {
+        let (k, _) = self.child_slot(key)?;
+        if self.active() {
+            self.push_leaf(k, leaf);
+        }
+        Ok(())
+    }
+
+    /// The file stem of the next child: `{record}.{category}.{path}`.
+    fn data_stem(&self, last: &str) -> String {
+        let s = self.section.as_ref().expect("section open");
+        let mut stem = format!("{}.{}", self.name, s.category);
+        for o in s.stack.iter().skip(1) {
+            if let Some(p) = &o.path {
+                stem.push('.');
+                stem.push_str(p);
+            }
+        }
+        stem.push('.');
+        stem.push_str(last);
+        stem
+    }
+
+    /// Adds a tensor leaf: statistics, CRC and (tensor task) its file.
+    pub fn add_tensor(&mut self, key: Option<&str>, t: &TensorRef, budget: &dyn ByteBudget) -> Result<(), BuildError> {
+        let (k, index) = self.child_slot(key)?;
+        if !self.active() {
+            return Ok(());
+        }
+        let expected = crate::layout::numel(t.shape) * t.dtype.size() as u128;
+        if expected != t.data.len() as u128 {
+            return Err(BuildError::SizeMismatch { expected, got: t.data.len() });
+        }
+        let st = stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data);
+        // Room for every key a leaf can have: no reallocation as the optional ones are pushed.
+        let mut leaf: Vec<(Text, Json)> = Vec::with_capacity(11);
+        leaf.extend([
+            (
+                "type".into(),
+                match t.type_name {
+                    Some(n) => Json::str(n.to_string()),
+                    None => Json::str(match self.opts.dialect {
+                        Dialect::PyTorch => "torch.Tensor",
+                        Dialect::MindSpore => "mindspore.Tensor",
+                    }),
+                },
+            ),
+            ("dtype".into(), Json::str(t.dtype.name(self.opts.dialect))),
+            ("shape".into(), Json::Array(t.shape.iter().map(|&d| Json::Int(d as i128)).collect())),
+            ("Max".into(), stat_json(st.max)),
+            ("Min".into(), stat_json(st.min)),
+            ("Mean".into(), stat_json(st.mean)),
+            ("Norm".into(), stat_json(st.norm)),
+        ]);
+        if self.opts.dialect == Dialect::PyTorch {
+            if let Some(rg) = t.requires_grad {
+                leaf.push(("requires_grad".into(), Json::Bool(rg)));
+            }
+        }
+        if let Some(v) = st.max_except_inf_nan {
+            leaf.push(("Max_except_inf_nan".into(), stat_json(v)));
+        }
+        if let Some(v) = st.min_except_inf_nan {
+            leaf.push(("Min_except_inf_nan".into(), stat_json(v)));
+        }
+        self.tensors += 1;
+        if self.opts.task == Task::Tensor {
+            let path = self.path_part(&k, index).expect("tensor task");
+            let stem = self.data_stem(&path);
+            let name = naming::sanitize_file_name(&stem, self.opts.format.ext());
+            let file_stem = name.strip_suffix(&format!(".{}", self.opts.format.ext())).unwrap_or(&name).to_string();
+            let approx = t.data.len() as u64 + 1024;
+            let bytes = if budget.reserve(approx) {
+                self.reserved += approx;
+                let buf = budget.buffer(approx as usize);
+                match self.opts.format {
+                    FileFormat::Pt => tensorfile::encode_pt_into(buf, &file_stem, t.dtype, t.shape, t.data),
+                    FileFormat::Npy => {
+                        let mut buf = buf;
+                        tensorfile::encode_npy_into(&mut buf, t.dtype, t.shape, t.data);
+                        Some(buf)
+                    }
+                }
+            } else {
+                None
+            };
+            match bytes {
+                Some(b) => {
+                    leaf.push(("data_name".into(), Json::str(name.clone())));
+                    self.files.push(TensorFile { name, bytes: b });
+                }
+                None => self.dropped += 1,
+            }
+        } else if self.opts.summary_mode == SummaryMode::Md5 {
+            leaf.push(("md5".into(), Json::str(stats::crc32_hex(t.dtype, t.data))));
+        }
+        self.push_leaf(k, Json::Object(leaf));
+        Ok(())
+    }
+
+    /// Closes the open section and returns the body; the builder keeps files, stack and parent.
+    pub fn take_body(&mut self) -> Json {
+        self.finish_section();
+        Json::Object(std::mem::take(&mut self.body))
+    }
+}
+
+/// `{"type": T, "value": v}`, msprobe's form for scalars and other non-tensor values.
+pub fn value_leaf(type_name: impl Into<Text>, value: Json) -> Json {
+    Json::Object(vec![("type".into(), Json::str(type_name)), ("value".into(), value)])
+}
+
+/// msprobe's leaf for a process group: `{"type": T, "group_ranks": [...], "group_id": md5}`, where
+/// group_id is the md5 hex digest of Python's `str(ranks)` (`"[0, 1]"`), so dumps of the same
+/// group made by either tool name it alike.
+pub fn group_leaf(type_name: impl Into<Text>, ranks: &[i64]) -> Json {
+    use md5::{Digest, Md5};
+    let text = format!("[{}]", ranks.iter().map(i64::to_string).collect::<Vec<_>>().join(", "));
+    let id: String = Md5::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    Json::Object(vec![
+        ("type".into(), Json::str(type_name)),
+        ("group_ranks".into(), Json::Array(ranks.iter().map(|&r| Json::Int(r as i128)).collect())),
+        ("group_id".into(), Json::str(id)),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Unlimited;
+    impl ByteBudget for Unlimited {
+        fn reserve(&self, _: u64) -> bool {
+            true
+        }
+    }
+
+    fn opts(task: Task, dm: DataMode) -> LeafOptions {
+        LeafOptions {
+            task,
+            summary_mode: SummaryMode::Statistics,
+            dialect: Dialect::PyTorch,
+            format: FileFormat::Pt,
+            data_mode: dm,
+        }
+    }
+
+    #[test]
+    fn nested_paths_name_files_like_msprobe() {
+        let mut b = RecordBuilder::new("Module.inner.DictMod.forward.0".into(), opts(Task::Tensor, DataMode::ALL));
+        let data = 1.0f32.to_le_bytes();
+        let t = TensorRef { dtype: DType::F32, shape: &[1], data: &data, requires_grad: Some(false), type_name: None };
+        b.section("input_kwargs").unwrap();
+        b.add_tensor(Some("other"), &t, &Unlimited).unwrap();
+        b.section("output").unwrap();
+        b.open(None, true).unwrap();
+        b.open(Some("pair"), true).unwrap();
+        b.open(Some("b"), false).unwrap();
+        b.add_tensor(None, &t, &Unlimited).unwrap();
+        b.close().unwrap();
+        b.close().unwrap();
+        b.close().unwrap();
+        assert_eq!(b.close(), Err(BuildError::NothingToClose));
+        let body = b.take_body();
+        let files = std::mem::take(&mut b.files);
+        let names: Vec<_> = files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["Module.inner.DictMod.forward.0.kwargs.other.pt", "Module.inner.DictMod.forward.0.output.0.pair.b.0.pt"]
+        );
+        let leaf = body.get("output").unwrap();
+        let Json::Array(a) = leaf else { panic!() };
+        let inner = a[0].get("pair").unwrap().get("b").unwrap();
+        let Json::Array(b) = inner else { panic!() };
+        assert_eq!(
+            b[0].get("data_name").unwrap().as_str(),
+            Some("Module.inner.DictMod.forward.0.output.0.pair.b.0.pt")
+        );
+        // key order of the leaf
+        let Json::Object(kv) = &b[0] else { panic!() };
+        let keys: Vec<_> = kv.iter().map(|(k, _)| &**k).collect();
+        assert_eq!(keys, ["type", "dtype", "shape", "Max", "Min", "Mean", "Norm", "requires_grad", "data_name"]);
+    }
+
+    #[test]
+    fn group_id_is_the_md5_of_the_python_list_text() {
+        // Independent truth: Python's hashlib.md5(str(ranks).encode()).hexdigest().
+        let id = |ranks: &[i64]| {
+            group_leaf("torch.ProcessGroup", ranks).get("group_id").unwrap().as_str().unwrap().to_string()
+        };
+        assert_eq!(id(&[0, 1]), "264884439b70ab09a86bc848421c6de6");
+        assert_eq!(id(&[3]), "f2577a6fc29b900fe7d4c6321346be48");
+        assert_eq!(id(&[]), "d751713988987e9331980363e24189ce");
+        let leaf = group_leaf("torch.ProcessGroup", &[]);
+        let Json::Object(kv) = &leaf else { panic!() };
+        let keys: Vec<_> = kv.iter().map(|(k, _)| &**k).collect();
+        assert_eq!(keys, ["type", "group_ranks", "group_id"]);
+    }
+
+    #[test]
+    fn data_mode_drops_sections() {
+        let dm = DataMode::from_list(&["input".to_string()]);
+        let mut b = RecordBuilder::new("Functional.relu.0.backward".into(), opts(Task::Statistics, dm));
+        assert!(b.section("input").unwrap());
+        b.add_value(None, Json::Null).unwrap();
+        assert!(!b.section("output").unwrap());
+        b.add_value(None, Json::Null).unwrap();
+        let body = b.take_body();
+        assert_eq!(body, Json::Object(vec![("input".into(), Json::Array(vec![Json::Null]))]));
+        assert!(is_backward_name("Module.fc1.Linear.backward.0"));
+        assert!(!is_backward_name("Module.fc1.Linear.forward.0"));
+        let mut b = RecordBuilder::new("Functional.relu.0.forward".into(), opts(Task::Statistics, DataMode::ALL));
+        assert_eq!(b.section("input"), Err(BuildError::UnknownSection("input".into())));
+    }
+}

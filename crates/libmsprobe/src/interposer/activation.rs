@@ -1,0 +1,272 @@
+//! Activation (is capture on?), step boundaries, and the run summary.
+//!
+//! `WRAP` is decided in the library constructor from the environment alone (no allocation):
+//! wrappers are handed out only when `MSPROBE_LEVEL=L2` or a config file is named. The full
+//! configuration is loaded at the first wrapper call ([`activate`]); until then and whenever
+//! capture is off, a wrapper costs one relaxed atomic load before the real call.
+
+use super::ops;
+use crate::session;
+use msprobe_core::config::{self, Level};
+use msprobe_core::recorder::Recorder;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Mutex};
+
+pub const UNKNOWN: u8 = 0;
+pub const ACTIVATING: u8 = 1;
+pub const OFF: u8 = 2;
+pub const ON: u8 = 3;
+/// A forked child: off for good, state leaked.
+pub const DEAD: u8 = 4;
+
+pub static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+static WRAP: AtomicBool = AtomicBool::new(false);
+
+/// Ops filtered out by the configured list (set at activation; checked on the hot path).
+pub static OP_OFF: [AtomicBool; ops::N_OPS] = [const { AtomicBool::new(false) }; ops::N_OPS];
+
+/// Whether the dlsym hook hands out wrappers at all.
+#[inline]
+pub fn wrapping() -> bool {
+    WRAP.load(Relaxed)
+}
+
+/// The hot-path check of every wrapper: capture on (activating it on first use).
+#[inline]
+pub fn capturing() -> bool {
+    match STATE.load(Relaxed) {
+        ON => true,
+        UNKNOWN => activate_slow(),
+        _ => false,
+    }
+}
+
+/// `capturing()` and the op not filtered out.
+#[inline]
+pub fn op_capturing(k: usize) -> bool {
+    capturing() && !OP_OFF[k].load(Relaxed)
+}
+
+/// Library constructor: decide whether to wrap, from the environment only.
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn() = init;
+
+extern "C" fn init() {
+    crate::hook::resolve();
+    // SAFETY: getenv with static NUL-terminated names; the constructor runs before any thread of
+    // ours exists and we only read the pointers.
+    let level = unsafe { libc::getenv(c"MSPROBE_LEVEL".as_ptr()) };
+    // SAFETY: as above.
+    let cfg = unsafe { libc::getenv(c"MSPROBE_CONFIG".as_ptr()) };
+    let l2 = !level.is_null() && {
+        // SAFETY: getenv returned a NUL-terminated string owned by the environment.
+        let v = unsafe { std::ffi::CStr::from_ptr(level) }.to_bytes();
+        v == b"L2"
+    };
+    // With only a config file named, the level is known after parsing it: wrap, decide later.
+    if l2 || (level.is_null() && !cfg.is_null()) {
+        WRAP.store(true, Relaxed);
+        // SAFETY: registering a plain extern "C" handler that only stores atomics; registered here
+        // (not at activation) so a child forked before the first launch is covered too.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(in_child));
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn activate_slow() -> bool {
+    if STATE.compare_exchange(UNKNOWN, ACTIVATING, AcqRel, Relaxed).is_err() {
+        return STATE.load(Relaxed) == ON;
+    }
+    let on = std::panic::catch_unwind(activate).unwrap_or_else(|_| {
+        log::warn!("internal error while starting L2 capture; the job runs uncaptured");
+        false
+    });
+    STATE.store(if on { ON } else { OFF }, Release);
+    on
+}
+
+/// L2 settings the hot paths need without locking the recorder.
+pub(crate) struct L2 {
+    pub recorder: Arc<Recorder>,
+    step_end_op: Option<String>,
+    step_end_count: u64,
+    step_launches: Option<u64>,
+    pid: u32,
+}
+
+static L2_STATE: Mutex<Option<Arc<L2>>> = Mutex::new(None);
+static LAUNCHES: AtomicU64 = AtomicU64::new(0);
+static STEP_OP_HITS: AtomicU64 = AtomicU64::new(0);
+pub static UNBOUND_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+pub static COPY_FAILURES: AtomicU64 = AtomicU64::new(0);
+pub static CAPTURED: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn l2() -> Option<Arc<L2>> {
+    L2_STATE.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn activate() -> bool {
+    msprobe_core::logging::init();
+    let env = |k: &str| std::env::var(k).ok();
+    let cfg = match config::load(&env, None) {
+        Ok(c) => c,
+        Err(e) => {
+            log::error!("{e}");
+            return false;
+        }
+    };
+    if cfg.level != Level::L2 {
+        log::debug!("libmsprobe preloaded with level {}: kernel capture stays off", cfg.level.as_str());
+        return false;
+    }
+    if session::recorder().is_none() {
+        session::install(Recorder::new(cfg.clone()));
+    }
+    let Some(rec) = session::recorder() else { return false };
+    if rec.config().level != Level::L2 {
+        log::warn!("a recorder with level {} exists already; kernel capture stays off", rec.config().level.as_str());
+        return false;
+    }
+    for var in ["RANK_ID", "RANK"] {
+        if let Some(r) = env(var).and_then(|v| v.trim().parse::<u64>().ok()) {
+            rec.set_rank(r);
+            break;
+        }
+    }
+    // Op-level filter: an op none of whose records can match the list is skipped at the fast
+    // path. Launch-count step boundaries need every launch, so they disable it.
+    if !cfg.list.is_empty() && cfg.step_launches.is_none() {
+        for (k, info) in ops::OPS.iter().enumerate() {
+            let could = cfg.list.iter().any(|it| list_item_can_match(it, info.op))
+                || cfg.step_end_op.as_deref().is_some_and(|s| list_item_can_match(s, info.op));
+            OP_OFF[k].store(!could, Relaxed);
+        }
+    }
+    rec.auto_start();
+    let l2 = L2 {
+        recorder: rec.clone(),
+        step_end_op: cfg.step_end_op.clone(),
+        step_end_count: cfg.step_end_count,
+        step_launches: cfg.step_launches,
+        pid: std::process::id(),
+    };
+    *L2_STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(l2));
+    // SAFETY: registering a plain extern "C" handler that never unwinds.
+    unsafe {
+        libc::atexit(at_exit);
+    }
+    log::info!(
+        "L2 capture on: task {}, dump path {}, {} aclnn ops with wrappers",
+        cfg.task.as_str(),
+        cfg.dump_path.display(),
+        ops::N_OPS
+    );
+    true
+}
+
+/// Whether `item` is a substring of some `Aclnn.{op}.{n}.forward`: tried with each run of digits
+/// in the item as `n` (and with `0` for items without digits).
+pub(crate) fn list_item_can_match(item: &str, op: &str) -> bool {
+    let mut runs: Vec<&str> = item.split(|c: char| !c.is_ascii_digit()).filter(|r| !r.is_empty()).collect();
+    runs.push("0");
+    runs.iter().any(|n| format!("Aclnn.{op}.{n}.forward").contains(item))
+}
+
+extern "C" fn in_child() {
+    // The child has none of our threads; touching the writer could deadlock. Leak and stop.
+    STATE.store(DEAD, Relaxed);
+    session::forked_child();
+}
+
+extern "C" fn at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let Some(l2) = l2() else { return };
+        if l2.pid != std::process::id() || STATE.load(Relaxed) == DEAD {
+            return;
+        }
+        STATE.store(OFF, Relaxed);
+        if let Some(s) = l2.recorder.finish() {
+            log::info!(
+                "L2 run summary:\n  launches captured: {}\n  ops passed through uncaptured: {}\n  launches without phase-1 binding (not captured): {}\n  device copies failed: {}\n{s}",
+                CAPTURED.load(Relaxed),
+                uncaptured_names(),
+                UNBOUND_LAUNCHES.load(Relaxed),
+                COPY_FAILURES.load(Relaxed),
+            );
+        }
+    });
+}
+
+/// Step accounting after each captured launch: `step_launches` or the `step_end_op` rule.
+pub(crate) fn after_launch(l2: &L2, record_name: &str) {
+    let n = LAUNCHES.fetch_add(1, Relaxed) + 1;
+    let mut end = matches!(l2.step_launches, Some(every) if n.is_multiple_of(every));
+    if let Some(op) = &l2.step_end_op {
+        if record_name.contains(op.as_str()) {
+            let hits = STEP_OP_HITS.fetch_add(1, Relaxed) + 1;
+            end |= hits.is_multiple_of(l2.step_end_count);
+        }
+    }
+    if end {
+        l2.recorder.step();
+        if l2.recorder.finished_steps() {
+            // Past the last configured step: nothing more is recorded, so wrappers go idle.
+            STATE.store(OFF, Relaxed);
+            log::info!("the last configured step is done; kernel capture is now off");
+        }
+    }
+}
+
+// ---- names seen but not wrapped (fixed storage: the dlsym hook must not allocate) ----
+
+const MAX_UNCAPTURED: usize = 64;
+const NAME_LEN: usize = 64;
+static UNCAPTURED_N: AtomicUsize = AtomicUsize::new(0);
+static UNCAPTURED: [[AtomicU8; NAME_LEN]; MAX_UNCAPTURED] =
+    [const { [const { AtomicU8::new(0) }; NAME_LEN] }; MAX_UNCAPTURED];
+
+pub(crate) fn note_uncaptured(name: &[u8]) {
+    let n = UNCAPTURED_N.load(Relaxed).min(MAX_UNCAPTURED);
+    for slot in &UNCAPTURED[..n] {
+        if slot.iter().zip(name.iter().chain(std::iter::once(&0))).all(|(a, b)| a.load(Relaxed) == *b) {
+            return;
+        }
+    }
+    let i = UNCAPTURED_N.fetch_add(1, Relaxed);
+    if i < MAX_UNCAPTURED {
+        for (j, b) in name.iter().take(NAME_LEN - 1).enumerate() {
+            UNCAPTURED[i][j].store(*b, Relaxed);
+        }
+    }
+}
+
+fn uncaptured_names() -> String {
+    let n = UNCAPTURED_N.load(Relaxed).min(MAX_UNCAPTURED);
+    if n == 0 {
+        return "none".into();
+    }
+    let names: Vec<String> = UNCAPTURED[..n]
+        .iter()
+        .map(|s| s.iter().map(|b| b.load(Relaxed)).take_while(|b| *b != 0).map(char::from).collect())
+        .collect();
+    names.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn list_prefilter_keeps_every_op_a_list_item_can_match() {
+        use super::list_item_can_match as m;
+        assert!(m("Mm.0.", "Mm"));
+        assert!(m("Aclnn.Mm.", "Mm"));
+        assert!(m("Mm", "Mm"));
+        assert!(m("m.12.for", "Mm"));
+        assert!(m("forward", "Mm"));
+        assert!(!m("Relu", "Mm"));
+        assert!(!m("Aclnn.Mm.x", "Mm"));
+    }
+}

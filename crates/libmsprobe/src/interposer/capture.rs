@@ -1,0 +1,197 @@
+//! One kernel launch captured: inputs copied off the device before the real launch, outputs
+//! after it, each through the tool's own (real) `aclrtSynchronizeStream` + `aclrtMemcpy`.
+
+use super::activation::{self, CAPTURED, COPY_FAILURES, L2, UNBOUND_LAUNCHES};
+use super::meta::{self, Bound, Role, TensorMeta};
+use crate::device::{self, DeviceError};
+use msprobe_core::dtype::DType;
+use msprobe_core::json::Json;
+use msprobe_core::layout;
+use msprobe_core::record::{RecordBuilder, TensorRef};
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Once;
+use std::time::Instant;
+
+thread_local! {
+    /// Set while this thread captures: nested launches (callbacks, library-internal calls) pass
+    /// through. Const-initialised with no destructor, so it never allocates.
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A kernel argument resolved at launch time.
+pub(crate) enum KArg {
+    Tensor(TensorMeta, Role),
+    List(Vec<TensorMeta>, Role),
+    /// A NULL optional tensor.
+    Missing(Role),
+    Value(Json),
+}
+
+/// Phase 2 of an aclnn op.
+pub(crate) fn aclnn_launch(op: &str, ex: usize, stream: *mut c_void, real: impl FnOnce() -> i32) -> i32 {
+    if BUSY.with(Cell::get) {
+        return real();
+    }
+    let Some(l2) = activation::l2() else { return real() };
+    // Ordinary executors are freed by the launch (their pointers are reused): take the state.
+    let st = {
+        let mut exs = meta::executors();
+        match exs.get(&ex) {
+            Some(s) if s.repeatable => Some(s.clone()),
+            Some(_) => exs.remove(&ex),
+            None => None,
+        }
+    };
+    let Some(st) = st else {
+        UNBOUND_LAUNCHES.fetch_add(1, Relaxed);
+        return real();
+    };
+    let args = resolve(&st.args);
+    kernel_launch(&l2, "Aclnn", op, args, stream, real)
+}
+
+/// Looks up the current metadata of the bound tensors (addresses may have been re-bound).
+fn resolve(bound: &[Bound]) -> Vec<KArg> {
+    bound
+        .iter()
+        .map(|b| match b {
+            Bound::Tensor(0, role) => KArg::Missing(*role),
+            Bound::Tensor(p, role) => meta::tensor(*p).map(|t| KArg::Tensor(t, *role)).unwrap_or(KArg::Missing(*role)),
+            Bound::List(0, role) => KArg::Missing(*role),
+            Bound::List(p, role) => {
+                let elems = meta::list(*p).unwrap_or_default();
+                KArg::List(elems.iter().filter_map(|e| meta::tensor(*e)).collect(), *role)
+            }
+            Bound::Value(v) => KArg::Value(v.clone()),
+        })
+        .collect()
+}
+
+fn warn_copy_failure(e: DeviceError) {
+    static ONCE: Once = Once::new();
+    COPY_FAILURES.fetch_add(1, Relaxed);
+    ONCE.call_once(|| log::warn!("a device-to-host copy failed ({e}); the tensor is recorded as null and counted"));
+}
+
+/// Copies a view's span off the device and adds it as a tensor leaf.
+fn add_device_tensor(b: &mut RecordBuilder, l2: &L2, t: &TensorMeta) {
+    let Some(dtype) = DType::from_acl(t.dtype) else {
+        let _ = b.add_value(None, Json::Null);
+        return;
+    };
+    let es = dtype.size();
+    let strides = t.strides.clone().unwrap_or_else(|| layout::contiguous_strides(&t.shape));
+    let span = match layout::element_span(&t.shape, &strides, t.offset) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = b.add_value(None, Json::Null);
+            return;
+        }
+    };
+    let (lo, hi) = span.unwrap_or((t.offset as u128, t.offset as u128));
+    let host = match device::copy_to_host(t.addr + lo as usize * es, (hi - lo) as usize * es) {
+        Ok(h) => h,
+        Err(e) => {
+            warn_copy_failure(e);
+            let _ = b.add_value(None, Json::Null);
+            return;
+        }
+    };
+    match layout::gather(es, &t.shape, Some(&strides), t.offset - lo as i64, &host) {
+        Ok(data) => {
+            let tr = TensorRef { dtype, shape: &t.shape, data: &data, requires_grad: None, type_name: None };
+            if let Err(e) = b.add_tensor(None, &tr, l2.recorder.budget()) {
+                log::debug!("tensor not recorded: {e}");
+                let _ = b.add_value(None, Json::Null);
+            }
+        }
+        Err(_) => {
+            let _ = b.add_value(None, Json::Null);
+        }
+    }
+}
+
+fn add_side(b: &mut RecordBuilder, l2: &L2, args: &[KArg], before: bool) {
+    let keep = |r: Role| if before { r != Role::Out } else { r != Role::In };
+    for a in args {
+        match a {
+            KArg::Tensor(t, r) if keep(*r) => add_device_tensor(b, l2, t),
+            KArg::List(ts, r) if keep(*r) => {
+                let _ = b.open(None, false);
+                for t in ts {
+                    add_device_tensor(b, l2, t);
+                }
+                let _ = b.close();
+            }
+            KArg::Missing(r) if keep(*r) && before => {
+                let _ = b.add_value(None, Json::Null);
+            }
+            KArg::Value(v) if before => {
+                let _ = b.add_value(None, v.clone());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Captures one launch of `{prefix}.{op}`; `real` performs it.
+pub(crate) fn kernel_launch(
+    l2: &L2,
+    prefix: &str,
+    op: &str,
+    args: Vec<KArg>,
+    stream: *mut c_void,
+    real: impl FnOnce() -> i32,
+) -> i32 {
+    let rec = &l2.recorder;
+    let builder = if rec.is_enabled() {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let n = rec.next_index(&format!("{prefix}.{op}."));
+            rec.begin(&msprobe_core::naming::api_name(prefix, op, n, "forward"))
+        }))
+        .unwrap_or(None)
+    } else {
+        None
+    };
+    let Some(mut b) = builder else {
+        let rc = real();
+        activation::after_launch(l2, &format!("{prefix}.{op}"));
+        return rc;
+    };
+    let t0 = Instant::now();
+    BUSY.with(|c| c.set(true));
+    let pre = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = device::sync_stream(stream);
+        if matches!(b.section("input_args"), Ok(true)) {
+            add_side(&mut b, l2, &args, true);
+        }
+        let _ = b.section("input_kwargs");
+    }));
+    let kernel_start = Instant::now();
+    let rc = real();
+    let kernel_time = kernel_start.elapsed();
+    let post = pre.is_ok()
+        && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if rc == 0 {
+                let _ = device::sync_stream(stream);
+                if matches!(b.section("output"), Ok(true)) {
+                    add_side(&mut b, l2, &args, false);
+                }
+            }
+        }))
+        .is_ok();
+    BUSY.with(|c| c.set(false));
+    let name = b.name.clone();
+    if post {
+        rec.end(b);
+        CAPTURED.fetch_add(1, Relaxed);
+    } else {
+        log::warn!("internal error capturing {name}; the launch ran uncaptured");
+    }
+    // Time in capture excludes the kernel itself.
+    rec.add_capture_nanos(t0.elapsed().saturating_sub(kernel_time));
+    activation::after_launch(l2, &name);
+    rc
+}

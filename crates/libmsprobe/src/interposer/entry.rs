@@ -1,0 +1,77 @@
+//! The exported `dlsym`: a naked trampoline plus the Rust lookup behind it.
+//!
+//! For `RTLD_NEXT` the trampoline tail-jumps into glibc's dlsym so glibc still sees the
+//! original caller (whose position defines "next"); every other lookup goes to [`lookup`],
+//! which calls the real dlsym and, for names we wrap, returns a wrapper. `lookup` allocates
+//! nothing, takes no lock and logs nothing (allocators call dlsym during their own init), and
+//! returns NULL results untouched so `dlerror()` stays the client's.
+
+use crate::hook::{real_dlsym, resolve, MSPROBE_REAL_DLSYM};
+use std::ffi::{c_char, c_void, CStr};
+
+#[cfg(target_arch = "x86_64")]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+/// # Safety
+/// Same contract as glibc's `dlsym`.
+pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
+    core::arch::naked_asm!(
+        "cmp rdi, -1",
+        "jne {lookup}",
+        "mov rax, qword ptr [rip + {real}]",
+        "test rax, rax",
+        "jz 2f",
+        "jmp rax",
+        "2:",
+        "push rdi",
+        "push rsi",
+        "sub rsp, 8",
+        "call {resolve}",
+        "add rsp, 8",
+        "pop rsi",
+        "pop rdi",
+        "jmp rax",
+        lookup = sym lookup,
+        real = sym MSPROBE_REAL_DLSYM,
+        resolve = sym resolve,
+    )
+}
+
+#[cfg(target_arch = "aarch64")]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+/// # Safety
+/// Same contract as glibc's `dlsym`.
+pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
+    core::arch::naked_asm!(
+        "cmn x0, #1",
+        "b.ne {lookup}",
+        "adrp x16, {real}",
+        "ldr x16, [x16, :lo12:{real}]",
+        "cbz x16, 2f",
+        "br x16",
+        "2:",
+        "stp x0, x1, [sp, #-32]!",
+        "str x30, [sp, #16]",
+        "bl {resolve}",
+        "mov x16, x0",
+        "ldr x30, [sp, #16]",
+        "ldp x0, x1, [sp], #32",
+        "br x16",
+        lookup = sym lookup,
+        real = sym MSPROBE_REAL_DLSYM,
+        resolve = sym resolve,
+    )
+}
+
+/// Every non-`RTLD_NEXT` lookup: the real result, or our wrapper for names we capture.
+unsafe extern "C" fn lookup(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
+    // SAFETY: forwarding the caller's arguments to glibc's dlsym.
+    let found = unsafe { real_dlsym()(handle, symbol) };
+    if found.is_null() || symbol.is_null() || !super::activation::wrapping() {
+        return found;
+    }
+    // SAFETY: dlsym found the symbol, so `symbol` is a valid NUL-terminated string.
+    let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();
+    super::dispatch::wrap(name, found)
+}
