@@ -19,11 +19,9 @@ use msprobe_core::recorder::Recorder;
 use msprobe_core::tensorfile;
 use std::path::{Path, PathBuf};
 
+/// msprobe 1.1.1's PyTorch samples, vendored in the repository (tests/data/README.md).
 fn samples() -> PathBuf {
-    std::env::var_os("MSPROBE_SAMPLES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/samples"))
-        .join("msprobe-1.1.1-pytorch")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/samples/msprobe-1.1.1-pytorch")
 }
 
 fn load(p: &Path) -> Json {

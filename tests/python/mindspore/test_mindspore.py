@@ -2,7 +2,7 @@
 
 Runs in target/venv-ms (scripts/setup-ms.sh): MindSpore 2.10 needs numpy<2. The golden cases run
 the sample driver (drivers/ms_msprobe_case.py, msprobe's own script) and compare with msprobe 1.1.1's
-dumps of the same script under ../shared/reference/samples/msprobe-1.1.1-mindspore.
+dumps of the same script, vendored under tests/data/samples/msprobe-1.1.1-mindspore.
 """
 
 from __future__ import annotations
@@ -27,9 +27,7 @@ from golden_compare import compare  # noqa: E402
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 DRIVER = HERE / "drivers" / "ms_msprobe_case.py"
-SAMPLES = REPO.parent / "shared" / "reference" / "samples" / "msprobe-1.1.1-mindspore"
-if not SAMPLES.exists():
-    SAMPLES = Path("/work/shared/reference/samples/msprobe-1.1.1-mindspore")
+SAMPLES = REPO / "tests" / "data" / "samples" / "msprobe-1.1.1-mindspore"  # vendored: tests/data/README.md
 LIB = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "release" / "libmsprobe.so"
 STEPS = 2
 # The one known difference from msprobe 1.1.1 (README "MindSpore layer"): the gradient w.r.t. an

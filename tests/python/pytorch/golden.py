@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-SAMPLES = Path("/work/shared/reference/samples/msprobe-1.1.1-pytorch")
+# msprobe 1.1.1's samples, vendored in the repository (tests/data/README.md).
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples" / "msprobe-1.1.1-pytorch"
 FRAME = re.compile(r"^File .+, line \d+, in .+, \n .+$", re.S)
 STATS = ("Max", "Min", "Mean", "Norm", "Max_except_inf_nan", "Min_except_inf_nan")
 # In-place records whose input_args[0] we record before the op (1.1.1: after). README "PyTorch layer".
