@@ -44,6 +44,15 @@ def _env(extra=None):
     return e
 
 
+def _reporting_env(report: Path, extra=None):
+    """_env(extra) for a process whose probe/sitecustomize.py writes to `report`, at exit, what the
+    MindSpore layer recorded through ("native", "python" or "none")."""
+    e = _env(extra)
+    e["PYTHONPATH"] = os.pathsep.join([str(HERE / "probe"), e["PYTHONPATH"]])
+    e["TEST_ENCODER_REPORT"] = str(report)
+    return e
+
+
 def run_py(code: str, tmp: Path, env=None, timeout=180) -> subprocess.CompletedProcess:
     script = tmp / "case.py"  # a file: MindSpore's jit compiles from source files only
     script.write_text(code)
@@ -89,7 +98,7 @@ def driver_runs(tmp_path_factory):
                 str(out / "cfgs"),
             ],
             cwd=out,
-            env=_env(),
+            env=_reporting_env(out / f"{name}.encoder"),
             capture_output=True,
             text=True,
             timeout=300,
@@ -143,7 +152,8 @@ def test_golden(driver_runs, case):
 )
 def test_python_path_writes_the_same_files(driver_runs, tmp_path, case):
     """The native hot path (msprobe._fastpath, used by the golden runs) and the pure-Python path
-    it falls back to (MSPROBE_FASTPATH=0, or the module not built) write identical files."""
+    it falls back to (MSPROBE_FASTPATH=0, or the module not built) write identical files.
+    Each side must have recorded through the path it stands for, or the comparison proves nothing."""
     assert (LIB.parent / "lib_fastpath.so").is_file(), "msprobe._fastpath is not built (scripts/build.sh builds it)"
     out, _ = driver_runs
     task, level, summary = case
@@ -165,12 +175,14 @@ def test_python_path_writes_the_same_files(driver_runs, tmp_path, case):
             str(tmp_path / "cfgs"),
         ],
         cwd=tmp_path,
-        env=_env({"MSPROBE_FASTPATH": "0"}),
+        env=_reporting_env(tmp_path / f"{name}.encoder", {"MSPROBE_FASTPATH": "0"}),
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
+    assert (out / f"{name}.encoder").read_text() == "native", "msprobe._fastpath did not load in the golden run"
+    assert (tmp_path / f"{name}.encoder").read_text() == "python", "MSPROBE_FASTPATH=0 still recorded natively"
     fast, slow = out / name, tmp_path / name
     files = sorted(x.relative_to(fast) for x in fast.rglob("*") if x.is_file())
     assert files and files == sorted(x.relative_to(slow) for x in slow.rglob("*") if x.is_file())
@@ -432,11 +444,15 @@ dbg.start(model=net)
 net(Tensor(np.ones(2, np.float32)), NT(np.int64(3), 2.5), DC(4, 0.5), np.uint64(2**64 - 1), np.int64(-2**63),
     ms.float32, slice(np.int64(1), None, 2), np.str_("abc"), 1 + 2j)
 dbg.stop()
+import msprobe.mindspore._record as _rec
+print("ENCODER", "native" if type(_rec.fast).__module__ == "msprobe._fastpath" else "python")
 print("DONE")
 """
     )
     p = run_py(code, tmp_path, env={"MSPROBE_FASTPATH": "0"} if fastpath == "python" else None)
     assert p.returncode == 0 and "DONE" in p.stdout, p.stdout[-2000:] + p.stderr[-3000:]
+    # both parametrisations check the same values: each must have taken the path it names
+    assert f"ENCODER {fastpath}\n" in p.stdout, p.stdout[-2000:]
     assert "NO MODEL" in p.stdout and "model" in p.stdout
     # the unknown value (a complex number) is null, and said so
     assert f"Data type {complex} is not supported; recorded as null." in p.stdout, p.stdout[-2000:]

@@ -64,6 +64,12 @@ def out_dir(root: Path, case: str) -> Path:
     return root / "out" / case.replace("/", "__")
 
 
+def encoder_of(root: Path, case: str) -> str:
+    """What the run of `case` under `root` (run_all) recorded through: "native" (msprobe._fastpath),
+    "python" (the pure-Python encoders) or "none" (see forkrun.encoder_kind)."""
+    return (root / "logs" / (case.replace("/", "__") + ".log.encoder")).read_text()
+
+
 def run_all(root: Path, cases: list[str], env: dict | None = None) -> dict:
     """Runs the drivers of `cases` (forked from one torch-importing process); dumps go to
     out_dir(root, case), logs to root/logs/. `env` adds environment variables."""

@@ -2,6 +2,8 @@
 each case gets a fresh recorder (one per process) without paying torch's import again.
 
 usage: python forkrun.py JOBS.json   (a list of {"script", "argv", "cwd", "log", "env"}; 2 at a time)
+
+Beside each log, LOG.encoder names what the PyTorch layer recorded through (encoder_kind).
 """
 
 from __future__ import annotations
@@ -15,6 +17,15 @@ import torch  # noqa: F401  (the point: imported once, before the forks)
 import torch.nn.functional  # noqa: F401
 
 torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)  # imports torch._dynamo (4 s) once
+
+
+def encoder_kind() -> str:
+    """What this process's PyTorch layer recorded through: "native" (msprobe._fastpath's Encoder),
+    "python" (its pure-Python twin, PyRecorder) or "none" (the layer was never imported)."""
+    rec = sys.modules.get("msprobe.pytorch.record")
+    if rec is None:
+        return "none"
+    return "native" if type(rec.recorder).__module__ == "msprobe._fastpath" else "python"
 
 
 def child(job: dict) -> None:
@@ -37,6 +48,8 @@ def child(job: dict) -> None:
     native = sys.modules.get("msprobe._native")
     if native is not None:
         native.lib.msprobe_finish()  # what the recorder's exit hook does
+    with open(job["log"] + ".encoder", "w") as f:
+        f.write(encoder_kind())
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # skips interpreter teardown (~2 s with torch loaded)

@@ -153,12 +153,16 @@ PATH_CASES = [
 
 def test_python_path_writes_the_same_files(dumps: Path, tmp_path: Path) -> None:
     """The native hot path (msprobe._fastpath, used for every case above) and the pure-Python
-    path it falls back to (MSPROBE_FASTPATH=0, or the module not built) write identical files."""
-    from cases import LIB
+    path it falls back to (MSPROBE_FASTPATH=0, or the module not built) write identical files.
+    Each side must have recorded through the path it stands for, or the comparison proves nothing."""
+    from cases import LIB, encoder_of
 
     assert (LIB.parent / "lib_fastpath.so").is_file(), "msprobe._fastpath is not built (scripts/build.sh builds it)"
     res = run_all(tmp_path, PATH_CASES, env={"MSPROBE_FASTPATH": "0"})
     assert not res["failed"], res["failed"]
+    for case in PATH_CASES:
+        assert encoder_of(dumps, case) == "native", f"{case}: msprobe._fastpath did not load in the native run"
+        assert encoder_of(tmp_path, case) == "python", f"{case}: MSPROBE_FASTPATH=0 still recorded natively"
     compared = 0
     for case in PATH_CASES:
         fast, slow = out_dir(dumps, case), out_dir(tmp_path, case)

@@ -22,7 +22,8 @@ if mode == "torch":
     dbg_mod.hook_model = lambda m, lean=False: _orig(m, lean=False)
 elif mode == "pylean":  # the pure-Python twin of the native L0 hooks
     mh._lean_hooks = mh._LeanHooks
-elif hasattr(mh.recorder, "lean_hooks"):  # "lean" with msprobe._fastpath: its native hooks
+else:  # "lean": msprobe._fastpath's native hooks, which must be there (else this compares pylean twice)
+    assert type(mh.recorder).__module__ == "msprobe._fastpath", f"msprobe._fastpath did not load: {mh.recorder!r}"
     assert type(mh._lean_hooks("Module.m.M.")).__name__ == "LeanHooks"
 
 
