@@ -56,7 +56,9 @@ def strip(src: str) -> str:
                     j += 1
             blank(i, j)
             i = j
-        elif (m := re.compile(r'b?r(#*)"').match(src, i)) and (i == 0 or not (src[i - 1].isalnum() or src[i - 1] == "_")):
+        elif (m := re.compile(r'b?r(#*)"').match(src, i)) and (
+            i == 0 or not (src[i - 1].isalnum() or src[i - 1] == "_")
+        ):
             end = src.find('"' + m.group(1), m.end())
             j = n if end < 0 else end + 1 + len(m.group(1))
             blank(m.end(), j - 1 - len(m.group(1)))
@@ -170,7 +172,10 @@ class Crate:
                 if _skipped(attrs, name):
                     continue
                 m.children[name] = f"{path}::{name}"
-                for cand, cdir in ((child_dir / f"{name}.rs", child_dir / name), (child_dir / name / "mod.rs", child_dir / name)):
+                for cand, cdir in (
+                    (child_dir / f"{name}.rs", child_dir / name),
+                    (child_dir / name / "mod.rs", child_dir / name),
+                ):
                     if cand.is_file():
                         self._file_module(m.children[name], cand, cdir)
                         break
@@ -213,7 +218,7 @@ class Crate:
                 m.refs.append((absolute, u.start()))
                 if absolute[-1] != "*":
                     m.imports[alias or absolute[-1]] = absolute
-            text = text[: u.start()] + " " * (u.end() - u.start()) + text[u.end():]
+            text = text[: u.start()] + " " * (u.end() - u.start()) + text[u.end() :]
         for p in re.finditer(r"(?<![\w$:.])(\w+)((?:\s*::\s*\w+)+)", text):
             segs = [p.group(1)] + [s.strip() for s in p.group(2).split("::")[1:]]
             absolute = self._absolute(m, segs)
@@ -350,8 +355,12 @@ def describe(crate: Crate) -> list[str]:
     out = []
     for comp in components(crate.edges):
         inside = sorted((e, w) for e, w in crate.edges.items() if e[0] in comp and e[1] in comp)
-        out.append("cycle " + " -> ".join(shortest_cycle(crate.edges, comp)) + f" (among {', '.join(comp)})"
-                   + "".join(f"\n    {a} -> {b}: {w}" for (a, b), w in inside))
+        out.append(
+            "cycle "
+            + " -> ".join(shortest_cycle(crate.edges, comp))
+            + f" (among {', '.join(comp)})"
+            + "".join(f"\n    {a} -> {b}: {w}" for (a, b), w in inside)
+        )
     return out
 
 

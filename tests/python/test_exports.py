@@ -21,7 +21,13 @@ RELEASE = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "release"
 HEADER = REPO / "include" / "msprobe.h"
 
 # README "L2": exported for clients that link them directly (torch_npu).
-ACLOP_EXPORTED = {"aclopCompileAndExecute", "aclopCreateAttr", "aclopDestroyAttr", "aclopSetAttrInt", "aclopSetAttrBool"}
+ACLOP_EXPORTED = {
+    "aclopCompileAndExecute",
+    "aclopCreateAttr",
+    "aclopDestroyAttr",
+    "aclopSetAttrInt",
+    "aclopSetAttrBool",
+}
 # Runtime functions the tool calls for itself (the real ones): exporting them would interpose them.
 NEVER_EXPORTED = {"aclrtMalloc", "aclrtGetSocName", "aclrtMemcpy"}
 # Prefixes of CANN's and the recorder's names: none may be exported by the CLI.
@@ -81,8 +87,14 @@ def test_library_exports_its_abi_and_no_runtime_function() -> None:
     [
         ({"main_helper"}, []),
         ({"dlsym"}, ["the CLI exports dlsym"]),
-        ({"aclnnAddGetWorkspaceSize", "HcclAllReduce", "msprobe_init"},
-         ["the CLI exports HcclAllReduce", "the CLI exports aclnnAddGetWorkspaceSize", "the CLI exports msprobe_init"]),
+        (
+            {"aclnnAddGetWorkspaceSize", "HcclAllReduce", "msprobe_init"},
+            [
+                "the CLI exports HcclAllReduce",
+                "the CLI exports aclnnAddGetWorkspaceSize",
+                "the CLI exports msprobe_init",
+            ],
+        ),
     ],
 )
 def test_cli_checker(syms: set[str], expect: list[str]) -> None:
@@ -93,7 +105,9 @@ def test_library_checker() -> None:
     good = {"dlsym", "msprobe_init"} | ACLOP_EXPORTED
     assert library_problems(good, {"msprobe_init"}) == []
     errs = library_problems((good - {"dlsym", "aclopSetAttrBool"}) | {"aclrtMemcpy"}, {"msprobe_init", "msprobe_new"})
-    assert errs == ["dlsym (the L2 trampoline) is not exported",
-                    "msprobe_new, declared in include/msprobe.h, is not exported",
-                    "aclopSetAttrBool (README: exported for direct linking) is not exported",
-                    "aclrtMemcpy is exported (it must never be)"]
+    assert errs == [
+        "dlsym (the L2 trampoline) is not exported",
+        "msprobe_new, declared in include/msprobe.h, is not exported",
+        "aclopSetAttrBool (README: exported for direct linking) is not exported",
+        "aclrtMemcpy is exported (it must never be)",
+    ]

@@ -26,9 +26,14 @@ def crate(tmp: Path, files: dict[str, str], **kw) -> Crate:
 
 
 def test_two_module_cycle_is_found(tmp_path: Path) -> None:
-    c = crate(tmp_path, {"lib.rs": "mod a;\nmod b;\n",
-                         "a.rs": "use crate::b::B;\npub struct A(B);\n",
-                         "b.rs": "pub struct B;\npub fn make() -> crate::a::A { todo!() }\n"})
+    c = crate(
+        tmp_path,
+        {
+            "lib.rs": "mod a;\nmod b;\n",
+            "a.rs": "use crate::b::B;\npub struct A(B);\n",
+            "b.rs": "pub struct B;\npub fn make() -> crate::a::A { todo!() }\n",
+        },
+    )
     assert set(c.edges) == {("crate::a", "crate::b"), ("crate::b", "crate::a")}
     assert cycles(c.edges) == [["crate::a", "crate::b", "crate::a"]]
     (text,) = describe(c)
@@ -36,19 +41,29 @@ def test_two_module_cycle_is_found(tmp_path: Path) -> None:
 
 
 def test_one_way_dependencies_are_no_cycle(tmp_path: Path) -> None:
-    c = crate(tmp_path, {"lib.rs": "pub mod a;\npub mod b;\npub mod c;\n",
-                         "a.rs": "use crate::{b::{self, B}, c::*};\nfn f() { b::g(); }\n",
-                         "b.rs": "pub struct B;\npub fn g() { crate::c::h() }\n",
-                         "c.rs": "pub fn h() {}\n"})
+    c = crate(
+        tmp_path,
+        {
+            "lib.rs": "pub mod a;\npub mod b;\npub mod c;\n",
+            "a.rs": "use crate::{b::{self, B}, c::*};\nfn f() { b::g(); }\n",
+            "b.rs": "pub struct B;\npub fn g() { crate::c::h() }\n",
+            "c.rs": "pub fn h() {}\n",
+        },
+    )
     assert set(c.edges) == {("crate::a", "crate::b"), ("crate::a", "crate::c"), ("crate::b", "crate::c")}
     assert cycles(c.edges) == []
 
 
 def test_three_module_cycle_through_super_and_a_directory_module(tmp_path: Path) -> None:
-    c = crate(tmp_path, {"main.rs": "mod x;\nfn main() {}\n",
-                         "x/mod.rs": "mod p;\nmod q;\npub(crate) fn helper() {}\n",
-                         "x/p.rs": "use super::q::Q;\npub struct P(Q);\n",
-                         "x/q.rs": "pub struct Q;\nfn f() { super::helper(); }\n"})
+    c = crate(
+        tmp_path,
+        {
+            "main.rs": "mod x;\nfn main() {}\n",
+            "x/mod.rs": "mod p;\nmod q;\npub(crate) fn helper() {}\n",
+            "x/p.rs": "use super::q::Q;\npub struct P(Q);\n",
+            "x/q.rs": "pub struct Q;\nfn f() { super::helper(); }\n",
+        },
+    )
     assert cycles(c.edges) == []  # q -> x (an item of x), p -> q: no way back
     (tmp_path / "x/mod.rs").write_text("mod p;\nmod q;\npub(crate) fn helper() { let _ = p::P; }\n")
     c = Crate(tmp_path)
@@ -57,30 +72,44 @@ def test_three_module_cycle_through_super_and_a_directory_module(tmp_path: Path)
 
 def test_reexports_are_followed_to_their_module(tmp_path: Path) -> None:
     """super::X where the parent only re-exports X is a dependency on X's module, not the parent."""
-    c = crate(tmp_path, {"lib.rs": "mod a;\nmod b;\npub use a::X;\nuse b::Y as Z;\n",
-                         "a.rs": "pub struct X;\n",
-                         "b.rs": "pub struct Y;\nfn f(_: super::X, _: crate::Z) {}\n"})
+    c = crate(
+        tmp_path,
+        {
+            "lib.rs": "mod a;\nmod b;\npub use a::X;\nuse b::Y as Z;\n",
+            "a.rs": "pub struct X;\n",
+            "b.rs": "pub struct Y;\nfn f(_: super::X, _: crate::Z) {}\n",
+        },
+    )
     assert set(c.edges) == {("crate", "crate::a"), ("crate", "crate::b"), ("crate::b", "crate::a")}
     assert cycles(c.edges) == []
 
 
 def test_comments_strings_and_tests_are_ignored(tmp_path: Path) -> None:
-    c = crate(tmp_path, {"lib.rs": "mod a;\nmod b;\n",
-                         "a.rs": "use crate::b;\nfn f() { b::g() }\n",
-                         "b.rs": ("pub fn g() {\n"
-                                  "    // crate::a::f()\n"
-                                  "    /* outer /* nested */ crate::a::f() */\n"
-                                  "    let _ = ('\"', \"crate::a::f \\\" crate::a\", r#\"crate::a::f\"#, '{');\n"
-                                  "}\n"
-                                  "/// [`crate::a::f`]\n"
-                                  "#[cfg(test)]\nmod t { use crate::a::*; }\n"
-                                  "mod tests { use super::*; use crate::a; }\n")})
+    c = crate(
+        tmp_path,
+        {
+            "lib.rs": "mod a;\nmod b;\n",
+            "a.rs": "use crate::b;\nfn f() { b::g() }\n",
+            "b.rs": (
+                "pub fn g() {\n"
+                "    // crate::a::f()\n"
+                "    /* outer /* nested */ crate::a::f() */\n"
+                '    let _ = (\'"\', "crate::a::f \\" crate::a", r#"crate::a::f"#, \'{\');\n'
+                "}\n"
+                "/// [`crate::a::f`]\n"
+                "#[cfg(test)]\nmod t { use crate::a::*; }\n"
+                "mod tests { use super::*; use crate::a; }\n"
+            ),
+        },
+    )
     assert set(c.edges) == {("crate::a", "crate::b")}
 
 
 def test_inline_modules_belong_to_their_file(tmp_path: Path) -> None:
-    files = {"lib.rs": "mod a;\n",
-             "a.rs": "fn helper() {}\nmod gen {\n    use super::*;\n    pub fn w() { helper() }\n}\npub use gen::*;\n"}
+    files = {
+        "lib.rs": "mod a;\n",
+        "a.rs": "fn helper() {}\nmod gen {\n    use super::*;\n    pub fn w() { helper() }\n}\npub use gen::*;\n",
+    }
     assert cycles(crate(tmp_path, files).edges) == []
     assert cycles(Crate(tmp_path, split_inline=True).edges) == [["crate::a", "crate::a::gen", "crate::a"]]
 
@@ -90,10 +119,10 @@ def test_inline_modules_belong_to_their_file(tmp_path: Path) -> None:
 KNOWN = {
     # Being removed on other branches (issue #16); the lead drops this entry after the merge.
     "crates/core/src": "crate::journal -> crate::writer -> crate::journal, among journal, record, writer "
-                       "(journal uses writer::Header; record uses writer::Budget; writer uses journal and "
-                       "record::TensorFile)",
+    "(journal uses writer::Header; record uses writer::Budget; writer uses journal and "
+    "record::TensorFile)",
     "python/native/src": "crate -> crate::hooks -> crate, among crate (lib.rs), hooks, values "
-                         "(hooks and values use crate::Encoder; lib.rs uses hooks::LeanHooks and values::{Kind, Walker})",
+    "(hooks and values use crate::Encoder; lib.rs uses hooks::LeanHooks and values::{Kind, Walker})",
 }
 CRATES = sorted({str(p.relative_to(REPO)) for p in REPO.glob("crates/*/src")} | {"simulator/src", "python/native/src"})
 
@@ -119,9 +148,11 @@ def test_no_module_cycles(src: str) -> None:
 def test_the_checker_sees_the_interposer_layers() -> None:
     """libmsprobe's graph is not empty by accident: the layering the README describes is there."""
     edges = set(Crate(REPO / "crates/libmsprobe/src").edges)
-    for e in [("crate::interposer::entry", "crate::interposer::dispatch"),
-              ("crate::interposer::dispatch", "crate::interposer::aclnn"),
-              ("crate::interposer::aclnn", "crate::interposer::capture"),
-              ("crate::interposer::activation", "crate::session"),
-              ("crate::ffi", "crate::session")]:
+    for e in [
+        ("crate::interposer::entry", "crate::interposer::dispatch"),
+        ("crate::interposer::dispatch", "crate::interposer::aclnn"),
+        ("crate::interposer::aclnn", "crate::interposer::capture"),
+        ("crate::interposer::activation", "crate::session"),
+        ("crate::ffi", "crate::session"),
+    ]:
         assert e in edges, sorted(edges)
