@@ -1,10 +1,5 @@
-/* Input of build.rs's bindgen run: the aclnn phase-1 declarations the L2 interposer wraps.
- * build.rs defines MSPROBE_USE_CANN_HEADERS and adds the CANN include directory when CANN
- * headers are installed (ASCEND_TOOLKIT_HOME / ASCEND_HOME_PATH); otherwise the declarations
- * bundled with the project are used. */
-#ifdef MSPROBE_USE_CANN_HEADERS
-#include <aclnn/acl_meta.h>
-#include <aclnnop/aclnn_ops.h>
-#else
+/* Input of build.rs's bindgen run (crates/aclnn-gen) when no CANN is installed: the aclnn
+ * phase-1 declarations bundled with the project. With an installed CANN (ASCEND_TOOLKIT_HOME /
+ * ASCEND_HOME_PATH) this file is not used: the generator writes an umbrella header including
+ * aclnn/acl_meta.h and every aclnnop/*.h of that CANN instead. */
 #include "include/cann/aclnn_ops.h"
-#endif

@@ -2,7 +2,7 @@
  * aclnn declarations bundled with msprobe-rs (written for this project from the public CANN op
  * signatures; see ../shared/reference/cann-abi.md §2–§3). build.rs runs bindgen over them to
  * generate the L2 interposer's phase-1 wrappers. When CANN headers are present at build time
- * (ASCEND_TOOLKIT_HOME / ASCEND_HOME_PATH), wrapper.h includes those instead and every
+ * (ASCEND_TOOLKIT_HOME / ASCEND_HOME_PATH), those are read instead and every
  * aclnn*GetWorkspaceSize they declare gets a wrapper.
  *
  * Parameter names matter: the generator classifies tensors by them (outputs: out, *Out,

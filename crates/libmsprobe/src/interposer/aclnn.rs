@@ -28,7 +28,7 @@ pub enum Arg {
 }
 
 // Generated code casts every argument uniformly. Its unsafe blocks carry their SAFETY notes in
-// build.rs, where the code is written (token streams hold no comments).
+// crates/aclnn-gen/src/emit.rs, where the code is written (token streams hold no comments).
 #[allow(clippy::unnecessary_cast, clippy::undocumented_unsafe_blocks)]
 mod generated {
     use super::*;
