@@ -5,7 +5,8 @@
 //! the [`recorder::Recorder`] applies the configuration (steps, ranks, filters) and hands finished
 //! records to the [`writer`], which writes tensor files, the crash [`journal`] and msprobe's JSON
 //! files. Tensor bytes on their way to the writer are capped by the [`budget`]; each step's
-//! dump.json opens with its [`header`]. `msprobe recover` replays a journal (see [`journal`]).
+//! dump.json opens with its [`header`]. `msprobe recover` replays a journal into its dump
+//! directories (see [`recover`]).
 //!
 //! Everything that touches raw pointers lives in the cdylib crate; this crate cannot contain
 //! `unsafe` code.
@@ -23,6 +24,7 @@ pub mod logging;
 pub mod naming;
 pub mod record;
 pub mod recorder;
+pub mod recover;
 pub mod stats;
 pub mod tensorfile;
 pub mod writer;
