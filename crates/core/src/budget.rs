@@ -97,7 +97,12 @@ impl Budget {
 mod tests {
     use super::*;
     use std::sync::Arc;
+    use std::time::{Duration, Instant};
 
+    /// Drop mode refuses what does not fit. In block mode a reservation that does not fit waits
+    /// inside `reserve` (seen from its count of waiting threads, taken under the budget's lock,
+    /// while its answer has not come) until a release makes room, and is then admitted.
+    /// Timeouts only turn a hang into a failure.
     #[test]
     fn budget_blocks_or_drops() {
         let b = Budget::new(100, true);
@@ -108,11 +113,31 @@ mod tests {
         assert!(!b.reserve(60));
         let b = Arc::new(Budget::new(100, false));
         assert!(b.reserve(80));
+        let (tx, rx) = std::sync::mpsc::channel();
         let b2 = b.clone();
-        let t = std::thread::spawn(move || b2.reserve(80));
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        assert!(!t.is_finished(), "block mode waits");
+        let t = std::thread::spawn(move || tx.send(b2.reserve(80)).unwrap());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(got) = rx.try_recv() {
+                panic!("reserve returned {got} while the budget was full");
+            }
+            if b.used.lock().unwrap().waiting == 1 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "reserve never waited for room");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Blocked in `reserve`: nothing is admitted and no answer can come until a release.
+        assert_eq!(b.in_flight(), 80, "a waiting reservation holds no bytes");
+        assert!(rx.try_recv().is_err(), "reserve returned while the budget was full");
         b.release(80);
-        assert!(t.join().unwrap());
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(10)),
+            Ok(true),
+            "the release did not admit the waiting reservation"
+        );
+        t.join().unwrap();
+        assert_eq!(b.in_flight(), 80);
+        assert_eq!(b.used.lock().unwrap().waiting, 0);
     }
 }
