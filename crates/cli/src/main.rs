@@ -58,7 +58,7 @@ fn main() -> ExitCode {
     msprobe_core::logging::init();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.as_slice() {
-        [cmd, dir] if cmd == "recover" => msprobe_core::writer::recover_dir(&PathBuf::from(dir))
+        [cmd, dir] if cmd == "recover" => msprobe_core::recover::recover_dir(&PathBuf::from(dir))
             .map_err(|e| format!("cannot recover {dir}: {e}"))
             .and_then(|r| {
                 if r.dirs == 0 {

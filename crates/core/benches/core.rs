@@ -6,15 +6,17 @@
 //! for transparency, capture end to end (statistics, encoding and writing) against the same
 //! baseline. Best of several repetitions; `sync` before each timed write.
 
+use msprobe_core::budget::Budget;
 use msprobe_core::config::{Config, Task};
 use msprobe_core::dtype::DType;
+use msprobe_core::header::Header;
 use msprobe_core::json::Json;
 use msprobe_core::record::TensorFile;
 use msprobe_core::record::TensorRef;
 use msprobe_core::recorder::Recorder;
 use msprobe_core::stats;
 use msprobe_core::tensorfile::FileFormat;
-use msprobe_core::writer::{Budget, Finished, Header, Writer};
+use msprobe_core::writer::{Finished, Writer};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

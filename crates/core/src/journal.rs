@@ -12,8 +12,8 @@
 //! `R` (record body as in dump.json), `S` (stack.json value) and `C` (construct.json value)
 //! entries after it belong to that directory. A kill can tear the last entry only.
 
+use crate::header::Header;
 use crate::json::{self, Json};
-use crate::writer::Header;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
 
@@ -36,12 +36,15 @@ pub fn header_text(h: &Header) -> String {
     .to_compact()
 }
 
+/// The header a `D` entry's text names; a field it lacks is the default's.
 fn parse_header(text: &str) -> Header {
     let v = json::parse(text).unwrap_or(Json::Null);
+    let field = |k: &str| v.get(k).and_then(Json::as_str).map(str::to_string);
+    let d = Header::default();
     Header {
-        task: v.get("task").and_then(Json::as_str).unwrap_or("statistics").to_string(),
-        level: v.get("level").and_then(Json::as_str).unwrap_or("L1").to_string(),
-        dump_data_dir: v.get("dump_data_dir").and_then(Json::as_str).map(str::to_string),
+        task: field("task").unwrap_or(d.task),
+        level: field("level").unwrap_or(d.level),
+        dump_data_dir: field("dump_data_dir").or(d.dump_data_dir),
     }
 }
 

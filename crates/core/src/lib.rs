@@ -4,15 +4,19 @@
 //! interposer, both in the `msprobe` cdylib crate) builds records with [`record::RecordBuilder`];
 //! the [`recorder::Recorder`] applies the configuration (steps, ranks, filters) and hands finished
 //! records to the [`writer`], which writes tensor files, the crash [`journal`] and msprobe's JSON
-//! files. `msprobe recover` replays a journal (see [`journal`]).
+//! files. Tensor bytes on their way to the writer are capped by the [`budget`]; each step's
+//! dump.json opens with its [`header`]. `msprobe recover` replays a journal into its dump
+//! directories (see [`recover`]).
 //!
 //! Everything that touches raw pointers lives in the cdylib crate; this crate cannot contain
 //! `unsafe` code.
 #![forbid(unsafe_code)]
 
+pub mod budget;
 pub mod config;
 pub mod dtype;
 pub mod fsutil;
+pub mod header;
 pub mod journal;
 pub mod json;
 pub mod layout;
@@ -20,6 +24,7 @@ pub mod logging;
 pub mod naming;
 pub mod record;
 pub mod recorder;
+pub mod recover;
 pub mod stats;
 pub mod tensorfile;
 pub mod writer;

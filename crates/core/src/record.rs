@@ -109,7 +109,7 @@ pub struct RecordBuilder {
     /// The rank directory the record belongs to (fixed when it began).
     pub target: std::path::PathBuf,
     /// Where `reserved` goes back if the record is dropped instead of written.
-    pub release_to: Option<std::sync::Arc<crate::writer::Budget>>,
+    pub release_to: Option<std::sync::Arc<crate::budget::Budget>>,
 }
 
 impl Drop for RecordBuilder {

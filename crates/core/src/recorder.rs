@@ -1,11 +1,13 @@
 //! A capture session: configuration, step/rank state, per-name counters, filters, and the
 //! hand-off of finished records to the writer. One per process, shared by every capture path.
 
+use crate::budget::Budget;
 use crate::config::{Config, Level, OnFull, Task};
 use crate::fsutil;
+use crate::header::Header;
 use crate::naming;
 use crate::record::{ByteBudget, LeafOptions, RecordBuilder};
-use crate::writer::{Budget, Finished, Header, Writer, TENSOR_DIR};
+use crate::writer::{Finished, Writer, TENSOR_DIR};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};

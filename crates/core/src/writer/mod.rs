@@ -1,0 +1,75 @@
+//! The background writer: tensor files, the journal, and dump.json / stack.json / construct.json.
+//!
+//! Capturing threads hand finished records to one writer thread through a bounded crossbeam
+//! channel, and wake it only when needed (see `Doorbell`). A thread that must wait for the
+//! files (a synchronous `stop()`, a flush) does not wake the writer and sleep until it replies:
+//! it takes the writer's state and does the queued work itself (see [`Writer::sync`]), which
+//! spares it two thread wake-ups per stop. Tensor files are written outside the state's lock,
+//! so that caller and the writer thread write them side by side. Tensor bytes in flight are capped
+//! by a [`Budget`](crate::budget::Budget) that either blocks the capturing thread or drops (and
+//! counts) data. Each record is formatted once, into exactly the text it will have inside
+//! dump.json, and appended to the process's [`journal`](crate::journal) before its tensor files
+//! are written; journal writes are batched while more records are queued and reach the file as
+//! soon as the queue is empty. A killed process therefore leaves what `msprobe recover` needs to
+//! rebuild its JSON files. The JSON files
+//! are created with msprobe's skeleton when a step directory opens, kept open, and written in
+//! place (extended when they only gained entries, see `JsonFiles`) by the writer whenever it runs
+//! out of work, and at stop, step end and exit.
+//!
+//! How the pieces fit, from the capture side down (each uses only those after it):
+//! - `handle`: [`Writer`], the handle: sends messages, starts the thread with the first one,
+//!   and lets a caller that must wait for the files do the queued work itself.
+//! - `shared`: what the writer thread and such a caller share (the queue, the worker behind its
+//!   lock, the count of tensor files being written outside it), and the writer thread's loop.
+//! - `doorbell`: when a sender wakes the writer thread, and how the writer naps and sleeps.
+//! - `worker`: the messages and their handling: rank directories created and opened, records
+//!   journaled and stored, tensor files handed back to be written outside the lock, JSON files
+//!   written, refreshed and closed.
+//! - `in_place`: the JSON files of an open directory, kept open and written in place.
+//! - `dir_state`: [`DirState`], what a directory's JSON files hold and their whole text.
+//! - `json_files`: [`JsonFile`], the three files, and the layout of their text.
+//!
+//! Outside this module: the byte budget is in [`crate::budget`], the dump.json header in
+//! [`crate::header`], the journal format in [`crate::journal`], and its replay into a dump
+//! directory (`msprobe recover`) in the `recover` module, above this one.
+
+mod dir_state;
+mod doorbell;
+mod handle;
+mod in_place;
+mod json_files;
+mod shared;
+mod worker;
+
+pub use dir_state::DirState;
+pub use handle::Writer;
+pub use json_files::JsonFile;
+
+use crate::json::Json;
+use crate::record::TensorFile;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+
+pub const TENSOR_DIR: &str = "dump_tensor_data";
+
+/// A record ready for disk.
+pub struct Finished {
+    pub name: String,
+    pub body: Json,
+    pub files: Vec<TensorFile>,
+    pub stack: Option<Vec<String>>,
+    pub parent: Option<Option<String>>,
+    /// Budget bytes to release once the files are written.
+    pub reserved: u64,
+}
+
+/// Counters shared with the recorder for the run summary.
+#[derive(Default, Debug)]
+pub struct Counters {
+    pub records: AtomicU64,
+    pub files: AtomicU64,
+    pub bytes: AtomicU64,
+    pub dropped: AtomicU64,
+    pub errors: AtomicU64,
+    /// A step directory could not be created: the recorder turns capture off.
+    pub dir_failed: AtomicBool,
+}

@@ -1,0 +1,410 @@
+//! The work behind the queue: creating and opening rank directories, journaling and storing
+//! each record, handing back its tensor files to be written outside the lock, and writing,
+//! refreshing and closing the JSON files. Whoever holds the lock does this (see `Shared`): the
+//! writer thread, or a caller waiting for the files.
+
+use super::dir_state::{parent_text, pretty, stack_text, DirState, RECORD_DEPTH};
+use super::in_place::JsonFiles;
+use super::{Counters, Finished, TENSOR_DIR};
+use crate::budget::Budget;
+use crate::fsutil;
+use crate::header::Header;
+use crate::journal::{self, Journal};
+use crate::json::{self, Json};
+use crate::record::TensorFile;
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// What the handle sends the worker, handled in the order sent.
+pub(super) enum Msg {
+    Open { dir: PathBuf, header: Header },
+    Record { dir: PathBuf, rec: Finished },
+    Write { dir: PathBuf, close: bool },
+    Construct { dir: PathBuf, name: String, parent: Option<String> },
+}
+
+struct OpenDir {
+    state: DirState,
+    /// dump_tensor_data exists.
+    tensor_dir: Option<PathBuf>,
+    /// The JSON files, open since the directory opened (None: they could not be, and are
+    /// written through temporaries instead).
+    files: Option<JsonFiles>,
+}
+
+/// The writer's state behind its lock: the open directories and what it knows of others, and
+/// the journal of each dump path.
+pub(super) struct Worker {
+    dirs: HashMap<PathBuf, OpenDir>,
+    /// Headers of directories already closed (step ended), for records that finish late.
+    closed: HashMap<PathBuf, Header>,
+    /// Directories this process created (an existing one from an earlier run is moved aside).
+    claimed: HashSet<PathBuf>,
+    /// Directories that could not be created: their records are dropped (counted).
+    failed: HashSet<PathBuf>,
+    /// The journal of each dump path (one per process), created with its first directory.
+    journals: HashMap<PathBuf, Journal>,
+    counters: Arc<Counters>,
+    budget: Arc<Budget>,
+}
+
+/// The dump path of a `{root}/step{N}/rank{R}` directory.
+fn root_of(dir: &Path) -> &Path {
+    dir.parent().and_then(Path::parent).unwrap_or(Path::new("."))
+}
+
+/// Counts a write error and logs the first few.
+fn report(counters: &Counters, what: &str, e: &dyn std::fmt::Display) {
+    let n = counters.errors.fetch_add(1, Relaxed);
+    if n < 5 {
+        log::error!("writer: {what}: {e}");
+    } else if n == 5 {
+        log::error!("writer: more errors; only counting them from now on");
+    }
+}
+
+/// The tensor files of one record, written outside the worker's lock: each file stands alone
+/// (its record is already journaled and in the JSON state), so the writer thread and a caller
+/// waiting in `stop()` write files side by side instead of one after the other.
+pub(super) struct FileJob {
+    tdir: PathBuf,
+    files: Vec<TensorFile>,
+    reserved: u64,
+}
+
+impl FileJob {
+    pub(super) fn run(self, counters: &Counters, budget: &Budget) {
+        let mut ok = true;
+        for f in &self.files {
+            // One O_EXCL create + write: never replaces a file. A file cut short by a kill is
+            // detected and removed by `msprobe recover` (see `recover::complete`).
+            match fsutil::create_new(&self.tdir.join(&f.name)).and_then(|mut h| h.write_all(&f.bytes)) {
+                Ok(()) => {
+                    counters.files.fetch_add(1, Relaxed);
+                    counters.bytes.fetch_add(f.bytes.len() as u64, Relaxed);
+                }
+                Err(e) => {
+                    ok = false;
+                    report(counters, &format!("cannot write {}", f.name), &e);
+                }
+            }
+        }
+        budget.release(self.reserved);
+        for f in self.files {
+            budget.give_buffer(f.bytes);
+        }
+        if ok {
+            counters.records.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+impl Worker {
+    pub(super) fn new(counters: Arc<Counters>, budget: Arc<Budget>) -> Worker {
+        Worker {
+            dirs: HashMap::new(),
+            closed: HashMap::new(),
+            claimed: HashSet::new(),
+            failed: HashSet::new(),
+            journals: HashMap::new(),
+            counters,
+            budget,
+        }
+    }
+
+    fn error(&self, what: &str, e: &dyn std::fmt::Display) {
+        report(&self.counters, what, e);
+    }
+
+    /// Creates `dir` (`{root}/step{N}/rank{R}`, made by the recorder, whose root exists). An
+    /// existing directory from an earlier run is moved aside first.
+    fn create(&mut self, dir: &Path) -> bool {
+        if self.claimed.contains(dir) {
+            return true;
+        }
+        let (Some(rank), Some(step)) = (dir.file_name(), dir.parent().and_then(|p| p.file_name())) else {
+            return false;
+        };
+        let root = root_of(dir);
+        move_aside_if_used(dir);
+        match fsutil::create_dirs(root, &[&step.to_string_lossy(), &rank.to_string_lossy()]) {
+            Ok(_) => {
+                self.claimed.insert(dir.to_path_buf());
+                true
+            }
+            Err(e) => {
+                log::error!(
+                    "cannot create the dump directory {}: {e}. Capture is off; the job continues. Set MSPROBE_DUMP_PATH (or dump_path) to a writable directory.",
+                    dir.display()
+                );
+                self.counters.dir_failed.store(true, Relaxed);
+                self.failed.insert(dir.to_path_buf());
+                false
+            }
+        }
+    }
+
+    fn open(&mut self, dir: PathBuf, header: Header) {
+        if self.dirs.contains_key(&dir) || !self.create(&dir) {
+            return;
+        }
+        // The JSON files start as msprobe's skeleton; records reach them at the next write
+        // (writer idle, stop, step end, exit), and the journal before that: after a kill,
+        // `msprobe recover` turns the journal into the files.
+        let state = DirState { header: Some(header.clone()), dirty: true, ..Default::default() };
+        let root = root_of(&dir).to_path_buf();
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.journals.entry(root) {
+            match Journal::create(slot.key()) {
+                Ok(j) => {
+                    slot.insert(j);
+                }
+                Err(e) => {
+                    let what = format!("cannot create the journal in {}", slot.key().display());
+                    self.error(&what, &e)
+                }
+            }
+        }
+        let files = match JsonFiles::open(&dir, &state) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                // Not fatal: each write then goes through a temporary (and reports its errors).
+                log::warn!("cannot keep the JSON files of {} open: {e}", dir.display());
+                None
+            }
+        };
+        self.dirs.insert(dir, OpenDir { state, tensor_dir: None, files });
+    }
+
+    /// Re-opens a closed directory for a record that began before its step ended: the written
+    /// files are read back (and re-journaled) so nothing already dumped is lost.
+    fn reopen(&mut self, dir: PathBuf, header: Header) {
+        self.open(dir.clone(), header);
+        let mut entries = Vec::new();
+        let od = self.dirs.get_mut(&dir).expect("just opened");
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok().and_then(|t| json::parse(&t).ok());
+        if let Some(Json::Object(recs)) = read("dump.json").as_ref().and_then(|d| d.get("data")).cloned() {
+            for (name, body) in recs {
+                let text = pretty(&body, RECORD_DEPTH);
+                journal::entry(&mut entries, 'R', &name, &text);
+                od.state.records.insert(name.into_owned(), text);
+            }
+        }
+        for (file, kind) in [("stack.json", 'S'), ("construct.json", 'C')] {
+            if let Some(Json::Object(kv)) = read(file) {
+                for (name, v) in kv {
+                    let text = if kind == 'S' { pretty(&v, 1) } else { v.to_compact() };
+                    journal::entry(&mut entries, kind, &name, &text);
+                    if kind == 'S' {
+                        od.state.stack.insert(name.into_owned(), text);
+                    } else {
+                        od.state.construct.insert(name.into_owned(), text);
+                    }
+                }
+            }
+        }
+        if let Err(e) = self.journal(&dir, &entries, true) {
+            self.error("cannot append to the journal", &e);
+        }
+    }
+
+    /// Appends `entries` of `dir` to its journal (`flush`: and pushes them to the file).
+    fn journal(&mut self, dir: &Path, entries: &[u8], flush: bool) -> std::io::Result<()> {
+        let Some(j) = self.journals.get_mut(root_of(dir)) else { return Ok(()) };
+        let Some(header) = self.dirs.get(dir).and_then(|od| od.state.header.as_ref()) else { return Ok(()) };
+        j.append(dir, header, entries)?;
+        if flush {
+            j.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Journals and stores a record; its tensor files are returned to be written (by whoever
+    /// handles the message, after releasing the lock).
+    fn record(&mut self, dir: PathBuf, rec: Finished) -> Option<FileJob> {
+        if self.failed.contains(&dir) {
+            self.counters.dropped.fetch_add(1, Relaxed);
+            self.budget.release(rec.reserved);
+            return None;
+        }
+        if !self.dirs.contains_key(&dir) {
+            match self.closed.get(&dir).cloned() {
+                Some(h) => self.reopen(dir.clone(), h),
+                None => self.open(dir.clone(), Header::default()),
+            }
+            if !self.dirs.contains_key(&dir) {
+                // It could not be created (logged once): the record is lost, and counted.
+                self.counters.dropped.fetch_add(1, Relaxed);
+                self.budget.release(rec.reserved);
+                return None;
+            }
+        }
+        // The journal line goes first: a record whose data reached disk is always journaled.
+        // The record is formatted once: this text goes to the journal and, later, into dump.json.
+        let text = pretty(&rec.body, RECORD_DEPTH);
+        let mut entry = Vec::with_capacity(text.len() + 64);
+        journal::entry(&mut entry, 'R', &rec.name, &text);
+        let stack = rec.stack.as_deref().map(stack_text);
+        if let Some(st) = &stack {
+            journal::entry(&mut entry, 'S', &rec.name, st);
+        }
+        let parent = rec.parent.as_ref().map(parent_text);
+        if let Some(p) = &parent {
+            journal::entry(&mut entry, 'C', &rec.name, p);
+        }
+        // Files follow their journal entry: a record whose data reached disk is journaled.
+        if let Err(e) = self.journal(&dir, &entry, !rec.files.is_empty()) {
+            self.error("cannot append to the journal", &e);
+        }
+        let od = self.dirs.get_mut(&dir).expect("opened above");
+        od.state.add_text(&rec.name, text);
+        if let Some(st) = stack {
+            od.state.set_stack(rec.name.clone(), st);
+        }
+        if let Some(p) = parent {
+            od.state.set_construct(rec.name.clone(), p);
+        }
+        if rec.files.is_empty() {
+            self.budget.release(rec.reserved);
+            self.counters.records.fetch_add(1, Relaxed);
+            return None;
+        }
+        let tdir = match od.tensor_dir.clone() {
+            Some(t) => Ok(t),
+            None => fsutil::create_dirs(&dir, &[TENSOR_DIR]),
+        };
+        match tdir {
+            Ok(tdir) => {
+                od.tensor_dir = Some(tdir.clone());
+                Some(FileJob { tdir, files: rec.files, reserved: rec.reserved })
+            }
+            Err(e) => {
+                self.error("cannot create dump_tensor_data", &e);
+                self.budget.release(rec.reserved);
+                for f in rec.files {
+                    self.budget.give_buffer(f.bytes);
+                }
+                None
+            }
+        }
+    }
+
+    fn construct(&mut self, dir: PathBuf, name: String, parent: Option<String>) {
+        if !self.dirs.contains_key(&dir) {
+            return;
+        }
+        let text = parent_text(&parent);
+        let mut entry = Vec::new();
+        journal::entry(&mut entry, 'C', &name, &text);
+        if let Err(e) = self.journal(&dir, &entry, false) {
+            self.error("cannot append to the journal", &e);
+        }
+        let od = self.dirs.get_mut(&dir).expect("checked above");
+        od.state.set_construct(name, text);
+    }
+
+    /// Pushes batched journal entries to the file (done whenever the queue runs empty).
+    pub(super) fn flush_journals(&mut self) {
+        for j in self.journals.values_mut() {
+            let _ = j.flush();
+        }
+    }
+
+    pub(super) fn write(&mut self, dir: &Path, close: bool) {
+        self.flush_journals();
+        let Some(od) = self.dirs.get_mut(dir) else { return };
+        // Nothing changed since the last write (e.g. step end right after stop): keep the files.
+        let res = match (&mut od.files, od.state.dirty) {
+            (_, false) => Ok(()),
+            (Some(f), true) => f.write(&mut od.state, true).map(drop),
+            (None, true) => od.state.write_files(dir),
+        };
+        od.state.dirty = false;
+        if let Err(e) = res {
+            self.error(&format!("cannot write the JSON files in {}", dir.display()), &e);
+            if let Some(j) = self.journals.get_mut(root_of(dir)) {
+                j.keep();
+            }
+        }
+        if close {
+            if let Some(od) = self.dirs.remove(dir) {
+                if let Some(h) = od.state.header {
+                    self.closed.insert(dir.to_path_buf(), h);
+                }
+            }
+            // Every directory of this dump path is written and closed: the journal holds
+            // nothing that is not in JSON files, and starts over.
+            let root = root_of(dir);
+            if !self.dirs.keys().any(|d| root_of(d) == root) {
+                if let Some(Err(e)) = self.journals.get_mut(root).map(Journal::clear) {
+                    self.error("cannot empty the journal", &e);
+                }
+            }
+        }
+    }
+
+    /// Brings the kept-open JSON files of every open directory up to date; the writer thread
+    /// does this when it runs out of work, so that a waiting `stop()` has only the records
+    /// since to write. Must not run while tensor files are being written (the JSON files would
+    /// name files not yet on disk).
+    pub(super) fn refresh(&mut self) {
+        let Worker { dirs, journals, counters, .. } = self;
+        for (dir, od) in dirs.iter_mut() {
+            let Some(f) = od.files.as_mut() else { continue };
+            if !od.state.dirty {
+                continue;
+            }
+            match f.write(&mut od.state, false) {
+                Ok(current) => od.state.dirty = !current,
+                Err(e) => {
+                    report(counters, &format!("cannot write the JSON files in {}", dir.display()), &e);
+                    if let Some(j) = journals.get_mut(root_of(dir)) {
+                        j.keep();
+                    }
+                    // Later writes go through temporaries, at stop and step end only.
+                    od.files = None;
+                }
+            }
+        }
+    }
+
+    /// Handles one message; a record's tensor files come back to be written after the lock is
+    /// released (see `Shared::handle`).
+    pub(super) fn handle(&mut self, msg: Msg) -> Option<FileJob> {
+        match msg {
+            Msg::Open { dir, header } => self.open(dir, header),
+            Msg::Record { dir, rec } => return self.record(dir, rec),
+            Msg::Write { dir, close } => self.write(&dir, close),
+            Msg::Construct { dir, name, parent } => self.construct(dir, name, parent),
+        }
+        None
+    }
+
+    /// Finishes every open directory (the process is ending).
+    pub(super) fn close_all(&mut self) {
+        let dirs: Vec<PathBuf> = self.dirs.keys().cloned().collect();
+        for d in dirs {
+            self.write(&d, true);
+        }
+        for (_, j) in self.journals.drain() {
+            j.remove();
+        }
+    }
+}
+
+/// A rank directory left by an earlier run is renamed, never overwritten or mixed with ours.
+fn move_aside_if_used(dir: &Path) {
+    let used = std::fs::read_dir(dir).map(|mut it| it.next().is_some()).unwrap_or(false);
+    if !used {
+        return;
+    }
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("rank");
+    let aside = dir.with_file_name(format!("{name}.replaced-{secs}-{}", std::process::id()));
+    match std::fs::rename(dir, &aside) {
+        Ok(()) => log::warn!("{} held a dump from an earlier run; it was moved to {}", dir.display(), aside.display()),
+        Err(e) => log::warn!("{} holds a dump from an earlier run and cannot be moved aside ({e})", dir.display()),
+    }
+}
