@@ -12,6 +12,9 @@ use quote::quote;
 
 /// The handle types the wrappers name. Incomplete C structs may not be emitted by bindgen; they
 /// are only ever used behind pointers, so `c_void` stands in for any that are missing.
+/// C enum types that phase-1 signatures take by value.
+const ENUMS: [&str; 2] = ["aclDataType", "aclFormat"];
+
 const HANDLES: [&str; 8] = [
     "aclTensor",
     "aclScalar",
@@ -79,6 +82,14 @@ fn types(parsed: &Parsed) -> TokenStream {
         if !defined.contains(&format!("struct {handle} ")) && !defined.contains(&format!("type {handle} ")) {
             let id = ident(handle);
             types.extend(quote! { pub type #id = std::ffi::c_void; });
+        }
+    }
+    // `.opaque_type("acl.*")` also drops C enum typedefs (`typedef enum {...} aclDataType;` in
+    // real CANN headers): a C enum is passed as an `int`.
+    for e in ENUMS {
+        if !defined.contains(&format!("type {e} ")) {
+            let id = ident(e);
+            types.extend(quote! { pub type #id = std::ffi::c_int; });
         }
     }
     types
@@ -206,6 +217,17 @@ mod tests {
 
     fn one_op(decl: &str) -> Generated {
         emit(&parse(&format!("unsafe extern \"C\" {{ {decl} }}")).unwrap())
+    }
+
+    /// Real CANN declares `typedef enum {...} aclDataType;`, which bindgen drops as opaque: the
+    /// generated code must still name the type (it did not, and real-CANN builds failed).
+    #[test]
+    fn enum_parameters_compile_without_the_enum_definition() {
+        let g = one_op(
+            "pub fn aclnnCastGetWorkspaceSize(self_: *const aclTensor, dtype: aclDataType, out: *mut aclTensor, \
+             workspaceSize: *mut u64, executor: *mut *mut aclOpExecutor) -> aclnnStatus;",
+        );
+        assert!(g.wrappers.contains("pub type aclDataType = std :: ffi :: c_int"), "{}", g.wrappers);
     }
 
     #[test]
