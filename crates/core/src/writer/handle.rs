@@ -3,9 +3,9 @@
 //! the queued work itself.
 
 use super::doorbell::Doorbell;
+use super::finished::{Counters, Finished};
 use super::shared::Shared;
 use super::worker::{Msg, Worker};
-use super::{Counters, Finished};
 use crate::budget::Budget;
 use crate::header::Header;
 use crossbeam_channel::{bounded, Sender};
@@ -185,7 +185,7 @@ impl Writer {
 
 #[cfg(test)]
 mod tests {
-    use super::super::TENSOR_DIR;
+    use super::super::finished::TENSOR_DIR;
     use super::*;
     use crate::journal;
     use crate::json::{self, Json};

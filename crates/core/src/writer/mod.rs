@@ -28,6 +28,7 @@
 //! - `in_place`: the JSON files of an open directory, kept open and written in place.
 //! - `dir_state`: [`DirState`], what a directory's JSON files hold and their whole text.
 //! - `json_files`: [`JsonFile`], the three files, and the layout of their text.
+//! - `finished`: what the recorder hands over ([`Finished`] records) and the [`Counters`] it reads.
 //!
 //! Outside this module: the byte budget is in [`crate::budget`], the dump.json header in
 //! [`crate::header`], the journal format in [`crate::journal`], and its replay into a dump
@@ -35,6 +36,7 @@
 
 mod dir_state;
 mod doorbell;
+mod finished;
 mod handle;
 mod in_place;
 mod json_files;
@@ -45,31 +47,4 @@ pub use dir_state::DirState;
 pub use handle::Writer;
 pub use json_files::JsonFile;
 
-use crate::json::Json;
-use crate::record::TensorFile;
-use std::sync::atomic::{AtomicBool, AtomicU64};
-
-pub const TENSOR_DIR: &str = "dump_tensor_data";
-
-/// A record ready for disk.
-pub struct Finished {
-    pub name: String,
-    pub body: Json,
-    pub files: Vec<TensorFile>,
-    pub stack: Option<Vec<String>>,
-    pub parent: Option<Option<String>>,
-    /// Budget bytes to release once the files are written.
-    pub reserved: u64,
-}
-
-/// Counters shared with the recorder for the run summary.
-#[derive(Default, Debug)]
-pub struct Counters {
-    pub records: AtomicU64,
-    pub files: AtomicU64,
-    pub bytes: AtomicU64,
-    pub dropped: AtomicU64,
-    pub errors: AtomicU64,
-    /// A step directory could not be created: the recorder turns capture off.
-    pub dir_failed: AtomicBool,
-}
+pub use finished::{Counters, Finished, TENSOR_DIR};

@@ -2,8 +2,8 @@
 //! its lock, the tensor files being written outside it), and the writer thread's loop.
 
 use super::doorbell::Doorbell;
+use super::finished::Counters;
 use super::worker::{FileJob, Msg, Worker};
-use super::Counters;
 use crate::budget::Budget;
 use crossbeam_channel::Receiver;
 use std::sync::{Arc, Condvar, Mutex};

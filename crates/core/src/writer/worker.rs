@@ -4,8 +4,8 @@
 //! writer thread, or a caller waiting for the files.
 
 use super::dir_state::{parent_text, pretty, stack_text, DirState, RECORD_DEPTH};
+use super::finished::{Counters, Finished, TENSOR_DIR};
 use super::in_place::JsonFiles;
-use super::{Counters, Finished, TENSOR_DIR};
 use crate::budget::Budget;
 use crate::fsutil;
 use crate::header::Header;
