@@ -70,7 +70,8 @@ typedef struct MsprobeRecord MsprobeRecord;
  * A tensor view in host memory. `dtype` is an aclDataType number (ACL_FLOAT = 0,
  * ACL_FLOAT16 = 1, ACL_INT8 = 2, ACL_INT32 = 3, ACL_UINT8 = 4, ACL_INT16 = 6, ACL_UINT16 = 7,
  * ACL_UINT32 = 8, ACL_INT64 = 9, ACL_UINT64 = 10, ACL_DOUBLE = 11, ACL_BOOL = 12,
- * ACL_COMPLEX64 = 16, ACL_COMPLEX128 = 17, ACL_BF16 = 27). `strides` and `offset` are in elements; `strides` NULL means row-major.
+ * ACL_COMPLEX64 = 16, ACL_COMPLEX128 = 17, ACL_BF16 = 27; msprobe_dtype_size tells their
+ * element sizes). `strides` and `offset` are in elements; `strides` NULL means row-major.
  * `data` points at the storage base; `storage_bytes` bounds every read.
  */
 typedef struct MsprobeTensor {
@@ -182,6 +183,13 @@ int64_t msprobe_next_index(const char *key);
  * `parent` NULL writes null.
  */
 int msprobe_construct_set(const char *name, const char *parent);
+
+/**
+ * Bytes per element of the aclDataType number `dtype` if the recorder reads that type (a
+ * `MsprobeTensor.dtype` that msprobe_record_add_tensor accepts), else 0. The sizes are
+ * `aclDataTypeSize`'s, from the one table of the `cann-abi` crate.
+ */
+size_t msprobe_dtype_size(int32_t dtype);
 
 /**
  * Records. Starts the record `name` (`Functional.linear.0.forward`); NULL when capture is off

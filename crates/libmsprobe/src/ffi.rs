@@ -287,6 +287,14 @@ pub extern "C" fn msprobe_construct_set(name: *const c_char, parent: *const c_ch
     })
 }
 
+/// Bytes per element of the aclDataType number `dtype` if the recorder reads that type (a
+/// `MsprobeTensor.dtype` that msprobe_record_add_tensor accepts), else 0. The sizes are
+/// `aclDataTypeSize`'s, from the one table of the `cann-abi` crate.
+#[no_mangle]
+pub extern "C" fn msprobe_dtype_size(dtype: i32) -> usize {
+    DType::from_acl(dtype).map_or(0, DType::size)
+}
+
 /// An open record (opaque): from msprobe_record_begin, released by msprobe_record_end or
 /// msprobe_record_abort.
 pub struct MsprobeRecord {
@@ -367,7 +375,8 @@ pub extern "C" fn msprobe_record_close(r: *mut MsprobeRecord) -> c_int {
 /// A tensor view in host memory. `dtype` is an aclDataType number (ACL_FLOAT = 0,
 /// ACL_FLOAT16 = 1, ACL_INT8 = 2, ACL_INT32 = 3, ACL_UINT8 = 4, ACL_INT16 = 6, ACL_UINT16 = 7,
 /// ACL_UINT32 = 8, ACL_INT64 = 9, ACL_UINT64 = 10, ACL_DOUBLE = 11, ACL_BOOL = 12,
-/// ACL_COMPLEX64 = 16, ACL_COMPLEX128 = 17, ACL_BF16 = 27). `strides` and `offset` are in elements; `strides` NULL means row-major.
+/// ACL_COMPLEX64 = 16, ACL_COMPLEX128 = 17, ACL_BF16 = 27; msprobe_dtype_size tells their
+/// element sizes). `strides` and `offset` are in elements; `strides` NULL means row-major.
 /// `data` points at the storage base; `storage_bytes` bounds every read.
 #[repr(C)]
 pub struct MsprobeTensor {
