@@ -6,6 +6,7 @@ dlsym through those handles -- exactly like the real frameworks do.
 
 lib64 lookup order: argument, $CANNSIM_LIB64, $ASCEND_HOME_PATH/lib64, <repo>/target/cann/latest/lib64.
 """
+
 import ctypes as C
 import os
 
@@ -21,11 +22,24 @@ H2H, H2D, D2H, D2D, DEFAULT = 0, 1, 2, 3, 4
 HCCL_INT8, HCCL_INT32, HCCL_FP16, HCCL_FP32, HCCL_INT64, HCCL_BF16 = 0, 2, 3, 4, 5, 11
 HCCL_SUM, HCCL_PROD, HCCL_MAX, HCCL_MIN = 0, 1, 2, 3
 
-NP2ACL = {np.dtype(np.float32): ACL_FLOAT, np.dtype(np.float16): ACL_FLOAT16, np.dtype(np.int8): ACL_INT8,
-          np.dtype(np.int32): ACL_INT32, np.dtype(np.uint8): ACL_UINT8, np.dtype(np.int64): ACL_INT64,
-          np.dtype(np.float64): ACL_DOUBLE, np.dtype(np.bool_): ACL_BOOL}
-ACL2HCCL = {ACL_FLOAT: HCCL_FP32, ACL_FLOAT16: HCCL_FP16, ACL_BF16: HCCL_BF16, ACL_INT32: HCCL_INT32,
-            ACL_INT64: HCCL_INT64, ACL_INT8: HCCL_INT8}
+NP2ACL = {
+    np.dtype(np.float32): ACL_FLOAT,
+    np.dtype(np.float16): ACL_FLOAT16,
+    np.dtype(np.int8): ACL_INT8,
+    np.dtype(np.int32): ACL_INT32,
+    np.dtype(np.uint8): ACL_UINT8,
+    np.dtype(np.int64): ACL_INT64,
+    np.dtype(np.float64): ACL_DOUBLE,
+    np.dtype(np.bool_): ACL_BOOL,
+}
+ACL2HCCL = {
+    ACL_FLOAT: HCCL_FP32,
+    ACL_FLOAT16: HCCL_FP16,
+    ACL_BF16: HCCL_BF16,
+    ACL_INT32: HCCL_INT32,
+    ACL_INT64: HCCL_INT64,
+    ACL_INT8: HCCL_INT8,
+}
 DTYPE_NAMES = {"float32": ACL_FLOAT, "float16": ACL_FLOAT16, "bfloat16": ACL_BF16}
 
 
@@ -58,9 +72,11 @@ def from_device_bytes(raw, dtype, shape):
 
 
 def default_lib64():
-    for cand in (os.environ.get("CANNSIM_LIB64"),
-                 os.path.join(os.environ["ASCEND_HOME_PATH"], "lib64") if os.environ.get("ASCEND_HOME_PATH") else None,
-                 os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "cann", "latest", "lib64")):
+    for cand in (
+        os.environ.get("CANNSIM_LIB64"),
+        os.path.join(os.environ["ASCEND_HOME_PATH"], "lib64") if os.environ.get("ASCEND_HOME_PATH") else None,
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "cann", "latest", "lib64"),
+    ):
         if cand and os.path.exists(os.path.join(cand, "libascendcl.so")):
             return os.path.abspath(cand)
     raise RuntimeError("cannot find the simulated CANN lib64 (run scripts/sim-install.sh, set CANNSIM_LIB64)")
@@ -76,21 +92,64 @@ VP = C.c_void_p
 # phase-1 argument codes: T tensor, S scalar, I int array, B bool array, L tensor list,
 # l int64, i int32, b int8, ? bool, d double, Q uint64
 SIGS = {
-    "Add": "TTST", "Adds": "TSST", "InplaceAdd": "TTS", "InplaceAdds": "TSS",
-    "Sub": "TTST", "Subs": "TSST", "InplaceSub": "TTS", "InplaceSubs": "TSS",
-    "Mul": "TTT", "Muls": "TST", "InplaceMul": "TT", "InplaceMuls": "TS",
-    "Div": "TTT", "Divs": "TST", "InplaceDiv": "TT", "InplaceDivs": "TS",
-    "Mm": "TTTb", "Matmul": "TTTb", "BatchMatMul": "TTTb", "Addmm": "TTTSSTb", "InplaceAddmm": "TTTSSb",
-    "Relu": "TT", "InplaceRelu": "T", "ThresholdBackward": "TTST", "Gelu": "TT", "GeluBackward": "TTT",
-    "Softmax": "TlT", "SoftmaxBackward": "TTlT", "LogSoftmax": "TlT", "LogSoftmaxBackward": "TTlT",
-    "NLLLoss": "TTTllTT", "NLLLossBackward": "TTTTllTT",
-    "LayerNorm": "TITTdTTT", "LayerNormBackward": "TTITTTTBTTT",
-    "Embedding": "TTT", "EmbeddingDenseBackward": "TTQQ?T",
-    "Cast": "TiT", "ReduceSum": "TI?iT", "Mean": "TI?iT", "InplaceCopy": "TT", "InplaceZero": "T",
-    "InplaceFillScalar": "TS", "ApplyAdamW": "TTTTTTTTTTTT??", "Cat": "LlT",
+    "Add": "TTST",
+    "Adds": "TSST",
+    "InplaceAdd": "TTS",
+    "InplaceAdds": "TSS",
+    "Sub": "TTST",
+    "Subs": "TSST",
+    "InplaceSub": "TTS",
+    "InplaceSubs": "TSS",
+    "Mul": "TTT",
+    "Muls": "TST",
+    "InplaceMul": "TT",
+    "InplaceMuls": "TS",
+    "Div": "TTT",
+    "Divs": "TST",
+    "InplaceDiv": "TT",
+    "InplaceDivs": "TS",
+    "Mm": "TTTb",
+    "Matmul": "TTTb",
+    "BatchMatMul": "TTTb",
+    "Addmm": "TTTSSTb",
+    "InplaceAddmm": "TTTSSb",
+    "Relu": "TT",
+    "InplaceRelu": "T",
+    "ThresholdBackward": "TTST",
+    "Gelu": "TT",
+    "GeluBackward": "TTT",
+    "Softmax": "TlT",
+    "SoftmaxBackward": "TTlT",
+    "LogSoftmax": "TlT",
+    "LogSoftmaxBackward": "TTlT",
+    "NLLLoss": "TTTllTT",
+    "NLLLossBackward": "TTTTllTT",
+    "LayerNorm": "TITTdTTT",
+    "LayerNormBackward": "TTITTTTBTTT",
+    "Embedding": "TTT",
+    "EmbeddingDenseBackward": "TTQQ?T",
+    "Cast": "TiT",
+    "ReduceSum": "TI?iT",
+    "Mean": "TI?iT",
+    "InplaceCopy": "TT",
+    "InplaceZero": "T",
+    "InplaceFillScalar": "TS",
+    "ApplyAdamW": "TTTTTTTTTTTT??",
+    "Cat": "LlT",
 }
-CT = {"T": VP, "S": VP, "I": VP, "B": VP, "L": VP, "l": C.c_int64, "i": C.c_int32, "b": C.c_int8,
-      "?": C.c_bool, "d": C.c_double, "Q": C.c_uint64}
+CT = {
+    "T": VP,
+    "S": VP,
+    "I": VP,
+    "B": VP,
+    "L": VP,
+    "l": C.c_int64,
+    "i": C.c_int32,
+    "b": C.c_int8,
+    "?": C.c_bool,
+    "d": C.c_double,
+    "Q": C.c_uint64,
+}
 
 
 class Acl:
@@ -99,7 +158,10 @@ class Acl:
     def __init__(self, lib64=None, init=True, device=0):
         self._fns = {}
         self.lib64 = lib64 or default_lib64()
-        L = lambda n: C.CDLL(os.path.join(self.lib64, n))
+
+        def L(n):
+            return C.CDLL(os.path.join(self.lib64, n))
+
         self.rt = L("libascendcl.so")
         self.nn = L("libnnopbase.so")
         self.op = L("libopapi.so")
@@ -125,21 +187,42 @@ class Acl:
         return f
 
     _RT = {
-        "aclrtSetDevice": [C.c_int32], "aclrtResetDevice": [C.c_int32], "aclrtGetDevice": [C.POINTER(C.c_int32)],
-        "aclrtGetDeviceCount": [C.POINTER(C.c_uint32)], "aclrtMalloc": [C.POINTER(VP), C.c_size_t, C.c_uint32],
-        "aclrtFree": [VP], "aclrtMallocHost": [C.POINTER(VP), C.c_size_t], "aclrtFreeHost": [VP],
+        "aclrtSetDevice": [C.c_int32],
+        "aclrtResetDevice": [C.c_int32],
+        "aclrtGetDevice": [C.POINTER(C.c_int32)],
+        "aclrtGetDeviceCount": [C.POINTER(C.c_uint32)],
+        "aclrtMalloc": [C.POINTER(VP), C.c_size_t, C.c_uint32],
+        "aclrtFree": [VP],
+        "aclrtMallocHost": [C.POINTER(VP), C.c_size_t],
+        "aclrtFreeHost": [VP],
         "aclrtMemcpy": [VP, C.c_size_t, VP, C.c_size_t, C.c_int],
         "aclrtMemcpyAsync": [VP, C.c_size_t, VP, C.c_size_t, C.c_int, VP],
-        "aclrtMemset": [VP, C.c_size_t, C.c_int32, C.c_size_t], "aclrtMemsetAsync": [VP, C.c_size_t, C.c_int32, C.c_size_t, VP],
-        "aclrtCreateStream": [C.POINTER(VP)], "aclrtCreateStreamWithConfig": [C.POINTER(VP), C.c_uint32, C.c_uint32],
-        "aclrtDestroyStream": [VP], "aclrtDestroyStreamForce": [VP], "aclrtSynchronizeStream": [VP],
-        "aclrtSynchronizeStreamWithTimeout": [VP, C.c_int32], "aclrtSynchronizeDevice": [], "aclrtStreamQuery": [VP, C.POINTER(C.c_int32)],
-        "aclrtCreateEvent": [C.POINTER(VP)], "aclrtCreateEventWithFlag": [C.POINTER(VP), C.c_uint32], "aclrtDestroyEvent": [VP],
-        "aclrtRecordEvent": [VP, VP], "aclrtSynchronizeEvent": [VP], "aclrtQueryEventStatus": [VP, C.POINTER(C.c_int32)],
-        "aclrtEventElapsedTime": [C.POINTER(C.c_float), VP, VP], "aclrtStreamWaitEvent": [VP, VP],
+        "aclrtMemset": [VP, C.c_size_t, C.c_int32, C.c_size_t],
+        "aclrtMemsetAsync": [VP, C.c_size_t, C.c_int32, C.c_size_t, VP],
+        "aclrtCreateStream": [C.POINTER(VP)],
+        "aclrtCreateStreamWithConfig": [C.POINTER(VP), C.c_uint32, C.c_uint32],
+        "aclrtDestroyStream": [VP],
+        "aclrtDestroyStreamForce": [VP],
+        "aclrtSynchronizeStream": [VP],
+        "aclrtSynchronizeStreamWithTimeout": [VP, C.c_int32],
+        "aclrtSynchronizeDevice": [],
+        "aclrtStreamQuery": [VP, C.POINTER(C.c_int32)],
+        "aclrtCreateEvent": [C.POINTER(VP)],
+        "aclrtCreateEventWithFlag": [C.POINTER(VP), C.c_uint32],
+        "aclrtDestroyEvent": [VP],
+        "aclrtRecordEvent": [VP, VP],
+        "aclrtSynchronizeEvent": [VP],
+        "aclrtQueryEventStatus": [VP, C.POINTER(C.c_int32)],
+        "aclrtEventElapsedTime": [C.POINTER(C.c_float), VP, VP],
+        "aclrtStreamWaitEvent": [VP, VP],
         "aclrtGetMemInfo": [C.c_int, C.POINTER(C.c_size_t), C.POINTER(C.c_size_t)],
-        "aclrtCreateContext": [C.POINTER(VP), C.c_int32], "aclrtSetCurrentContext": [VP], "aclrtGetCurrentContext": [C.POINTER(VP)],
-        "aclrtDestroyContext": [VP], "aclrtLaunchCallback": [VP, VP, C.c_int, VP], "aclFinalize": [], "aclInit": [C.c_char_p],
+        "aclrtCreateContext": [C.POINTER(VP), C.c_int32],
+        "aclrtSetCurrentContext": [VP],
+        "aclrtGetCurrentContext": [C.POINTER(VP)],
+        "aclrtDestroyContext": [VP],
+        "aclrtLaunchCallback": [VP, VP, C.c_int, VP],
+        "aclFinalize": [],
+        "aclInit": [C.c_char_p],
     }
 
     def call(self, name, *args):
@@ -202,7 +285,9 @@ class Acl:
         st = (C.c_int64 * max(nd, 1))(*strides) if strides is not None else None
         stor = list(storage) if storage is not None else list(shape)
         sd = (C.c_int64 * max(len(stor), 1))(*stor)
-        f = self.fn(self.nn, "aclCreateTensor", VP, [VP, C.c_uint64, C.c_int, VP, C.c_int64, C.c_int, VP, C.c_uint64, VP])
+        f = self.fn(
+            self.nn, "aclCreateTensor", VP, [VP, C.c_uint64, C.c_int, VP, C.c_int64, C.c_int, VP, C.c_uint64, VP]
+        )
         h = f(dims, nd, dtype, st, offset, fmt, sd, len(stor), addr)
         if not h:
             raise AclError("aclCreateTensor", -1, self.errmsg())
@@ -214,8 +299,14 @@ class Acl:
     def scalar(self, v, dtype=None):
         if dtype is None:
             dtype = ACL_BOOL if isinstance(v, bool) else (ACL_INT64 if isinstance(v, int) else ACL_FLOAT)
-        cv = {ACL_FLOAT: C.c_float, ACL_INT64: C.c_int64, ACL_BOOL: C.c_bool, ACL_DOUBLE: C.c_double,
-              ACL_INT32: C.c_int32, ACL_FLOAT16: C.c_uint16}[dtype](v)
+        cv = {
+            ACL_FLOAT: C.c_float,
+            ACL_INT64: C.c_int64,
+            ACL_BOOL: C.c_bool,
+            ACL_DOUBLE: C.c_double,
+            ACL_INT32: C.c_int32,
+            ACL_FLOAT16: C.c_uint16,
+        }[dtype](v)
         return self.fn(self.nn, "aclCreateScalar", VP, [VP, C.c_int])(C.byref(cv), dtype)
 
     def int_array(self, vals):
@@ -260,7 +351,12 @@ class Acl:
             else:
                 cargs.append(a)
         ws, ex = C.c_uint64(0), VP()
-        f = self.fn(self.op, f"aclnn{name}GetWorkspaceSize", C.c_int, [CT[c] for c in sig] + [C.POINTER(C.c_uint64), C.POINTER(VP)])
+        f = self.fn(
+            self.op,
+            f"aclnn{name}GetWorkspaceSize",
+            C.c_int,
+            [CT[c] for c in sig] + [C.POINTER(C.c_uint64), C.POINTER(VP)],
+        )
         st = f(*cargs, C.byref(ws), C.byref(ex))
         return st, ws.value, ex.value, temps
 
@@ -308,7 +404,9 @@ class Acl:
     def hccl_init(self, nranks, root_info, rank):
         comm = VP()
         buf = C.create_string_buffer(root_info, 4108)
-        r = self.fn(self.hccl, "HcclCommInitRootInfo", C.c_int, [C.c_uint32, VP, C.c_uint32, C.POINTER(VP)])(nranks, buf, rank, C.byref(comm))
+        r = self.fn(self.hccl, "HcclCommInitRootInfo", C.c_int, [C.c_uint32, VP, C.c_uint32, C.POINTER(VP)])(
+            nranks, buf, rank, C.byref(comm)
+        )
         if r:
             raise AclError("HcclCommInitRootInfo", r, self.errmsg())
         return comm.value
@@ -317,7 +415,9 @@ class Acl:
         return self.fn(self.hccl, name, C.c_int, argtypes)(*args)
 
     def allreduce(self, send, recv, count, hdtype, op, comm, stream):
-        r = self.hccl_call("HcclAllReduce", [VP, VP, C.c_uint64, C.c_int, C.c_int, VP, VP], send, recv, count, hdtype, op, comm, stream)
+        r = self.hccl_call(
+            "HcclAllReduce", [VP, VP, C.c_uint64, C.c_int, C.c_int, VP, VP], send, recv, count, hdtype, op, comm, stream
+        )
         if r:
             raise AclError("HcclAllReduce", r, self.errmsg())
 

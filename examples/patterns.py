@@ -8,6 +8,7 @@
 4. several streams ordered by events (aclrtRecordEvent / aclrtStreamWaitEvent).
 Exits 0 and prints "patterns OK" when every result matches numpy.
 """
+
 import ctypes as C
 import os
 import queue
@@ -89,31 +90,74 @@ def aclop_pattern(acl, rng):
     buf = acl.fn(rt, "aclCreateDataBuffer", VP, [VP, C.c_size_t])
     mk_attr = acl.fn(rt, "aclopCreateAttr", VP, [])
     set_bool = acl.fn(rt, "aclopSetAttrBool", C.c_int, [VP, C.c_char_p, C.c_uint8])
-    cae = acl.fn(opc, "aclopCompileAndExecute", C.c_int, [C.c_char_p, C.c_int, VP, VP, C.c_int, VP, VP, VP, C.c_int, C.c_int, C.c_char_p, VP])
+    cae = acl.fn(
+        opc,
+        "aclopCompileAndExecute",
+        C.c_int,
+        [C.c_char_p, C.c_int, VP, VP, C.c_int, VP, VP, VP, C.c_int, C.c_int, C.c_char_p, VP],
+    )
 
     def d(t):
         dims = (C.c_int64 * len(t.shape))(*t.shape)
         return desc(t.dtype, len(t.shape), dims, cs.ACL_FORMAT_ND), buf(t.ptr, t.nbytes)
 
-    a, b, bias = rng.standard_normal((4, 6)).astype(np.float32), rng.standard_normal((5, 6)).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+    a, b, bias = (
+        rng.standard_normal((4, 6)).astype(np.float32),
+        rng.standard_normal((5, 6)).astype(np.float32),
+        rng.standard_normal(5).astype(np.float32),
+    )
     A, B, BI, Y, Z = acl.tensor(a), acl.tensor(b), acl.tensor(bias), acl.tensor(shape=(4, 5)), acl.tensor(shape=(4, 5))
     attr = mk_attr()
     assert set_bool(attr, b"transpose_x1", 0) == 0 and set_bool(attr, b"transpose_x2", 1) == 0
     ins = [d(A), d(B)]
     outs = [d(Y)]
-    arr = lambda xs: (VP * len(xs))(*xs)
-    r = cae(b"MatMul", 2, arr([x[0] for x in ins]), arr([x[1] for x in ins]), 1, arr([x[0] for x in outs]), arr([x[1] for x in outs]), attr, 0, 0, None, stream)
+
+    def arr(xs):
+        return (VP * len(xs))(*xs)
+
+    r = cae(
+        b"MatMul",
+        2,
+        arr([x[0] for x in ins]),
+        arr([x[1] for x in ins]),
+        1,
+        arr([x[0] for x in outs]),
+        arr([x[1] for x in outs]),
+        attr,
+        0,
+        0,
+        None,
+        stream,
+    )
     assert r == 0, acl.errmsg()
     ins2 = [d(Y), d(BI)]
     outs2 = [d(Z)]
-    r = cae(b"BiasAdd", 2, arr([x[0] for x in ins2]), arr([x[1] for x in ins2]), 1, arr([x[0] for x in outs2]), arr([x[1] for x in outs2]), None, 0, 0, None, stream)
+    r = cae(
+        b"BiasAdd",
+        2,
+        arr([x[0] for x in ins2]),
+        arr([x[1] for x in ins2]),
+        1,
+        arr([x[0] for x in outs2]),
+        arr([x[1] for x in outs2]),
+        None,
+        0,
+        0,
+        None,
+        stream,
+    )
     assert r == 0, acl.errmsg()
     np.testing.assert_allclose(Z.numpy(stream), a @ b.T + bias, rtol=1e-5, atol=1e-5)
 
 
 def event_pattern(acl, rng):
     s1, s2 = acl.stream(), acl.stream()
-    ev = lambda: (lambda e: (acl.check("aclrtCreateEvent", acl.call("aclrtCreateEvent", C.byref(e))), e.value)[1])(VP())
+
+    def ev():
+        e = VP()
+        acl.check("aclrtCreateEvent", acl.call("aclrtCreateEvent", C.byref(e)))
+        return e.value
+
     e1, e2 = ev(), ev()
     a = rng.standard_normal((16, 16)).astype(np.float32)
     A, M, R = acl.tensor(a), acl.tensor(shape=(16, 16)), acl.tensor(shape=(16, 16))

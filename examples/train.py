@@ -7,6 +7,7 @@ Every op goes through aclnnXxxGetWorkspaceSize + aclnnXxx on one stream; with --
 spawns N worker processes (RANK_ID=r) that train data-parallel, averaging gradients with HcclAllReduce.
 Rank 0 prints `step <i> loss <value>` (the global mean loss) for every step.
 """
+
 import argparse
 import os
 import subprocess
@@ -27,7 +28,9 @@ def make_data(seed, steps):
     teacher = rng.standard_normal((IN, OUT)).astype(np.float32)
     w1 = (rng.standard_normal((IN, HID)) * np.sqrt(2.0 / IN)).astype(np.float32)
     w2 = (rng.standard_normal((HID, OUT)) * np.sqrt(1.0 / HID)).astype(np.float32)
-    xs = np.stack([np.random.default_rng([seed, i]).standard_normal((BATCH, IN)).astype(np.float32) for i in range(steps)])
+    xs = np.stack(
+        [np.random.default_rng([seed, i]).standard_normal((BATCH, IN)).astype(np.float32) for i in range(steps)]
+    )
     ys = np.argmax(xs @ teacher, axis=-1).astype(np.int64)
     return xs, ys, w1, w2
 
@@ -39,7 +42,10 @@ def train(args, rank, nranks, root_info=None):
     comm = acl.hccl_init(nranks, root_info, rank) if nranks > 1 else None
     xs, ys, w1_0, w2_0 = make_data(args.seed, args.steps)
     lb = BATCH // nranks  # local batch
-    T = lambda data=None, shape=None, dtype=dt: acl.tensor(data, shape, dtype)
+
+    def T(data=None, shape=None, dtype=dt):
+        return acl.tensor(data, shape, dtype)
+
     W1, b1, W2, b2 = T(w1_0), T(np.zeros(HID, np.float32)), T(w2_0), T(np.zeros(OUT, np.float32))
     params = [W1, b1, W2, b2]
     X, Y = T(shape=(lb, IN)), T(shape=(lb,), dtype=cs.ACL_INT64)
@@ -54,9 +60,12 @@ def train(args, rank, nranks, root_info=None):
     W2T = acl.create_tensor((OUT, HID), dt, W2.ptr, strides=(1, OUT))
     hd = cs.ACL2HCCL[dt]
     for step in range(args.steps):
-        X.upload(xs[step, rank * lb:(rank + 1) * lb])
-        Y.upload(ys[step, rank * lb:(rank + 1) * lb])
-        run = lambda name, *a: acl.run(name, *a, stream=stream)
+        X.upload(xs[step, rank * lb : (rank + 1) * lb])
+        Y.upload(ys[step, rank * lb : (rank + 1) * lb])
+
+        def run(name, *a):
+            return acl.run(name, *a, stream=stream)
+
         # forward
         run("Mm", X, W1, H, 0)
         run("InplaceAdd", H, b1, 1.0)
@@ -117,9 +126,24 @@ def main():
         procs = []
         for r in range(args.ranks):
             env = dict(os.environ, RANK_ID=str(r))
-            cmd = [sys.executable, os.path.abspath(__file__), "--rank", str(r), "--root-info-file", path,
-                   "--ranks", str(args.ranks), "--steps", str(args.steps), "--seed", str(args.seed),
-                   "--lr", str(args.lr), "--dtype", args.dtype]
+            cmd = [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--rank",
+                str(r),
+                "--root-info-file",
+                path,
+                "--ranks",
+                str(args.ranks),
+                "--steps",
+                str(args.steps),
+                "--seed",
+                str(args.seed),
+                "--lr",
+                str(args.lr),
+                "--dtype",
+                args.dtype,
+            ]
             procs.append(subprocess.Popen(cmd, env=env))
         codes = [p.wait() for p in procs]
     finally:

@@ -9,11 +9,14 @@
 script runs with --device CPU for reference). The cross-entropy is written with mint.softmax / log / mul /
 sum / mean because mint.nn.functional.cross_entropy has no CPU kernel in MindSpore 2.10.
 With --dp (under msrun) every rank trains on its own batch and the gradients are averaged with AllReduce
-(nn.DistributedGradReducer). Prints `step <i> loss <value>` per step (with --dp: `rank <r> step <i> ...`) (loss to 9 significant digits), then `done`.
+(nn.DistributedGradReducer). Prints `step <i> loss <value>` per step (with --dp: `rank <r> step <i> ...`;
+the loss to 9 significant digits), then `done`.
 """
+
 import argparse
 
 import numpy as np
+
 import mindspore as ms
 from mindspore import Tensor, mint, nn
 
@@ -52,6 +55,7 @@ def main():
     rank, prefix = 0, ""
     if a.dp:
         from mindspore.communication import get_group_size, get_rank, init
+
         init()
         rank, prefix = get_rank(), f"rank {get_rank()} "
         ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True)

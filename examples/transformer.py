@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Train a tiny transformer block on the simulated CANN (ctypes + aclnn only).
 
-Embedding + learned positions -> LayerNorm -> single-head self-attention (BatchMatMul, Softmax) -> residual -> LayerNorm ->
-MLP (Matmul, Gelu) -> residual -> output projection -> LogSoftmax + NLLLoss; hand-written backward with
+Embedding + learned positions -> LayerNorm -> single-head self-attention (BatchMatMul, Softmax) -> residual ->
+LayerNorm -> MLP (Matmul, Gelu) -> residual -> output projection -> LogSoftmax + NLLLoss; hand-written backward with
 the aclnn backward ops, AdamW through aclnnApplyAdamW. Task: predict the previous token of the sequence.
 
     python examples/transformer.py [--steps N] [--seed S] [--check]
 
 --check verifies the loss against a numpy forward and a few gradients against numpy finite differences.
 """
+
 import argparse
 import os
 import sys
@@ -25,10 +26,25 @@ F32 = cs.ACL_FLOAT
 
 def init_params(seed):
     rng = np.random.default_rng(seed)
-    r = lambda *s, sc=0.3: (rng.standard_normal(s) * sc).astype(np.float32)
-    return {"emb": r(V, D, sc=1.0), "pos": r(S, D, sc=1.0), "g1": np.ones(D, np.float32), "b1": np.zeros(D, np.float32),
-            "wq": r(D, D), "wk": r(D, D), "wv": r(D, D), "wo": r(D, D),
-            "g2": np.ones(D, np.float32), "b2": np.zeros(D, np.float32), "w1": r(D, F), "w2": r(F, D), "wout": r(D, V)}
+
+    def r(*s, sc=0.3):
+        return (rng.standard_normal(s) * sc).astype(np.float32)
+
+    return {
+        "emb": r(V, D, sc=1.0),
+        "pos": r(S, D, sc=1.0),
+        "g1": np.ones(D, np.float32),
+        "b1": np.zeros(D, np.float32),
+        "wq": r(D, D),
+        "wk": r(D, D),
+        "wv": r(D, D),
+        "wo": r(D, D),
+        "g2": np.ones(D, np.float32),
+        "b2": np.zeros(D, np.float32),
+        "w1": r(D, F),
+        "w2": r(F, D),
+        "wout": r(D, V),
+    }
 
 
 def batch(seed, step):
@@ -40,7 +56,10 @@ def batch(seed, step):
 def np_forward(p, tok, tgt):
     """Independent numpy (float64) forward; returns the mean NLL loss."""
     p = {k: v.astype(np.float64) for k, v in p.items()}
-    ln = lambda x, g, b: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + b
+
+    def ln(x, g, b):
+        return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + b
+
     x0 = p["emb"][tok] + p["pos"]
     h1 = ln(x0, p["g1"], p["b1"])
     q, k, v = h1 @ p["wq"], h1 @ p["wk"], h1 @ p["wv"]
@@ -60,21 +79,58 @@ def np_forward(p, tok, tgt):
 class Model:
     def __init__(self, acl, params, stream):
         self.acl, self.s = acl, stream
-        T = lambda *shape, data=None, dtype=F32: acl.tensor(data, shape if data is None else None, dtype)
+
+        def T(*shape, data=None, dtype=F32):
+            return acl.tensor(data, shape if data is None else None, dtype)
+
         self.p = {k: T(data=v) for k, v in params.items()}
         self.g = {k: T(*v.shape) for k, v in params.items()}
         self.m = {k: T(data=np.zeros_like(v)) for k, v in params.items()}
         self.v = {k: T(data=np.zeros_like(v)) for k, v in params.items()}
         a = {}
-        for name, shape in [("x0", (B, S, D)), ("h1", (B, S, D)), ("q", (B, S, D)), ("k", (B, S, D)), ("vv", (B, S, D)),
-                            ("sc", (B, S, S)), ("pr", (B, S, S)), ("at", (B, S, D)), ("o", (B, S, D)), ("x1", (B, S, D)),
-                            ("h2", (B, S, D)), ("u", (B, S, F)), ("gu", (B, S, F)), ("mo", (B, S, D)), ("x2", (B, S, D)),
-                            ("lg", (N, V)), ("lp", (N, V)), ("loss", ()), ("tw", ()), ("one", ()),
-                            ("mu1", (B, S, 1)), ("rs1", (B, S, 1)), ("mu2", (B, S, 1)), ("rs2", (B, S, 1)),
-                            ("dlp", (N, V)), ("dlg", (N, V)), ("dx2", (B, S, D)), ("dgu", (B, S, F)), ("du", (B, S, F)),
-                            ("dh2", (B, S, D)), ("dx1", (B, S, D)), ("dat", (B, S, D)), ("dpr", (B, S, S)), ("dsc", (B, S, S)),
-                            ("dq", (B, S, D)), ("dk", (B, S, D)), ("dvv", (B, S, D)), ("dh1", (B, S, D)), ("tmp", (B, S, D)),
-                            ("dx0", (B, S, D)), ("lnx", (B, S, D))]:
+        for name, shape in [
+            ("x0", (B, S, D)),
+            ("h1", (B, S, D)),
+            ("q", (B, S, D)),
+            ("k", (B, S, D)),
+            ("vv", (B, S, D)),
+            ("sc", (B, S, S)),
+            ("pr", (B, S, S)),
+            ("at", (B, S, D)),
+            ("o", (B, S, D)),
+            ("x1", (B, S, D)),
+            ("h2", (B, S, D)),
+            ("u", (B, S, F)),
+            ("gu", (B, S, F)),
+            ("mo", (B, S, D)),
+            ("x2", (B, S, D)),
+            ("lg", (N, V)),
+            ("lp", (N, V)),
+            ("loss", ()),
+            ("tw", ()),
+            ("one", ()),
+            ("mu1", (B, S, 1)),
+            ("rs1", (B, S, 1)),
+            ("mu2", (B, S, 1)),
+            ("rs2", (B, S, 1)),
+            ("dlp", (N, V)),
+            ("dlg", (N, V)),
+            ("dx2", (B, S, D)),
+            ("dgu", (B, S, F)),
+            ("du", (B, S, F)),
+            ("dh2", (B, S, D)),
+            ("dx1", (B, S, D)),
+            ("dat", (B, S, D)),
+            ("dpr", (B, S, S)),
+            ("dsc", (B, S, S)),
+            ("dq", (B, S, D)),
+            ("dk", (B, S, D)),
+            ("dvv", (B, S, D)),
+            ("dh1", (B, S, D)),
+            ("tmp", (B, S, D)),
+            ("dx0", (B, S, D)),
+            ("lnx", (B, S, D)),
+        ]:
             a[name] = T(*shape)
         a["one"].upload(np.ones((), np.float32))
         a["tok"], a["tgt"] = T(B, S, dtype=cs.ACL_INT64), T(N, dtype=cs.ACL_INT64)
@@ -94,9 +150,16 @@ class Model:
         a, p, g, run = self.a, self.p, self.g, self.run
         a["tok"].upload(tok)
         a["tgt"].upload(tgt.reshape(N))
-        flat = lambda t, c: self.view(t, (N, c))
-        kT = lambda t: self.view(t, (B, D, S), (S * D, 1, D))  # [B,S,D] -> [B,D,S]
-        sT = lambda t: self.view(t, (B, S, S), (S * S, 1, S))  # batched transpose of [B,S,S]
+
+        def flat(t, c):
+            return self.view(t, (N, c))
+
+        def kT(t):
+            return self.view(t, (B, D, S), (S * D, 1, D))  # [B,S,D] -> [B,D,S]
+
+        def sT(t):
+            return self.view(t, (B, S, S), (S * S, 1, S))  # batched transpose of [B,S,S]
+
         # ---- forward
         run("Embedding", p["emb"], a["tok"], a["x0"])
         run("InplaceAdd", a["x0"], p["pos"], 1.0)  # learned positions, broadcast over the batch
@@ -127,7 +190,20 @@ class Model:
         run("GeluBackward", a["dgu"], a["u"], a["du"])
         run("Mm", self.T2(a["h2"], N, D), flat(a["du"], F), g["w1"], 0)
         run("Mm", flat(a["du"], F), self.T2(p["w1"], D, F), flat(a["dh2"], D), 0)
-        run("LayerNormBackward", a["dh2"], a["x1"], [D], a["mu2"], a["rs2"], p["g2"], p["b2"], [True, True, True], a["lnx"], g["g2"], g["b2"])
+        run(
+            "LayerNormBackward",
+            a["dh2"],
+            a["x1"],
+            [D],
+            a["mu2"],
+            a["rs2"],
+            p["g2"],
+            p["b2"],
+            [True, True, True],
+            a["lnx"],
+            g["g2"],
+            g["b2"],
+        )
         run("Add", a["dx2"], a["lnx"], 1.0, a["dx1"])
         run("Mm", self.T2(a["at"], N, D), flat(a["dx1"], D), g["wo"], 0)
         run("Mm", flat(a["dx1"], D), self.T2(p["wo"], D, D), flat(a["dat"], D), 0)
@@ -143,18 +219,55 @@ class Model:
         for w, d in (("wk", "dk"), ("wv", "dvv")):
             run("Mm", flat(a[d], D), self.T2(p[w], D, D), flat(a["tmp"], D), 0)
             run("InplaceAdd", a["dh1"], a["tmp"], 1.0)
-        run("LayerNormBackward", a["dh1"], a["x0"], [D], a["mu1"], a["rs1"], p["g1"], p["b1"], [True, True, True], a["lnx"], g["g1"], g["b1"])
+        run(
+            "LayerNormBackward",
+            a["dh1"],
+            a["x0"],
+            [D],
+            a["mu1"],
+            a["rs1"],
+            p["g1"],
+            p["b1"],
+            [True, True, True],
+            a["lnx"],
+            g["g1"],
+            g["b1"],
+        )
         run("Add", a["dx1"], a["lnx"], 1.0, a["dx0"])
-        run("EmbeddingDenseBackward", a["dx0"], a["tok"], V, 2 ** 64 - 1, False, g["emb"])
+        run("EmbeddingDenseBackward", a["dx0"], a["tok"], V, 2**64 - 1, False, g["emb"])
         run("ReduceSum", a["dx0"], [0], False, F32, g["pos"])
         return float(a["loss"].numpy(self.s))
 
     def adamw(self, t, lr=3e-2, wd=0.01, b1=0.9, b2=0.999, eps=1e-8):
         h = self.hyper
-        for k, v in (("b1p", b1 ** t), ("b2p", b2 ** t), ("lr", lr), ("wd", wd), ("beta1", b1), ("beta2", b2), ("eps", eps)):
+        for k, v in (
+            ("b1p", b1**t),
+            ("b2p", b2**t),
+            ("lr", lr),
+            ("wd", wd),
+            ("beta1", b1),
+            ("beta2", b2),
+            ("eps", eps),
+        ):
             h[k].upload(np.array([v], np.float32))
         for k in self.p:
-            self.run("ApplyAdamW", self.p[k], self.m[k], self.v[k], h["b1p"], h["b2p"], h["lr"], h["wd"], h["beta1"], h["beta2"], h["eps"], self.g[k], None, False, False)
+            self.run(
+                "ApplyAdamW",
+                self.p[k],
+                self.m[k],
+                self.v[k],
+                h["b1p"],
+                h["b2p"],
+                h["lr"],
+                h["wd"],
+                h["beta1"],
+                h["beta2"],
+                h["eps"],
+                self.g[k],
+                None,
+                False,
+                False,
+            )
 
 
 def check(acl, seed):

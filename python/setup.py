@@ -3,6 +3,7 @@ they are available at build time: $MSPROBE_LIB / $MSPROBE_FASTPATH, else the rep
 target/release build (`cargo build --release --workspace`). Without them the package still works
 with MSPROBE_LIB, a preloaded library, or the repository build (msprobe/_native.py); without the
 extension it records through its pure-Python path."""
+
 import os
 import shutil
 from pathlib import Path
@@ -18,8 +19,10 @@ class BuildPyWithLib(build_py):
         super().run()
         target = Path(os.environ.get("CARGO_TARGET_DIR", HERE.parent / "target"))
         dest = Path(self.build_lib) / "msprobe" / "lib"
-        for name, env, built in (("libmsprobe.so", "MSPROBE_LIB", "libmsprobe.so"),
-                                 ("_fastpath.abi3.so", "MSPROBE_FASTPATH", "lib_fastpath.so")):
+        for name, env, built in (
+            ("libmsprobe.so", "MSPROBE_LIB", "libmsprobe.so"),
+            ("_fastpath.abi3.so", "MSPROBE_FASTPATH", "lib_fastpath.so"),
+        ):
             for c in (os.environ.get(env), target / "release" / built):
                 if c and Path(c).is_file():
                     dest.mkdir(parents=True, exist_ok=True)

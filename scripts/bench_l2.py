@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """L2 benchmarks, each beside its baseline in the same run (see scripts/bench_l2.sh)."""
+
 from __future__ import annotations
 
 import os
@@ -22,20 +23,35 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def per_call(work: Path, calls: int) -> None:
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", work / "libfakeop.so", REPO / "benches/fakeop.c"], check=True)
+    subprocess.run(
+        ["cc", "-O2", "-shared", "-fPIC", "-o", work / "libfakeop.so", REPO / "benches/fakeop.c"], check=True
+    )
     subprocess.run(["cc", "-O2", "-o", work / "l2_call", REPO / "benches/l2_call.c", "-ldl"], check=True)
     (work / "l1.json").write_text('{"level": "L1"}')
 
     def ns(**env: str) -> float:
-        out = subprocess.run([work / "l2_call", work / "libfakeop.so", str(calls)], env=clean_env(**env),
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [work / "l2_call", work / "libfakeop.so", str(calls)],
+            env=clean_env(**env),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return float(out.stdout.strip())
 
     rows = [
         ("direct (no preload)", ns()),
         ("wrapped, capture off (level L1 config)", ns(LD_PRELOAD=str(LIB), MSPROBE_CONFIG=str(work / "l1.json"))),
-        ("wrapped, L2 on, op filtered out", ns(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_LIST="Aclnn.Mm.",
-                                                MSPROBE_DUMP_PATH=str(work / "d"), MSPROBE_LOG_LEVEL="2")),
+        (
+            "wrapped, L2 on, op filtered out",
+            ns(
+                LD_PRELOAD=str(LIB),
+                MSPROBE_LEVEL="L2",
+                MSPROBE_LIST="Aclnn.Mm.",
+                MSPROBE_DUMP_PATH=str(work / "d"),
+                MSPROBE_LOG_LEVEL="2",
+            ),
+        ),
     ]
     print(f"== per-call cost of a trivial aclnn op (phase 2 via dlsym), best of 5 x {calls} calls")
     print(f"{'configuration':<44} {'ns/call':>8} {'extra ns':>9}")
@@ -48,11 +64,20 @@ def step_time(work: Path, lib64: str, reps: int = 3) -> None:
         best = float("inf")
         for _ in range(reps):
             shutil.rmtree(work / "dump", ignore_errors=True)
-            e = clean_env(LD_LIBRARY_PATH=lib64, CANNSIM_LIB64=lib64, MSPROBE_DUMP_PATH=str(work / "dump"),
-                          MSPROBE_LOG_LEVEL="2", **env)
+            e = clean_env(
+                LD_LIBRARY_PATH=lib64,
+                CANNSIM_LIB64=lib64,
+                MSPROBE_DUMP_PATH=str(work / "dump"),
+                MSPROBE_LOG_LEVEL="2",
+                **env,
+            )
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, REPO / "examples/train.py", "--steps", str(steps)], env=e,
-                           stdout=subprocess.DEVNULL, check=True)
+            subprocess.run(
+                [sys.executable, REPO / "examples/train.py", "--steps", str(steps)],
+                env=e,
+                stdout=subprocess.DEVNULL,
+                check=True,
+            )
             best = min(best, time.perf_counter() - t0)
         return best
 
@@ -60,10 +85,12 @@ def step_time(work: Path, lib64: str, reps: int = 3) -> None:
         return (run(105, **env) - run(5, **env)) * 1000 / 100
 
     base = ms_per_step()
-    rows = [("uncaptured", base),
-            ("L2 statistics", ms_per_step(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_TASK="statistics")),
-            ("L2 statistics + md5", ms_per_step(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_SUMMARY_MODE="md5")),
-            ("L2 tensor (.pt files)", ms_per_step(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_TASK="tensor"))]
+    rows = [
+        ("uncaptured", base),
+        ("L2 statistics", ms_per_step(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_TASK="statistics")),
+        ("L2 statistics + md5", ms_per_step(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_SUMMARY_MODE="md5")),
+        ("L2 tensor (.pt files)", ms_per_step(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_TASK="tensor")),
+    ]
     print("== examples/train.py step time: (t[105 steps] - t[5 steps]) / 100, best of 3 runs each")
     print(f"{'configuration':<44} {'ms/step':>8} {'ratio':>7}")
     for name, v in rows:

@@ -8,6 +8,7 @@ runs it measures the disk's file-creation cost, which both tools pay per file.
 usage: python scripts/bench_pytorch.py [--steps 100] [--warmup 3] [--rounds 3] [--out target/bench-pytorch]
                                       [--levels L0,L1] [--settle 360]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,15 +24,26 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DRIVER = REPO / "tests/python/pytorch/drivers/run_case.py"
 SIDES = {
-    "msprobe-rs": (str(REPO / ".venv/bin/python"),
-                   {"PYTHONPATH": str(REPO / "python"), "MSPROBE_LIB": str(REPO / "target/release/libmsprobe.so")}),
-    "msprobe-rs async stop": (str(REPO / ".venv/bin/python"),
-                              {"PYTHONPATH": str(REPO / "python"), "MSPROBE_LIB": str(REPO / "target/release/libmsprobe.so"),
-                               "MSPROBE_STOP_FLUSH": "0"}),
+    "msprobe-rs": (
+        str(REPO / ".venv/bin/python"),
+        {"PYTHONPATH": str(REPO / "python"), "MSPROBE_LIB": str(REPO / "target/release/libmsprobe.so")},
+    ),
+    "msprobe-rs async stop": (
+        str(REPO / ".venv/bin/python"),
+        {
+            "PYTHONPATH": str(REPO / "python"),
+            "MSPROBE_LIB": str(REPO / "target/release/libmsprobe.so"),
+            "MSPROBE_STOP_FLUSH": "0",
+        },
+    ),
     "msprobe 1.1.1": (str(REPO / "target/venv-msprobe111/bin/python"), {"MSPROBE_LOG_LEVEL": "3"}),
 }
-MODES = [("L1", "statistics", "statistics"), ("L1", "statistics", "md5"), ("L1", "tensor", "statistics"),
-         ("L0", "statistics", "statistics")]
+MODES = [
+    ("L1", "statistics", "statistics"),
+    ("L1", "statistics", "md5"),
+    ("L1", "tensor", "statistics"),
+    ("L0", "statistics", "statistics"),
+]
 
 
 def run(side: str, mode: tuple | None, out: Path, a: argparse.Namespace) -> dict:
@@ -39,8 +51,20 @@ def run(side: str, mode: tuple | None, out: Path, a: argparse.Namespace) -> dict
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MSPROBE_LIB", "LD_PRELOAD")}
     env.update(extra)
     res = out / "res.json"
-    argv = [py, str(DRIVER), "--out", str(out / "dump"), "--steps", str(a.steps), "--warmup", str(a.warmup),
-            "--json", str(res), "--cfg_dir", str(out / "cfgs")]
+    argv = [
+        py,
+        str(DRIVER),
+        "--out",
+        str(out / "dump"),
+        "--steps",
+        str(a.steps),
+        "--warmup",
+        str(a.warmup),
+        "--json",
+        str(res),
+        "--cfg_dir",
+        str(out / "cfgs"),
+    ]
     if mode is None:
         argv += ["--mode", "none"]
     else:
@@ -55,7 +79,9 @@ def run(side: str, mode: tuple | None, out: Path, a: argparse.Namespace) -> dict
         raise SystemExit(f"{side} {mode} failed:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}")
     r = json.loads(res.read_text())
     if mode is not None:
-        last = sorted(glob.glob(str(out / "dump/step*/rank*/dump.json")), key=lambda s: int(s.split("/step")[1].split("/")[0]))[-1]
+        last = sorted(
+            glob.glob(str(out / "dump/step*/rank*/dump.json")), key=lambda s: int(s.split("/step")[1].split("/")[0])
+        )[-1]
         r["records"] = len(json.load(open(last))["data"])
     return r
 
@@ -110,7 +136,7 @@ def main() -> None:
             old.rename(trash / old.name)
     create_before = settle(root / "runs", a.settle)
     n = 0
-    for rnd in range(a.rounds):
+    for _rnd in range(a.rounds):
         for mode in [None] + modes:
             for side in SIDES:
                 n += 1
@@ -125,8 +151,13 @@ def main() -> None:
         times[(side, None)] = [t for other in SIDES if SIDES[other][0] == SIDES[side][0] for t in times[(other, None)]]
     med = {k: min(v) * 1e3 for k, v in times.items()}
     rows = []
-    print(f"\nMLP of run_case.py, {a.steps} steps x {a.rounds} rounds per cell (ms: the lowest round median), warm-up {a.warmup}\n")
-    print("| level | task / summary | side | step ms | baseline ms | records/step | per-record µs | msprobe-rs / 1.1.1 |")
+    print(
+        f"\nMLP of run_case.py, {a.steps} steps x {a.rounds} rounds per cell (ms: the lowest round median), "
+        f"warm-up {a.warmup}\n"
+    )
+    print(
+        "| level | task / summary | side | step ms | baseline ms | records/step | per-record µs | msprobe-rs / 1.1.1 |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for mode in modes:
         per = {}
@@ -136,12 +167,25 @@ def main() -> None:
         for side in SIDES:
             ratio = f"1/{per['msprobe 1.1.1'] / per[side]:.1f}" if side != "msprobe 1.1.1" and per[side] > 0 else ""
             task = mode[1] if mode[1] == "tensor" else f"{mode[1]}/{mode[2]}"
-            print(f"| {mode[0]} | {task} | {side} | {med[(side, mode)]:.2f} | {med[(side, None)]:.2f} | "
-                  f"{records[(side, mode)]} | {per[side]:.0f} | {ratio} |")
-            rows.append({"level": mode[0], "task": task, "side": side, "step_ms": med[(side, mode)],
-                         "baseline_ms": med[(side, None)], "records": records[(side, mode)], "per_record_us": per[side]})
-    print(f"\nFile creation on this disk (create + write 1 KiB + close, fresh directory): "
-          f"{create_before:.0f} µs before the runs, {create_after:.0f} µs after.")
+            print(
+                f"| {mode[0]} | {task} | {side} | {med[(side, mode)]:.2f} | {med[(side, None)]:.2f} | "
+                f"{records[(side, mode)]} | {per[side]:.0f} | {ratio} |"
+            )
+            rows.append(
+                {
+                    "level": mode[0],
+                    "task": task,
+                    "side": side,
+                    "step_ms": med[(side, mode)],
+                    "baseline_ms": med[(side, None)],
+                    "records": records[(side, mode)],
+                    "per_record_us": per[side],
+                }
+            )
+    print(
+        f"\nFile creation on this disk (create + write 1 KiB + close, fresh directory): "
+        f"{create_before:.0f} µs before the runs, {create_after:.0f} µs after."
+    )
     (root / "bench.json").write_text(json.dumps(rows, indent=1))
     shutil.rmtree(root / "runs", ignore_errors=True)
     shutil.rmtree(trash, ignore_errors=True)

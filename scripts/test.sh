@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/build.sh
 # Gates: formatting, and clippy with every unsafe block documented (workspace lints in Cargo.toml).
 cargo fmt --all --check
+bash scripts/lint-python.sh
 cargo clippy -q --release --workspace --all-targets -- -D warnings
 cargo test -q --release --workspace
 .venv/bin/python -m pytest -q tests/python tests/python/pytorch simulator/tests --ignore=tests/python/mindspore --ignore=tests/python/test_ms_ascend.py

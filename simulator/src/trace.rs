@@ -98,10 +98,27 @@ pub fn run_traced(op: &str, stream: usize, args: &[Arg], f: impl FnOnce() -> Res
             let (start, len) = a.view.byte_span();
             let li = a.list_index.map(|l| format!("\"list_index\":{l},")).unwrap_or_default();
             format!(
-                "{{\"role\":\"{}\",\"index\":{},{}\"name\":{},\"addr\":\"{:#x}\",\"span_addr\":\"{:#x}\",\"bytes\":{},\"dtype\":\"{}\",\"acl_dtype\":{},\"shape\":{},\"strides\":{},\"offset\":{},\"crc_before\":{},\"crc_after\":{},\"crc_view_before\":{},\"crc_view_after\":{}}}",
-                a.role.name(), a.index, li, jstr(&a.name), a.view.addr, start, len, a.view.dtype.name(), a.view.dtype.acl(),
-                ints(&a.view.shape), ints(&a.view.strides), a.view.offset, hex(before[i]), hex(after[i]),
-                hex(before_view[i]), hex(after_view[i])
+                concat!(
+                    "{{\"role\":\"{}\",\"index\":{},{}\"name\":{},\"addr\":\"{:#x}\",\"span_addr\":\"{:#x}\",",
+                    "\"bytes\":{},\"dtype\":\"{}\",\"acl_dtype\":{},\"shape\":{},\"strides\":{},\"offset\":{},",
+                    "\"crc_before\":{},\"crc_after\":{},\"crc_view_before\":{},\"crc_view_after\":{}}}"
+                ),
+                a.role.name(),
+                a.index,
+                li,
+                jstr(&a.name),
+                a.view.addr,
+                start,
+                len,
+                a.view.dtype.name(),
+                a.view.dtype.acl(),
+                ints(&a.view.shape),
+                ints(&a.view.strides),
+                a.view.offset,
+                hex(before[i]),
+                hex(after[i]),
+                hex(before_view[i]),
+                hex(after_view[i])
             )
         })
         .collect();

@@ -1,4 +1,5 @@
 """Shared fixtures: install the simulator once per session and expose ctypes bindings."""
+
 import os
 import subprocess
 import sys
@@ -14,8 +15,9 @@ sys.path.insert(0, EXAMPLES)
 def _install():
     if os.environ.get("CANNSIM_LIB64"):
         return os.environ["CANNSIM_LIB64"]
-    out = subprocess.run(["bash", os.path.join(REPO, "scripts", "sim-install.sh")], check=True,
-                         stdout=subprocess.PIPE, text=True).stdout
+    out = subprocess.run(
+        ["bash", os.path.join(REPO, "scripts", "sim-install.sh")], check=True, stdout=subprocess.PIPE, text=True
+    ).stdout
     return out.strip().splitlines()[-1]
 
 
@@ -31,6 +33,7 @@ def lib64():
 @pytest.fixture(scope="session")
 def acl():
     import cannsim_ctypes as cs
+
     return cs.Acl(LIB64)
 
 
@@ -39,8 +42,13 @@ def run_py(code, env=None, timeout=60, check=True):
     e = dict(os.environ, CANNSIM_LIB64=LIB64, PYTHONPATH=EXAMPLES)
     e.update(env or {})
     prelude = "import ctypes as C, numpy as np, cannsim_ctypes as cs\nVP = C.c_void_p\n"
-    p = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], env=e, timeout=timeout,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
+        env=e,
+        timeout=timeout,
+        capture_output=True,
+        text=True,
+    )
     if check and p.returncode != 0:
         raise AssertionError(f"child failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
     return p

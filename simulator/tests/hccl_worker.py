@@ -1,4 +1,5 @@
 """One rank of the HCCL tests (spawned by test_hccl.py). Usage: hccl_worker.py ROOTFILE NRANKS RANK MODE"""
+
 import ctypes as C
 import os
 import sys
@@ -21,7 +22,10 @@ def main():
     with open(root_file, "rb") as f:
         comm = acl.hccl_init(n, f.read(), rank)
     s = acl.stream()
-    h = lambda name, types, *a: acl.hccl_call(name, types, *a)
+
+    def h(name, types, *a):
+        return acl.hccl_call(name, types, *a)
+
     rid, rsz = C.c_uint32(), C.c_uint32()
     assert h("HcclGetRankId", [VP, C.POINTER(C.c_uint32)], comm, C.byref(rid)) == 0 and rid.value == rank
     assert h("HcclGetRankSize", [VP, C.POINTER(C.c_uint32)], comm, C.byref(rsz)) == 0 and rsz.value == n
@@ -88,20 +92,63 @@ def main():
     # Broadcast from the last rank
     root = n - 1
     b = acl.tensor(small[rank])
-    assert h("HcclBroadcast", [VP, C.c_uint64, C.c_int, C.c_uint32, VP, VP], b.ptr, 10, cs.HCCL_FP32, root, comm, s) == 0
+    assert (
+        h("HcclBroadcast", [VP, C.c_uint64, C.c_int, C.c_uint32, VP, VP], b.ptr, 10, cs.HCCL_FP32, root, comm, s) == 0
+    )
     np.testing.assert_array_equal(b.numpy(s), small[root])
     # AllGather
     g = acl.tensor(shape=(n * 10,))
-    assert h("HcclAllGather", [VP, VP, C.c_uint64, C.c_int, VP, VP], acl.tensor(small[rank]).ptr, g.ptr, 10, cs.HCCL_FP32, comm, s) == 0
+    assert (
+        h(
+            "HcclAllGather",
+            [VP, VP, C.c_uint64, C.c_int, VP, VP],
+            acl.tensor(small[rank]).ptr,
+            g.ptr,
+            10,
+            cs.HCCL_FP32,
+            comm,
+            s,
+        )
+        == 0
+    )
     np.testing.assert_array_equal(g.numpy(s), np.concatenate(small))
     # ReduceScatter: send n*4 elements, receive 4
     rs_in = [data(r, n * 4, seed=7) for r in range(n)]
     rs_out = acl.tensor(shape=(4,))
-    assert h("HcclReduceScatter", [VP, VP, C.c_uint64, C.c_int, C.c_int, VP, VP], acl.tensor(rs_in[rank]).ptr, rs_out.ptr, 4, cs.HCCL_FP32, cs.HCCL_SUM, comm, s) == 0
-    np.testing.assert_allclose(rs_out.numpy(s), sum(d.astype(np.float64) for d in rs_in)[rank * 4:(rank + 1) * 4], rtol=1e-5, atol=1e-6)
+    assert (
+        h(
+            "HcclReduceScatter",
+            [VP, VP, C.c_uint64, C.c_int, C.c_int, VP, VP],
+            acl.tensor(rs_in[rank]).ptr,
+            rs_out.ptr,
+            4,
+            cs.HCCL_FP32,
+            cs.HCCL_SUM,
+            comm,
+            s,
+        )
+        == 0
+    )
+    np.testing.assert_allclose(
+        rs_out.numpy(s), sum(d.astype(np.float64) for d in rs_in)[rank * 4 : (rank + 1) * 4], rtol=1e-5, atol=1e-6
+    )
     # Reduce to rank 0
     red = acl.tensor(np.zeros(10, np.float32))
-    assert h("HcclReduce", [VP, VP, C.c_uint64, C.c_int, C.c_int, C.c_uint32, VP, VP], acl.tensor(small[rank]).ptr, red.ptr, 10, cs.HCCL_FP32, cs.HCCL_SUM, 0, comm, s) == 0
+    assert (
+        h(
+            "HcclReduce",
+            [VP, VP, C.c_uint64, C.c_int, C.c_int, C.c_uint32, VP, VP],
+            acl.tensor(small[rank]).ptr,
+            red.ptr,
+            10,
+            cs.HCCL_FP32,
+            cs.HCCL_SUM,
+            0,
+            comm,
+            s,
+        )
+        == 0
+    )
     if rank == 0:
         np.testing.assert_allclose(red.numpy(s), sum(d.astype(np.float64) for d in small), rtol=1e-5, atol=1e-6)
     else:
@@ -112,28 +159,64 @@ def main():
     SR = [VP, C.c_uint64, C.c_int, C.c_uint32, VP, VP]
     nxt, prv = (rank + 1) % n, (rank - 1) % n
     order = [("HcclSend", src, nxt), ("HcclRecv", dst, prv)]
-    for name, t, peer in (order if rank % 2 == 0 else order[::-1]):
+    for name, t, peer in order if rank % 2 == 0 else order[::-1]:
         assert h(name, SR, t.ptr, 100_000, cs.HCCL_FP32, peer, comm, s) == 0
     np.testing.assert_array_equal(dst.numpy(s), big[prv])
     # AlltoAll: rank r sends block t (3 elements) to rank t
     a2a = [data(r, n * 3, seed=11) for r in range(n)]
     out = acl.tensor(shape=(n * 3,))
-    assert h("HcclAlltoAll", [VP, C.c_uint64, C.c_int, VP, C.c_uint64, C.c_int, VP, VP], acl.tensor(a2a[rank]).ptr, 3, cs.HCCL_FP32, out.ptr, 3, cs.HCCL_FP32, comm, s) == 0
-    np.testing.assert_array_equal(out.numpy(s), np.concatenate([a2a[r][rank * 3:(rank + 1) * 3] for r in range(n)]))
+    assert (
+        h(
+            "HcclAlltoAll",
+            [VP, C.c_uint64, C.c_int, VP, C.c_uint64, C.c_int, VP, VP],
+            acl.tensor(a2a[rank]).ptr,
+            3,
+            cs.HCCL_FP32,
+            out.ptr,
+            3,
+            cs.HCCL_FP32,
+            comm,
+            s,
+        )
+        == 0
+    )
+    np.testing.assert_array_equal(out.numpy(s), np.concatenate([a2a[r][rank * 3 : (rank + 1) * 3] for r in range(n)]))
+
     # AlltoAllV: rank r sends (r + t + 1) elements to rank t
-    cnt = lambda r, t: r + t + 1
+    def cnt(r, t):
+        return r + t + 1
+
     sends = [data(r, sum(cnt(r, t) for t in range(n)), seed=13) for r in range(n)]
     sc = [cnt(rank, t) for t in range(n)]
     sd = list(np.cumsum([0] + sc[:-1]))
     rc = [cnt(r, rank) for r in range(n)]
     rd = list(np.cumsum([0] + rc[:-1]))
-    u64 = lambda v: (C.c_uint64 * n)(*[int(x) for x in v])
+
+    def u64(v):
+        return (C.c_uint64 * n)(*[int(x) for x in v])
+
     outv = acl.tensor(shape=(sum(rc),))
-    assert h("HcclAlltoAllV", [VP, VP, VP, C.c_int, VP, VP, VP, C.c_int, VP, VP], acl.tensor(sends[rank]).ptr, u64(sc), u64(sd), cs.HCCL_FP32, outv.ptr, u64(rc), u64(rd), cs.HCCL_FP32, comm, s) == 0
+    assert (
+        h(
+            "HcclAlltoAllV",
+            [VP, VP, VP, C.c_int, VP, VP, VP, C.c_int, VP, VP],
+            acl.tensor(sends[rank]).ptr,
+            u64(sc),
+            u64(sd),
+            cs.HCCL_FP32,
+            outv.ptr,
+            u64(rc),
+            u64(rd),
+            cs.HCCL_FP32,
+            comm,
+            s,
+        )
+        == 0
+    )
     pieces = []
     for r in range(n):
         off = sum(cnt(r, t) for t in range(rank))
-        pieces.append(sends[r][off:off + cnt(r, rank)])
+        pieces.append(sends[r][off : off + cnt(r, rank)])
     np.testing.assert_array_equal(outv.numpy(s), np.concatenate(pieces))
     assert h("HcclBarrier", [VP, VP], comm, s) == 0
     acl.sync(s)

@@ -1,4 +1,5 @@
 """aclop: descriptors, data buffers, attributes and single-op execution."""
+
 import ctypes as C
 
 import numpy as np
@@ -23,12 +24,25 @@ class Op:
 
     def io(self, t, shape=None):
         shape = t.shape if shape is None else shape
-        return self.desc(t.dtype, len(shape), (C.c_int64 * max(len(shape), 1))(*shape), cs.ACL_FORMAT_ND), self.buf(t.ptr, t.nbytes)
+        return self.desc(t.dtype, len(shape), (C.c_int64 * max(len(shape), 1))(*shape), cs.ACL_FORMAT_ND), self.buf(
+            t.ptr, t.nbytes
+        )
 
     def run(self, entry, op_type, ins, outs, attr=None, stream=None):
-        arr = lambda xs: (VP * max(len(xs), 1))(*xs)
+        def arr(xs):
+            return (VP * max(len(xs), 1))(*xs)
+
         ii, oo = [self.io(t) if not isinstance(t, tuple) else t for t in ins], [self.io(t) for t in outs]
-        a = (op_type.encode(), len(ii), arr([x[0] for x in ii]), arr([x[1] for x in ii]), len(oo), arr([x[0] for x in oo]), arr([x[1] for x in oo]), attr)
+        a = (
+            op_type.encode(),
+            len(ii),
+            arr([x[0] for x in ii]),
+            arr([x[1] for x in ii]),
+            len(oo),
+            arr([x[0] for x in oo]),
+            arr([x[1] for x in oo]),
+            attr,
+        )
         if entry == "aclopExecuteV2":
             return self.exec_v2(*a, stream)
         return (self.cae if entry == "aclopCompileAndExecute" else self.cae2)(*a, 0, 0, None, stream)
@@ -79,7 +93,12 @@ def test_attrs(acl):
     assert f(rt, "aclopSetAttrDataType", C.c_int, [VP, C.c_char_p, C.c_int])(a, b"dt", 1) == 0
     strs = (C.c_char_p * 2)(b"a", b"b")
     assert f(rt, "aclopSetAttrListString", C.c_int, [VP, C.c_char_p, C.c_int, VP])(a, b"ls", 2, strs) == 0
-    assert f(rt, "aclopSetAttrListListInt", C.c_int, [VP, C.c_char_p, C.c_int, VP, VP])(a, b"lli", 1, (C.c_int * 1)(2), (C.POINTER(C.c_int64) * 1)((C.c_int64 * 2)(1, 2))) == 0
+    assert (
+        f(rt, "aclopSetAttrListListInt", C.c_int, [VP, C.c_char_p, C.c_int, VP, VP])(
+            a, b"lli", 1, (C.c_int * 1)(2), (C.POINTER(C.c_int64) * 1)((C.c_int64 * 2)(1, 2))
+        )
+        == 0
+    )
     assert f(rt, "aclopSetAttrInt", C.c_int, [VP, C.c_char_p, C.c_int64])(a, None, 3) == 100000
     assert f(rt, "aclopSetAttrInt", C.c_int, [VP, C.c_char_p, C.c_int64])(0x99, b"i", 3) == 100000
     f(rt, "aclopDestroyAttr", None, [VP])(a)
@@ -138,6 +157,8 @@ def test_aclop_errors(acl):
     small = (op.desc(cs.ACL_FLOAT, 2, (C.c_int64 * 2)(2, 2), 2), op.buf(A.ptr, 8))  # buffer too small
     assert op.run("aclopExecuteV2", "Relu", [small], [Y]) == 100000
     assert op.cae(b"Relu", 1, None, None, 1, None, None, None, 0, 0, None, None) == 100000
-    compile_ = acl.fn(acl.opc, "aclopCompile", C.c_int, [C.c_char_p, C.c_int, VP, C.c_int, VP, VP, C.c_int, C.c_int, C.c_char_p])
+    compile_ = acl.fn(
+        acl.opc, "aclopCompile", C.c_int, [C.c_char_p, C.c_int, VP, C.c_int, VP, VP, C.c_int, C.c_int, C.c_char_p]
+    )
     assert compile_(b"MatMul", 0, None, 0, None, None, 0, 0, None) == 0
     assert compile_(b"Nope", 0, None, 0, None, None, 0, 0, None) == 100024

@@ -1,4 +1,5 @@
 """HCCL across processes: collectives on 2 and 4 ranks, peer death, timeout, argument errors."""
+
 import os
 import subprocess
 import sys
@@ -19,8 +20,16 @@ def spawn(n, mode, env=None, timeout=60):
     e = dict(os.environ, PYTHONPATH=EXAMPLES)
     e.update(env or {})
     try:
-        procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "hccl_worker.py"), f.name, str(n), str(r), mode],
-                                  env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(n)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, os.path.join(HERE, "hccl_worker.py"), f.name, str(n), str(r), mode],
+                env=e,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for r in range(n)
+        ]
         outs = [p.communicate(timeout=timeout) for p in procs]
     finally:
         os.unlink(f.name)
@@ -37,7 +46,7 @@ def test_collectives(n):
 def test_peer_death_is_reported():
     (code, out, err), _ = spawn(2, "die", env={"CANNSIM_HCCL_TIMEOUT_S": "20"})
     assert code == 0, err
-    lines = dict(l.split(" ", 1) for l in out.splitlines())
+    lines = dict(line.split(" ", 1) for line in out.splitlines())
     assert lines["enqueue"] == "0"
     assert lines["sync"] != "0"
     assert lines["async"] == "21"  # HCCL_E_REMOTE
@@ -62,6 +71,7 @@ def test_timeout():
 
 def test_root_info_and_bad_init(acl):
     import ctypes as C
+
     bad = C.create_string_buffer(4108)
     comm = C.c_void_p()
     f = acl.fn(acl.hccl, "HcclCommInitRootInfo", C.c_int, [C.c_uint32, C.c_void_p, C.c_uint32, C.POINTER(C.c_void_p)])
@@ -76,9 +86,11 @@ def test_root_info_and_bad_init(acl):
 
 def test_cluster_info_rank_table(tmp_path):
     table = tmp_path / "rank_table.json"
-    table.write_text('{"version":"1.0","server_count":"1","server_list":[{"server_id":"127.0.0.1","device":['
-                     '{"device_id":"0","device_ip":"192.168.1.1","rank_id":"0"},'
-                     '{"device_id":"1","device_ip":"192.168.1.2","rank_id":"1"}]}],"status":"completed"}')
+    table.write_text(
+        '{"version":"1.0","server_count":"1","server_list":[{"server_id":"127.0.0.1","device":['
+        '{"device_id":"0","device_ip":"192.168.1.1","rank_id":"0"},'
+        '{"device_id":"1","device_ip":"192.168.1.2","rank_id":"1"}]}],"status":"completed"}'
+    )
     code = r"""
 import sys
 acl = cs.Acl()
@@ -95,11 +107,21 @@ print(x.numpy(s).tolist())
 assert f(b"/nonexistent/table.json", 0, C.byref(comm)) == 10
 """.replace("TABLE", repr(str(table)))
     import subprocess
+
     from conftest import LIB64
+
     env = dict(os.environ, CANNSIM_LIB64=LIB64, PYTHONPATH=EXAMPLES)
     prelude = "import ctypes as C, numpy as np, cannsim_ctypes as cs\nVP = C.c_void_p\n"
-    procs = [subprocess.Popen([sys.executable, "-c", prelude + code], env=dict(env, RANK_ID=str(r)),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", prelude + code],
+            env=dict(env, RANK_ID=str(r)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(2)
+    ]
     for p in procs:
         out, err = p.communicate(timeout=60)
         assert p.returncode == 0, err

@@ -1,4 +1,5 @@
 """nnopbase: tensors and getters, scalars, arrays, lists, executor life cycle and re-binding."""
+
 import ctypes as C
 
 import numpy as np
@@ -24,7 +25,10 @@ def test_tensor_getters(acl):
     off, fmt, dt, raw = C.c_int64(), C.c_int(), C.c_int(), VP()
     assert acl.nn_fn("aclGetViewOffset", C.c_int, [VP, C.POINTER(C.c_int64)])(t, C.byref(off)) == 0 and off.value == 5
     assert acl.nn_fn("aclGetFormat", C.c_int, [VP, C.POINTER(C.c_int)])(t, C.byref(fmt)) == 0 and fmt.value == 2
-    assert acl.nn_fn("aclGetDataType", C.c_int, [VP, C.POINTER(C.c_int)])(t, C.byref(dt)) == 0 and dt.value == cs.ACL_FLOAT16
+    assert (
+        acl.nn_fn("aclGetDataType", C.c_int, [VP, C.POINTER(C.c_int)])(t, C.byref(dt)) == 0
+        and dt.value == cs.ACL_FLOAT16
+    )
     assert acl.nn_fn("aclGetRawTensorAddr", C.c_int, [VP, C.POINTER(VP)])(t, C.byref(raw)) == 0 and raw.value == d
     assert acl.nn_fn("aclSetRawTensorAddr", C.c_int, [VP, VP])(t, d + 64) == 0
     assert acl.nn_fn("aclGetRawTensorAddr", C.c_int, [VP, C.POINTER(VP)])(t, C.byref(raw)) == 0 and raw.value == d + 64
@@ -60,7 +64,12 @@ def test_scalar_and_array_copy_at_creation(acl):
     ba = acl.bool_array([True, False, True])
     for name, h, want in (("aclGetFloatArraySize", fa, 2), ("aclGetBoolArraySize", ba, 3)):
         assert acl.nn_fn(name, C.c_int, [VP, C.POINTER(C.c_uint64)])(h, C.byref(n)) == 0 and n.value == want
-    for name, h in (("aclDestroyScalar", s), ("aclDestroyIntArray", ia), ("aclDestroyFloatArray", fa), ("aclDestroyBoolArray", ba)):
+    for name, h in (
+        ("aclDestroyScalar", s),
+        ("aclDestroyIntArray", ia),
+        ("aclDestroyFloatArray", fa),
+        ("aclDestroyBoolArray", ba),
+    ):
         assert acl.nn_fn(name, C.c_int, [VP])(h) == 0
     assert acl.nn_fn("aclDestroyScalar", C.c_int, [VP])(ia) == INVALID  # wrong type / stale
 
@@ -70,7 +79,9 @@ def test_lists(acl):
     ts = [acl.create_tensor((2,), cs.ACL_FLOAT, d) for _ in range(3)]
     lst = acl.tensor_list(ts)
     n = C.c_uint64()
-    assert acl.nn_fn("aclGetTensorListSize", C.c_int, [VP, C.POINTER(C.c_uint64)])(lst, C.byref(n)) == 0 and n.value == 3
+    assert (
+        acl.nn_fn("aclGetTensorListSize", C.c_int, [VP, C.POINTER(C.c_uint64)])(lst, C.byref(n)) == 0 and n.value == 3
+    )
     sc = [acl.scalar(1.0), acl.scalar(2)]
     sl = acl.nn_fn("aclCreateScalarList", VP, [VP, C.c_uint64])((VP * 2)(*sc), 2)
     assert acl.nn_fn("aclGetScalarListSize", C.c_int, [VP, C.POINTER(C.c_uint64)])(sl, C.byref(n)) == 0 and n.value == 2
@@ -110,8 +121,11 @@ def test_repeatable_executor_rebinding(acl):
     assert st == 0
     assert nn("aclSetAclOpExecutorRepeatable", C.c_int, [VP])(ex) == 0
     assert acl.launch("Muls", None, 0, ex) == INVALID  # NULL addresses are rejected at launch, executor kept
-    setters = [("aclSetInputTensorAddr", "aclSetOutputTensorAddr"), ("AclSetInputTensorAddr", "AclSetOutputTensorAddr"),
-               ("aclSetTensorAddr", "aclSetTensorAddr")]
+    setters = [
+        ("aclSetInputTensorAddr", "aclSetOutputTensorAddr"),
+        ("AclSetInputTensorAddr", "AclSetOutputTensorAddr"),
+        ("aclSetTensorAddr", "aclSetTensorAddr"),
+    ]
     for i, (si, so) in enumerate(setters):
         fi = nn(si, C.c_int, [VP, C.c_size_t, VP, VP])
         fo = nn(so, C.c_int, [VP, C.c_size_t, VP, VP])

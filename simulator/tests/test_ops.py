@@ -1,4 +1,5 @@
 """aclnn operators checked against independent numpy references (forward and backward), f32/f16/bf16."""
+
 import math
 
 import numpy as np
@@ -60,20 +61,31 @@ def test_binary_ops(env, dt):
     a, b = e.rand(3, 4), e.rand(4, lo=0.5, hi=2.0)
     A, B = e.t(a), e.t(b)
     for name, args, ref in [
-        ("Add", (2.0,), a + 2.0 * b), ("Sub", (0.5,), a - 0.5 * b), ("Mul", (), a * b), ("Div", (), a / b),
+        ("Add", (2.0,), a + 2.0 * b),
+        ("Sub", (0.5,), a - 0.5 * b),
+        ("Mul", (), a * b),
+        ("Div", (), a / b),
     ]:
         o = e.out(3, 4)
         e.run(name, A, B, *args, o)
         e.check(o, ref)
-    for name, args, ref in [("Adds", (1.5, 2.0), a + 3.0), ("Subs", (1.5, 2.0), a - 3.0), ("Muls", (-1.5,), a * -1.5), ("Divs", (4.0,), a / 4.0)]:
+    for name, args, ref in [
+        ("Adds", (1.5, 2.0), a + 3.0),
+        ("Subs", (1.5, 2.0), a - 3.0),
+        ("Muls", (-1.5,), a * -1.5),
+        ("Divs", (4.0,), a / 4.0),
+    ]:
         o = e.out(3, 4)
         e.run(name, A, *args, o)
         e.check(o, ref)
     cur = a.copy()
     for name, args, fn in [
-        ("InplaceAdd", (B, 2.0), lambda x: x + 2 * b), ("InplaceSub", (B, 1.0), lambda x: x - b),
-        ("InplaceMul", (B,), lambda x: x * b), ("InplaceDiv", (B,), lambda x: x / b),
-        ("InplaceAdds", (0.25, 2.0), lambda x: x + 0.5), ("InplaceMuls", (3.0,), lambda x: x * 3),
+        ("InplaceAdd", (B, 2.0), lambda x: x + 2 * b),
+        ("InplaceSub", (B, 1.0), lambda x: x - b),
+        ("InplaceMul", (B,), lambda x: x * b),
+        ("InplaceDiv", (B,), lambda x: x / b),
+        ("InplaceAdds", (0.25, 2.0), lambda x: x + 0.5),
+        ("InplaceMuls", (3.0,), lambda x: x * 3),
     ]:
         e.run(name, A, *args)
         cur = q(fn(cur), dt)
@@ -222,9 +234,17 @@ def test_layer_norm_backward_matches_finite_differences(acl):
     e.run("LayerNorm", X, [6], W, B, 1e-5, Y, MU, RS)
     DX, DW, DB = e.out(4, 6), e.out(6), e.out(6)
     e.run("LayerNormBackward", G, X, [6], MU, RS, W, None, [True, True, True], DX, DW, DB)
-    f = lambda x, w, b: (ln_ref(x, w, b, 1e-5)[0] * g).sum()
+
+    def f(x, w, b):
+        return (ln_ref(x, w, b, 1e-5)[0] * g).sum()
+
     h = 1e-6
-    num = lambda arr, fn: np.array([(fn(arr + h * d) - fn(arr - h * d)) / (2 * h) for d in np.eye(arr.size).reshape((arr.size,) + arr.shape)]).reshape(arr.shape)
+
+    def num(arr, fn):
+        return np.array(
+            [(fn(arr + h * d) - fn(arr - h * d)) / (2 * h) for d in np.eye(arr.size).reshape((arr.size,) + arr.shape)]
+        ).reshape(arr.shape)
+
     np.testing.assert_allclose(DX.numpy(e.stream), num(x, lambda v: f(v, w, b)), rtol=1e-3, atol=1e-4)
     np.testing.assert_allclose(DW.numpy(e.stream), num(w, lambda v: f(x, v, b)), rtol=1e-3, atol=1e-4)
     np.testing.assert_allclose(DB.numpy(e.stream), num(b, lambda v: f(x, w, v)), rtol=1e-3, atol=1e-4)
@@ -232,7 +252,10 @@ def test_layer_norm_backward_matches_finite_differences(acl):
     xs = e.rand(10)
     GB = e.out(10)
     e.run("GeluBackward", e.t(np.ones(10)), e.t(xs), GB)
-    gelu = lambda v: 0.5 * v * (1 + ERF(v / math.sqrt(2)))
+
+    def gelu(v):
+        return 0.5 * v * (1 + ERF(v / math.sqrt(2)))
+
     np.testing.assert_allclose(GB.numpy(e.stream), (gelu(xs + h) - gelu(xs - h)) / (2 * h), rtol=1e-4, atol=1e-5)
 
 
@@ -241,14 +264,14 @@ def test_embedding(env, dt):
     e = env(dt)
     w = e.rand(7, 4)
     idx = np.array([[1, 0, 6], [6, 3, 1]], np.int64)
-    W, I = e.t(w), e.acl.tensor(idx, dtype=cs.ACL_INT64)
+    W, IDX = e.t(w), e.acl.tensor(idx, dtype=cs.ACL_INT64)
     o = e.out(2, 3, 4)
-    e.run("Embedding", W, I, o)
+    e.run("Embedding", W, IDX, o)
     e.check(o, w[idx])
     g = e.rand(2, 3, 4)
-    for pad, scale in [(2 ** 64 - 1, False), (6, True)]:
+    for pad, scale in [(2**64 - 1, False), (6, True)]:
         o = e.out(7, 4)
-        e.run("EmbeddingDenseBackward", e.t(g), I, 7, pad, scale, o)
+        e.run("EmbeddingDenseBackward", e.t(g), IDX, 7, pad, scale, o)
         ref = np.zeros((7, 4))
         cnt = np.bincount(idx.ravel(), minlength=7)
         for r, i in enumerate(idx.ravel()):
@@ -315,13 +338,32 @@ def test_apply_adamw(env, dt, amsgrad):
     mx = e.rand(5, lo=0, hi=1)
     lr, wd, b1, b2, eps, step = 0.01, 0.1, 0.9, 0.999, 1e-8, 3
     V, M, VV, G, MX = e.t(var), e.t(m), e.t(v), e.t(g), e.t(mx)
-    sc = lambda val: e.acl.tensor(np.array([val], np.float32))
-    e.run("ApplyAdamW", V, M, VV, sc(b1 ** step), sc(b2 ** step), sc(lr), sc(wd), sc(b1), sc(b2), sc(eps), G, MX if amsgrad else None, amsgrad, False)
+
+    def sc(val):
+        return e.acl.tensor(np.array([val], np.float32))
+
+    e.run(
+        "ApplyAdamW",
+        V,
+        M,
+        VV,
+        sc(b1**step),
+        sc(b2**step),
+        sc(lr),
+        sc(wd),
+        sc(b1),
+        sc(b2),
+        sc(eps),
+        G,
+        MX if amsgrad else None,
+        amsgrad,
+        False,
+    )
     var_r = var * (1 - lr * wd)
     m_r = b1 * m + (1 - b1) * g
     v_r = b2 * v + (1 - b2) * g * g
     vv = np.maximum(mx, v_r) if amsgrad else v_r
-    var_r = var_r - lr * (m_r / (1 - b1 ** step)) / (np.sqrt(vv / (1 - b2 ** step)) + eps)
+    var_r = var_r - lr * (m_r / (1 - b1**step)) / (np.sqrt(vv / (1 - b2**step)) + eps)
     e.check(V, var_r)
     e.check(M, m_r)
     e.check(VV, v_r)
@@ -361,7 +403,12 @@ def test_views_with_strides_and_offsets(acl):
 def test_bad_arguments(acl):
     NULLPTR, INVALID = 161001, 161002
     a, b, o = acl.tensor(np.ones((2, 3), np.float32)), acl.tensor(np.ones((4,), np.float32)), acl.tensor(shape=(2, 3))
-    st = lambda name, *args: (lambda r: (acl.release(r[3]), r[0])[1])(acl.prepare(name, *args))
+
+    def st(name, *args):
+        r = acl.prepare(name, *args)
+        acl.release(r[3])
+        return r[0]
+
     assert st("Add", a, b, 1.0, o) == INVALID  # shapes do not broadcast
     assert st("Add", a, a, 1.0, None) == NULLPTR
     assert st("Add", a, a, None, o) == NULLPTR  # alpha is required

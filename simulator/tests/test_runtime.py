@@ -1,9 +1,9 @@
 """ACL runtime: init, devices, contexts, streams, events, memory, callbacks, error codes."""
+
 import ctypes as C
 import signal
 
 import numpy as np
-import pytest
 
 import cannsim_ctypes as cs
 from conftest import run_py
@@ -89,7 +89,9 @@ def test_memcpy_every_kind(acl):
     assert acl.call("aclrtMemcpy", d1, 8, src.ctypes.data, 64, cs.H2D) == INVALID_PARAM  # count > destMax
     assert acl.call("aclrtMemcpy", d1, 64, src.ctypes.data, 64, 99) == INVALID_PARAM  # bad kind
     assert acl.call("aclrtMemcpy", None, 64, src.ctypes.data, 64, cs.H2D) == INVALID_PARAM
-    assert acl.call("aclrtMemcpy", out.ctypes.data, 64, src.ctypes.data, 64, cs.H2D) == RT_PARAM_INVALID  # dst not device
+    assert (
+        acl.call("aclrtMemcpy", out.ctypes.data, 64, src.ctypes.data, 64, cs.H2D) == RT_PARAM_INVALID
+    )  # dst not device
     assert acl.call("aclrtMemcpy", d1, 64, src.ctypes.data, 64, cs.D2H) == RT_PARAM_INVALID  # kind mismatch
     assert acl.call("aclrtMemcpy", d1 + 32, 64, src.ctypes.data, 64, cs.H2D) == RT_PARAM_INVALID  # past the allocation
     assert "device" in acl.errmsg() or "allocation" in acl.errmsg()
@@ -115,20 +117,24 @@ def test_memset_and_async(acl):
 
 
 def test_host_dereference_of_device_pointer_faults():
-    p = run_py("""
+    p = run_py(
+        """
         acl = cs.Acl()
         d = acl.malloc(64)
         acl.h2d(d, np.ones(64, np.uint8))
         print("allocated", flush=True)
         C.string_at(d, 1)   # host read of device memory
         print("NOT REACHED", flush=True)
-    """, check=False)
+    """,
+        check=False,
+    )
     assert "allocated" in p.stdout and "NOT REACHED" not in p.stdout
     assert p.returncode == -signal.SIGSEGV
 
 
 def test_unsynchronized_memcpy_sees_unfinished_kernel():
-    p = run_py("""
+    p = run_py(
+        """
         acl = cs.Acl()
         s = acl.stream()
         a = acl.tensor(np.ones(16, np.float32)); o = acl.tensor(np.zeros(16, np.float32))
@@ -139,12 +145,15 @@ def test_unsynchronized_memcpy_sees_unfinished_kernel():
         acl.sync(s)
         late = o.numpy(sync=False)
         print(st.value, early.sum(), late.sum())
-    """, env={"CANNSIM_KERNEL_DELAY_US": "300000"})
+    """,
+        env={"CANNSIM_KERNEL_DELAY_US": "300000"},
+    )
     assert p.stdout.split() == ["1", "0.0", "672.0"]
 
 
 def test_streams_and_timeouts():
-    p = run_py("""
+    p = run_py(
+        """
         acl = cs.Acl()
         s = VP()
         print(acl.call("aclrtCreateStreamWithConfig", C.byref(s), 0, 0))
@@ -152,11 +161,14 @@ def test_streams_and_timeouts():
         acl.run("InplaceMuls", a, 2.0, stream=s.value)
         print(acl.call("aclrtSynchronizeStreamWithTimeout", s, 10))
         print(acl.call("aclrtSynchronizeStreamWithTimeout", s, -1))
-        print(acl.call("aclrtDestroyStream", s), acl.call("aclrtDestroyStream", s), acl.call("aclrtDestroyStream", None))
+        print(acl.call("aclrtDestroyStream", s), acl.call("aclrtDestroyStream", s),
+              acl.call("aclrtDestroyStream", None))
         print(acl.call("aclrtCreateStream", None), acl.call("aclrtSynchronizeStream", 0xBAD0))
         acl.run("InplaceMuls", a, 2.0)       # default (NULL) stream
         print(acl.call("aclrtSynchronizeDevice"), a.numpy(sync=False).tolist())
-    """, env={"CANNSIM_KERNEL_DELAY_US": "200000"})
+    """,
+        env={"CANNSIM_KERNEL_DELAY_US": "200000"},
+    )
     lines = p.stdout.splitlines()
     assert lines[0] == "0"
     assert lines[1] == "107028"  # timeout expired
@@ -167,7 +179,8 @@ def test_streams_and_timeouts():
 
 
 def test_events():
-    p = run_py("""
+    p = run_py(
+        """
         acl = cs.Acl()
         s1, s2 = acl.stream(), acl.stream()
         e0, e1, e2 = VP(), VP(), VP()
@@ -191,8 +204,10 @@ def test_events():
         print("elapsed_ok", ms.value >= 90.0)
         print("bad", acl.call("aclrtRecordEvent", None, s1), acl.call("aclrtEventElapsedTime", None, e0, e1))
         print(acl.call("aclrtDestroyEvent", e0), acl.call("aclrtDestroyEvent", e0))
-    """, env={"CANNSIM_KERNEL_DELAY_US": "100000"})
-    out = dict(l.split(" ", 1) for l in p.stdout.splitlines())
+    """,
+        env={"CANNSIM_KERNEL_DELAY_US": "100000"},
+    )
+    out = dict(line.split(" ", 1) for line in p.stdout.splitlines())
     assert out["status_before"] == "0" and out["status_after"] == "1"
     assert out["value"] == "7.0" and out["elapsed_ok"] == "True"
     assert out["bad"] == "100000 100000" and out["0"] == "100000"

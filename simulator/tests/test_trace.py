@@ -1,6 +1,6 @@
 """Ground-truth trace (CANNSIM_TRACE): one JSON line per launch with CRC-32 of every tensor span."""
+
 import json
-import os
 
 from conftest import run_py
 
@@ -26,12 +26,15 @@ acl.sync(s)
 o_final = O.numpy(s)
 crc = lambda arr: "%08x" % (zlib.crc32(np.ascontiguousarray(arr).tobytes()) & 0xffffffff)
 recs = [json.loads(l) for l in open(os.environ["CANNSIM_TRACE"])]
-assert [r["op"] for r in recs] == ["aclnnAdd", "aclnnMuls", "aclnnInplaceAdd", "aclnnCast", "HcclAllReduce"], [r["op"] for r in recs]
+ops = [r["op"] for r in recs]
+assert ops == ["aclnnAdd", "aclnnMuls", "aclnnInplaceAdd", "aclnnCast", "HcclAllReduce"], ops
 assert [r["seq"] for r in recs] == list(range(5))
 assert all(r["stream"] == hex(s) and r["pid"] == os.getpid() for r in recs)
 add = recs[0]["tensors"]
-assert [(t["role"], t["name"], t["index"]) for t in add] == [("input", "self", 0), ("input", "other", 1), ("output", "out", 2)]
-assert add[0]["addr"] == hex(A.ptr) and add[0]["bytes"] == 96 and add[0]["dtype"] == "float32" and add[0]["acl_dtype"] == 0
+assert [(t["role"], t["name"], t["index"]) for t in add] == [
+    ("input", "self", 0), ("input", "other", 1), ("output", "out", 2)]
+assert add[0]["addr"] == hex(A.ptr) and add[0]["bytes"] == 96
+assert add[0]["dtype"] == "float32" and add[0]["acl_dtype"] == 0
 assert add[0]["shape"] == [4, 6] and add[0]["strides"] == [6, 1] and add[0]["offset"] == 0
 assert add[0]["crc_before"] == crc(a) and add[0]["crc_after"] is None
 assert add[1]["crc_before"] == crc(b)
@@ -39,12 +42,15 @@ o_add = (a + 2 * b).astype(np.float32)
 assert add[2]["crc_after"] == crc(o_add), (add[2], crc(o_add))
 mul = recs[1]["tensors"]
 span = a.ravel()[7: 7 + (3 - 1) * 1 + (2 - 1) * 6 + 1]       # elements [offset, offset + sum((d-1)*s) + 1)
-assert mul[0]["bytes"] == span.nbytes and mul[0]["span_addr"] == hex(A.ptr + 7 * 4) and mul[0]["crc_before"] == crc(span)
+assert mul[0]["bytes"] == span.nbytes and mul[0]["span_addr"] == hex(A.ptr + 7 * 4)
+assert mul[0]["crc_before"] == crc(span)
 assert mul[1]["crc_after"] == crc(3 * a.ravel()[7:].reshape(-1)[[0, 6, 1, 7, 2, 8]].reshape(3, 2))
 ia = recs[2]["tensors"]
-assert ia[0]["role"] == "inout" and ia[0]["crc_before"] == crc(o_add) and ia[0]["crc_after"] == crc((o_add + b).astype(np.float32))
+assert ia[0]["role"] == "inout" and ia[0]["crc_before"] == crc(o_add)
+assert ia[0]["crc_after"] == crc((o_add + b).astype(np.float32))
 cast = recs[3]["tensors"]
-assert cast[1]["dtype"] == "bfloat16" and cast[1]["acl_dtype"] == 27 and cast[1]["crc_after"] == crc(cs.f32_to_bf16_bits(a))
+assert cast[1]["dtype"] == "bfloat16" and cast[1]["acl_dtype"] == 27
+assert cast[1]["crc_after"] == crc(cs.f32_to_bf16_bits(a))
 hc = recs[4]["tensors"]
 assert hc[0]["role"] == "inout" and hc[0]["crc_after"] == crc(o_final)
 print("trace OK")

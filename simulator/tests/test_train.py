@@ -1,4 +1,5 @@
 """examples/train.py and examples/patterns.py run against the simulator."""
+
 import os
 import re
 import subprocess
@@ -11,8 +12,13 @@ EX = os.path.join(HERE, "..", "..", "examples")
 def losses(*args, env=None):
     e = dict(os.environ)
     e.update(env or {})
-    p = subprocess.run([sys.executable, os.path.join(EX, "train.py"), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=120, env=e)
+    p = subprocess.run(
+        [sys.executable, os.path.join(EX, "train.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=e,
+    )
     assert p.returncode == 0, p.stderr
     vals = [float(m.group(1)) for m in re.finditer(r"^step \d+ loss ([0-9.]+)$", p.stdout, re.M)]
     return vals
@@ -43,14 +49,25 @@ def test_train_bf16_with_kernel_delay():
 
 def test_patterns_driver():
     for env in ({}, {"CANNSIM_KERNEL_DELAY_US": "20000"}):
-        p = subprocess.run([sys.executable, os.path.join(EX, "patterns.py")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=120, env=dict(os.environ, **env))
+        p = subprocess.run(
+            [sys.executable, os.path.join(EX, "patterns.py")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ, **env),
+        )
         assert p.returncode == 0 and "patterns OK" in p.stdout, p.stderr
 
 
 def test_transformer_block_gradients_and_training():
-    run = lambda *a: subprocess.run([sys.executable, os.path.join(EX, "transformer.py"), *a], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, timeout=120)
+    def run(*a):
+        return subprocess.run(
+            [sys.executable, os.path.join(EX, "transformer.py"), *a],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
     p = run("--check")
     assert p.returncode == 0 and "transformer gradients OK" in p.stdout, p.stderr
     p = run("--steps", "60")

@@ -1,4 +1,5 @@
 """Checks that the release build the suites run against exists."""
+
 import pytest
 
 from recorder_testutil import CLI, LIB

@@ -1,5 +1,6 @@
 """Helpers for the recorder suites: run a small program in a fresh process (one recorder per
 process)."""
+
 from __future__ import annotations
 
 import os
@@ -19,13 +20,15 @@ def run_child(code: str, env: dict[str, str] | None = None, timeout: float = 120
     e = dict(os.environ)
     e.update({"PYTHONPATH": str(REPO / "python"), "MSPROBE_LIB": str(LIB)})
     e.update(env or {})
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=e, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=e, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def spawn_child(code: str, env: dict[str, str]) -> subprocess.Popen:
     e = dict(os.environ)
     e.update({"PYTHONPATH": str(REPO / "python"), "MSPROBE_LIB": str(LIB)})
     e.update(env)
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=e,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )

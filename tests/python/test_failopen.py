@@ -1,5 +1,6 @@
 """The host job never breaks: bad configuration and unusable dump paths give one clear error
 line, capture stays off, and the process carries on."""
+
 from __future__ import annotations
 
 import os
@@ -98,5 +99,6 @@ print("job finished")
     p = run_child(code, {"MSPROBE_DUMP_PATH": str(tmp_path / "d")}, timeout=60)
     assert p.returncode == 0 and "job finished" in p.stdout, p.stderr
     import json
+
     data = json.loads((tmp_path / "d/step0/rank/dump.json").read_text())["data"]
     assert list(data) == ["Torch.parent.0.forward"]

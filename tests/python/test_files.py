@@ -4,6 +4,7 @@ The independent truth is torch itself: files must load with torch.load(weights_o
 np.load and equal the live tensors, and statistics must equal msprobe 1.1.1's rules computed
 with torch reductions (msprobe-format.md §5.4–5.6).
 """
+
 from __future__ import annotations
 
 import json
@@ -51,10 +52,15 @@ for k, t in cases.items():
 
 
 def test_pt_files_load_with_torch_and_equal_the_tensors(tmp_path: Path) -> None:
-    code = f"DUMP = {str(tmp_path / 'dump')!r}\n" + RECORD_TORCH + """
+    code = (
+        f"DUMP = {str(tmp_path / 'dump')!r}\n"
+        + RECORD_TORCH
+        + """
 n.lib.msprobe_init(('{"task": "tensor", "level": "L1", "dump_path": "%s"}' % DUMP).encode())
 assert n.lib.msprobe_start() == 1
-""" + CASES + """
+"""
+        + CASES
+        + """
 n.lib.msprobe_stop(); n.lib.msprobe_flush()
 for k, t in cases.items():
     loaded = torch.load(f"{DUMP}/step0/rank/dump_tensor_data/Torch.{k}.0.forward.input.0.pt", weights_only=True)
@@ -67,13 +73,16 @@ for k, t in cases.items():
     assert same, k
 print("OK", len(cases))
 """
+    )
     p = run_child(code)
     assert p.returncode == 0, p.stderr
     assert "OK 21" in p.stdout
 
 
 def test_npy_files_load_with_numpy(tmp_path: Path) -> None:
-    code = f"DUMP = {str(tmp_path / 'd')!r}\n" + """
+    code = (
+        f"DUMP = {str(tmp_path / 'd')!r}\n"
+        + """
 import sys, ctypes, numpy as np
 from msprobe import _native as n
 n.lib.msprobe_init(('{"task": "tensor", "framework": "mindspore", "dump_path": "%s"}' % DUMP).encode())
@@ -102,6 +111,7 @@ dump = open(f"{DUMP}/step0/rank/dump.json").read()
 assert '"dtype": "BFloat16"' in dump and '"type": "mindspore.Tensor"' in dump and "requires_grad" not in dump
 print("OK")
 """
+    )
     p = run_child(code)
     assert p.returncode == 0, p.stderr
     assert "OK" in p.stdout
@@ -109,18 +119,25 @@ print("OK")
 
 def test_statistics_and_crc_follow_msprobe_rules_computed_with_torch(tmp_path: Path) -> None:
     """Each leaf's Max/Min/Mean/Norm/md5 equals msprobe 1.1.1's formula evaluated with torch."""
-    code = RECORD_TORCH + """
-n.lib.msprobe_init(b'{"task": "statistics", "summary_mode": "md5", "dump_path": "%s"}')
+    code = (
+        RECORD_TORCH
+        + f"""
+n.lib.msprobe_init(b'{{"task": "statistics", "summary_mode": "md5", "dump_path": "{tmp_path / "dump"}"}}')
 assert n.lib.msprobe_start() == 1
-""" % (tmp_path / "dump") + CASES + """
+"""
+        + CASES
+        + f"""
 n.lib.msprobe_stop(); n.lib.msprobe_flush()
-torch.save({k: v.contiguous() for k, v in cases.items()}, "%s/truth.pt")
+torch.save({{k: v.contiguous() for k, v in cases.items()}}, "{tmp_path}/truth.pt")
 print("OK")
-""" % tmp_path
+"""
+    )
     p = run_child(code)
     assert p.returncode == 0, p.stderr
-    import torch
     import zlib
+
+    import torch
+
     cases = torch.load(tmp_path / "truth.pt", weights_only=True)
     data = json.loads((tmp_path / "dump/step0/rank/dump.json").read_text())["data"]
     assert len(data) == len(cases)

@@ -1,5 +1,6 @@
 """A process writing records is SIGKILLed mid-step; `msprobe recover` rebuilds its JSON files
 from the journal and loses no record whose data reached disk."""
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,7 @@ def journal_records(raw: bytes, directory: str) -> list[str]:
         kind, rest = raw[pos:nl].decode().split(" ", 1)
         name, length = rest.rsplit(" ", 1)
         end = nl + 1 + int(length)
-        if end >= len(raw) or raw[end:end + 1] != b"\n":
+        if end >= len(raw) or raw[end : end + 1] != b"\n":
             break  # torn by the kill
         if kind == "D":
             current = json.loads(name)
@@ -71,7 +72,7 @@ def test_sigkill_mid_step_then_recover(tmp_path: Path) -> None:
     before = (rank / "dump.json").read_text()
     try:
         early = list(json.loads(before)["data"])
-        assert early == complete[:len(early)]
+        assert early == complete[: len(early)]
     except json.JSONDecodeError:
         pass  # the kill came mid-write
 
@@ -84,6 +85,7 @@ def test_sigkill_mid_step_then_recover(tmp_path: Path) -> None:
     files = [f for f in (rank / "dump_tensor_data").iterdir() if not f.name.startswith(".")]
     assert files and all(f.name in names for f in files)
     import torch
+
     for f in files[:: max(1, len(files) // 20)]:
         t = torch.load(f, weights_only=True)
         assert t[0].item() == names[f.name] and t[1].item() == 1.0

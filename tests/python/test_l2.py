@@ -5,6 +5,7 @@ elements before and after the kernel) must appear in the dump with equal CRCs: i
 were before the kernel, outputs as they were after it. The tests fail on any mismatch and on any
 launch missing from the dump.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,6 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from recorder_testutil import LIB, REPO
 
@@ -23,8 +23,9 @@ LIB64 = Path(os.environ.get("CANNSIM_LIB64", REPO / "target" / "cann" / "latest"
 PY = sys.executable
 
 
-def run(args: list[str], tmp: Path, env: dict[str, str] | None = None, preload: bool = True,
-        trace: bool = True) -> subprocess.CompletedProcess:
+def run(
+    args: list[str], tmp: Path, env: dict[str, str] | None = None, preload: bool = True, trace: bool = True
+) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_TRACE"))}
     e["LD_LIBRARY_PATH"] = str(LIB64)
     e["CANNSIM_LIB64"] = str(LIB64)
@@ -52,11 +53,11 @@ def traces(tmp: Path) -> list[list[dict]]:
 
 def record_of(op: str) -> tuple[str, str]:
     if op.startswith("aclnn"):
-        return "Aclnn", op[len("aclnn"):]
+        return "Aclnn", op[len("aclnn") :]
     if op.startswith("aclop"):
         return "Aclop", op.split(":", 1)[1]
     if op.startswith("Hccl"):
-        return "Hccl", op[len("Hccl"):]
+        return "Hccl", op[len("Hccl") :]
     raise AssertionError(f"unexpected op {op}")
 
 
@@ -118,8 +119,9 @@ def test_fidelity_one_rank_md5_and_capture_changes_nothing(tmp_path: Path) -> No
 
 def test_fidelity_two_ranks_tensor_files(tmp_path: Path) -> None:
     base = train(tmp_path / "base", "--steps", "2", "--ranks", "2", preload=False, trace=False)
-    p = train(tmp_path, "--steps", "2", "--ranks", "2",
-              env={"MSPROBE_TASK": "tensor", "MSPROBE_FRAMEWORK": "mindspore"})
+    p = train(
+        tmp_path, "--steps", "2", "--ranks", "2", env={"MSPROBE_TASK": "tensor", "MSPROBE_FRAMEWORK": "mindspore"}
+    )
     assert losses(p) == losses(base)
     rank_dirs = sorted((tmp_path / "dump/step0").iterdir())
     assert [d.name for d in rank_dirs] == ["rank0", "rank1"]
@@ -161,8 +163,20 @@ def test_fidelity_transformer_block(tmp_path: Path) -> None:
 
 def test_directly_linked_client(tmp_path: Path) -> None:
     exe = tmp_path / "direct_aclop"
-    subprocess.run(["cc", "-O1", "-o", str(exe), str(REPO / "tests/programs/direct_aclop.c"), f"-L{LIB64}",
-                    "-lacl_op_compiler", "-lascendcl", f"-Wl,-rpath,{LIB64}"], check=True)
+    subprocess.run(
+        [
+            "cc",
+            "-O1",
+            "-o",
+            str(exe),
+            str(REPO / "tests/programs/direct_aclop.c"),
+            f"-L{LIB64}",
+            "-lacl_op_compiler",
+            "-lascendcl",
+            f"-Wl,-rpath,{LIB64}",
+        ],
+        check=True,
+    )
     p = run([str(exe)], tmp_path, {"MSPROBE_SUMMARY_MODE": "md5"})
     assert "rc 0" in p.stdout
     (trace,) = traces(tmp_path)
@@ -204,8 +218,13 @@ def test_step_boundaries(tmp_path: Path) -> None:
     last_op = names[-1].rsplit(".", 2)[0]  # e.g. Aclnn.InplaceAdd.3
     op_name = last_op.rsplit(".", 1)[0]
     count = sum(1 for n in names if n.startswith(op_name + "."))
-    train(tmp_path / "op", "--steps", "3", trace=False,
-          env={"MSPROBE_STEP_END_OP": op_name, "MSPROBE_STEP_END_COUNT": str(count), "MSPROBE_STEP": "1,2"})
+    train(
+        tmp_path / "op",
+        "--steps",
+        "3",
+        trace=False,
+        env={"MSPROBE_STEP_END_OP": op_name, "MSPROBE_STEP_END_COUNT": str(count), "MSPROBE_STEP": "1,2"},
+    )
     assert not (tmp_path / "op/dump/step0").exists()
     for i in (1, 2):
         assert list(json.loads((tmp_path / f"op/dump/step{i}/rank/dump.json").read_text())["data"]) == names

@@ -8,6 +8,7 @@ dump with equal CRCs; one step directory per training step (MSPROBE_STEP_END_OP)
 Runs under target/venv-ms/bin/python (scripts/setup-ms.sh). MindSpore cuts the CANN root at the first '_'
 of its path, so when the checkout's path has one the simulator is installed under /tmp as well.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -39,24 +40,44 @@ def lib64() -> Path:
     if "_" not in str(default):
         return default
     prefix = f"/tmp/msprobe-cann-{os.getuid()}"
-    out = subprocess.run(["bash", str(REPO / "scripts" / "sim-install.sh")], check=True, capture_output=True, text=True,
-                         env=dict(os.environ, CANNSIM_PREFIX=prefix))
+    out = subprocess.run(
+        ["bash", str(REPO / "scripts" / "sim-install.sh")],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, CANNSIM_PREFIX=prefix),
+    )
     return Path(out.stdout.strip().splitlines()[-1])
 
 
-def run(lib64: Path, tmp: Path, mode: str, device: str = "Ascend", capture: bool = False,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run(
+    lib64: Path, tmp: Path, mode: str, device: str = "Ascend", capture: bool = False, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_TRACE", "LD_PRELOAD"))}
-    e.update(LD_LIBRARY_PATH=str(lib64), ASCEND_HOME_PATH=str(lib64.parent), MS_ALLOC_CONF="enable_vmm:False",
-             GLOG_v="3")
+    e.update(
+        LD_LIBRARY_PATH=str(lib64), ASCEND_HOME_PATH=str(lib64.parent), MS_ALLOC_CONF="enable_vmm:False", GLOG_v="3"
+    )
     if capture:
-        e.update(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_DUMP_PATH=str(tmp / "dump"), MSPROBE_SUMMARY_MODE="md5",
-                 CANNSIM_TRACE=str(tmp / "trace.{pid}.jsonl"), CANNSIM_KERNEL_DELAY_US="200", **STEP_END)
+        e.update(
+            LD_PRELOAD=str(LIB),
+            MSPROBE_LEVEL="L2",
+            MSPROBE_DUMP_PATH=str(tmp / "dump"),
+            MSPROBE_SUMMARY_MODE="md5",
+            CANNSIM_TRACE=str(tmp / "trace.{pid}.jsonl"),
+            CANNSIM_KERNEL_DELAY_US="200",
+            **STEP_END,
+        )
     e.update(env or {})
     tmp.mkdir(parents=True, exist_ok=True)
     # cwd: MindSpore writes rank_0/om/ into the working directory.
-    p = subprocess.run([PY, str(SCRIPT), "--mode", mode, "--device", device, "--steps", str(STEPS)], env=e,
-                       capture_output=True, text=True, timeout=300, cwd=tmp)
+    p = subprocess.run(
+        [PY, str(SCRIPT), "--mode", mode, "--device", device, "--steps", str(STEPS)],
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp,
+    )
     assert p.returncode == 0, p.stderr[-4000:]
     assert p.stdout.rstrip().endswith("done"), p.stdout
     return p
@@ -89,8 +110,9 @@ def cpu_graph(lib64: Path, tmp_path_factory) -> list[float]:
 
 
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
-def test_ascend_on_simulator_matches_cpu_and_capture_is_faithful(mode: str, lib64: Path, cpu_graph: list[float],
-                                                                 tmp_path: Path) -> None:
+def test_ascend_on_simulator_matches_cpu_and_capture_is_faithful(
+    mode: str, lib64: Path, cpu_graph: list[float], tmp_path: Path
+) -> None:
     base = run(lib64, tmp_path / "base", mode)
     got = values(base)
     assert len(got) == STEPS
@@ -116,6 +138,7 @@ def test_ascend_on_simulator_matches_cpu_and_capture_is_faithful(mode: str, lib6
 
 def free_port() -> int:
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -125,18 +148,46 @@ def msrun(lib64: Path, tmp: Path, capture: bool) -> dict[int, list[str]]:
     """2-rank data-parallel GRAPH_MODE run under msrun; returns each rank's loss lines."""
     venv_bin = str(Path(PY).parent)
     e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_TRACE", "LD_PRELOAD"))}
-    e.update(LD_LIBRARY_PATH=str(lib64), ASCEND_HOME_PATH=str(lib64.parent), MS_ALLOC_CONF="enable_vmm:False",
-             GLOG_v="3", PATH=venv_bin + os.pathsep + e.get("PATH", ""),
-             PYTHONPATH=str(lib64.parent / "python" / "site-packages"))  # CANN's python dir (hccl package)
+    e.update(
+        LD_LIBRARY_PATH=str(lib64),
+        ASCEND_HOME_PATH=str(lib64.parent),
+        MS_ALLOC_CONF="enable_vmm:False",
+        GLOG_v="3",
+        PATH=venv_bin + os.pathsep + e.get("PATH", ""),
+        PYTHONPATH=str(lib64.parent / "python" / "site-packages"),
+    )  # CANN's python dir (hccl package)
     if capture:
-        e.update(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_DUMP_PATH=str(tmp / "dump"), MSPROBE_SUMMARY_MODE="md5",
-                 CANNSIM_TRACE=str(tmp / "trace.{pid}.jsonl"), **STEP_END)
+        e.update(
+            LD_PRELOAD=str(LIB),
+            MSPROBE_LEVEL="L2",
+            MSPROBE_DUMP_PATH=str(tmp / "dump"),
+            MSPROBE_SUMMARY_MODE="md5",
+            CANNSIM_TRACE=str(tmp / "trace.{pid}.jsonl"),
+            **STEP_END,
+        )
     logs = tmp / "logs"
     tmp.mkdir(parents=True, exist_ok=True)
-    p = subprocess.run([str(Path(venv_bin) / "msrun"), "--worker_num=2", "--local_worker_num=2",
-                        f"--master_port={free_port()}", f"--log_dir={logs}", "--join=True",
-                        str(SCRIPT), "--dp", "--mode", "graph", "--steps", str(STEPS)],
-                       env=e, capture_output=True, text=True, timeout=240, cwd=tmp)
+    p = subprocess.run(
+        [
+            str(Path(venv_bin) / "msrun"),
+            "--worker_num=2",
+            "--local_worker_num=2",
+            f"--master_port={free_port()}",
+            f"--log_dir={logs}",
+            "--join=True",
+            str(SCRIPT),
+            "--dp",
+            "--mode",
+            "graph",
+            "--steps",
+            str(STEPS),
+        ],
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp,
+    )
     out = {r: (logs / f"worker_{r}.log").read_text() for r in (0, 1)}
     assert p.returncode == 0, p.stderr[-2000:] + out[0][-3000:]
     return {r: [ln for ln in out[r].splitlines() if ln.startswith(f"rank {r} step ")] for r in (0, 1)}

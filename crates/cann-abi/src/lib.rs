@@ -31,6 +31,10 @@ pub mod status {
     pub const ACL_ERROR_RT_STREAM_SYNC_TIMEOUT: i32 = 107028;
     pub const ACL_ERROR_RT_FEATURE_NOT_SUPPORT: i32 = 207000;
     pub const ACL_ERROR_RT_MEMORY_ALLOCATION: i32 = 207001;
+    /// A tdt queue had nothing to receive before the timeout.
+    pub const ACL_ERROR_RT_QUEUE_EMPTY: i32 = 207013;
+    /// A tdt queue stayed full until the timeout.
+    pub const ACL_ERROR_RT_QUEUE_FULL: i32 = 207014;
     pub const ACL_ERROR_RT_INTERNAL_ERROR: i32 = 507000;
 
     pub const ACLNN_SUCCESS: i32 = 0;

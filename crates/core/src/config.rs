@@ -505,7 +505,14 @@ fn apply_common(cfg: &mut Config, key: &str, v: &Json, src: &Source) -> Result<(
         }
         "step_end_op" => match v {
             Json::Str(s) if !s.is_empty() => cfg.step_end_op = Some(s.to_string()),
-            _ => return Err(bad(src, key, v, "it must be a non-empty op name (substring of the kernel record name, e.g. \"ApplyAdamW\")")),
+            _ => {
+                return Err(bad(
+                    src,
+                    key,
+                    v,
+                    "it must be a non-empty op name (substring of the kernel record name, e.g. \"ApplyAdamW\")",
+                ))
+            }
         },
         "step_end_count" => match v {
             Json::Int(n) if *n >= 1 => cfg.step_end_count = *n as u64,
@@ -525,7 +532,11 @@ fn apply_common(cfg: &mut Config, key: &str, v: &Json, src: &Source) -> Result<(
                 src,
                 key,
                 v,
-                "this key is unknown; known keys are task, level, dump_path, rank, step, framework, queue_mb, on_queue_full, step_end_op, step_end_count, step_launches, enable_dataloader and the task sections \"statistics\" and \"tensor\"",
+                concat!(
+                    "this key is unknown; known keys are task, level, dump_path, rank, step, framework, queue_mb, ",
+                    "on_queue_full, step_end_op, step_end_count, step_launches, enable_dataloader and the task ",
+                    "sections \"statistics\" and \"tensor\""
+                ),
             ))
         }
     }

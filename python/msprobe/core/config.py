@@ -6,6 +6,7 @@ The recorder (Rust) owns the configuration: defaults < file (``config_path`` or
 need ``level`` and ``task`` to decide what to hook; :func:`effective` reads them with the same
 precedence (a bad file is the recorder's to report).
 """
+
 from __future__ import annotations
 
 import json
@@ -34,13 +35,17 @@ def check_step(step: Any, key: str = "step") -> None:
         if isinstance(s, str):
             parts = s.split("-")
             if len(parts) > 2 or not all(p.strip().isdigit() for p in parts):
-                _fail(f"{key} element {s!r} must be an integer or a range string like \"3-5\".")
+                _fail(f'{key} element {s!r} must be an integer or a range string like "3-5".')
             if len(parts) == 2 and int(parts[0]) > int(parts[1]):
-                _fail(f"{key} element {s!r}: the left boundary ({parts[0]}) cannot be greater than the right boundary ({parts[1]}).")
+                _fail(
+                    f"{key} element {s!r}: the left boundary ({parts[0]}) cannot be greater than "
+                    f"the right boundary ({parts[1]})."
+                )
 
 
-def check_args(config_path: Any = None, task: Any = None, dump_path: Any = None, level: Any = None,
-               step: Any = None) -> None:
+def check_args(
+    config_path: Any = None, task: Any = None, dump_path: Any = None, level: Any = None, step: Any = None
+) -> None:
     """Raises MsprobeException (after one error log line) for an argument of the wrong type or value."""
     if config_path is not None:
         if not isinstance(config_path, str):

@@ -4,6 +4,7 @@ The name is numpy's ``dtype.name`` (MindSpore tensors are read through ``asnumpy
 ml_dtypes names BFloat16 ``bfloat16``) and torch's attribute (``torch.float32`` is
 ``getattr(torch, "float32")``). A dtype not listed is recorded as null.
 """
+
 from __future__ import annotations
 
 ACL_DTYPE: dict[str, int] = {

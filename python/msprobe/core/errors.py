@@ -1,4 +1,5 @@
 """Exceptions and logging of the Python layers (msprobe's log-line shape)."""
+
 from __future__ import annotations
 
 import logging
@@ -20,12 +21,18 @@ def _make_logger() -> logging.Logger:
     log = logging.getLogger("msprobe")
     if not log.handlers:
         h = logging.StreamHandler(sys.stdout)
-        h.setFormatter(logging.Formatter("%(asctime)s (" + str(os.getpid()) + ") [%(levelname)s] %(message)s",
-                                         "%Y-%m-%d %H:%M:%S"))
+        h.setFormatter(
+            logging.Formatter("%(asctime)s (" + str(os.getpid()) + ") [%(levelname)s] %(message)s", "%Y-%m-%d %H:%M:%S")
+        )
         log.addHandler(h)
         log.propagate = False
-    level = {"0": logging.DEBUG, "1": logging.INFO, "2": logging.WARNING, "3": logging.ERROR,
-             "4": logging.CRITICAL + 1}.get(os.environ.get("MSPROBE_LOG_LEVEL", "1"), logging.INFO)
+    level = {
+        "0": logging.DEBUG,
+        "1": logging.INFO,
+        "2": logging.WARNING,
+        "3": logging.ERROR,
+        "4": logging.CRITICAL + 1,
+    }.get(os.environ.get("MSPROBE_LOG_LEVEL", "1"), logging.INFO)
     log.setLevel(level)
     return log
 

@@ -3,6 +3,7 @@
 The binding itself lives in :mod:`msprobe._native` (found by ``_native._load``: preloaded,
 ``$MSPROBE_LIB``, bundled ``msprobe/lib/libmsprobe.so``, or the repository's cargo output).
 """
+
 from __future__ import annotations
 
 from msprobe._native import MsprobeTensor, enc, last_error, lib, tensor  # noqa: F401

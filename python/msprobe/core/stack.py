@@ -4,6 +4,7 @@ msprobe 1.1.1 calls ``inspect.stack()`` per forward record (half its cost). We w
 ``frame.f_back`` and format each (code, line) once: ``File {path}, line {n}, in {func}, \\n {source}``
 (msprobe's string). Frames without source text are skipped, as msprobe does.
 """
+
 from __future__ import annotations
 
 import ctypes

@@ -4,6 +4,7 @@ A framework layer supplies how to add a tensor and (optionally) its special valu
 dtype/device under those keys, ...); containers, Python scalars, slices, Ellipsis, None and
 numpy scalars are handled here the same way for every framework.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -79,7 +80,7 @@ class ValueEncoder:
             if depth >= MAX_DEPTH:
                 return self._unsupported(r, k, v, "nesting deeper than 10 levels")
             fields = getattr(v, "_fields", None)
-            if fields is not None:   # namedtuple: keyed by field name
+            if fields is not None:  # namedtuple: keyed by field name
                 lib.msprobe_record_open(r, k, 1)
                 for f, item in zip(fields, v):
                     self.add(r, str(f), item, depth + 1)

@@ -1,8 +1,9 @@
 """msprobe.mindspore: msprobe's MindSpore API (PyNative) on the Rust recorder.
 
-    from msprobe.mindspore import PrecisionDebugger, seed_all
-    from msprobe.mindspore.common.utils import MsprobeStep
+from msprobe.mindspore import PrecisionDebugger, seed_all
+from msprobe.mindspore.common.utils import MsprobeStep
 """
+
 from msprobe.core.errors import MsprobeException
 
 from .debugger import PrecisionDebugger

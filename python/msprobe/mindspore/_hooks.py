@@ -5,19 +5,19 @@ Backward of an API or Primitive call (msprobe's method): each tensor input and o
 is passed through ``ops.HookBackward``. In PyNative backward the output hooks of a call fire first
 (gradients w.r.t. its outputs), then the call's own backward, then its input hooks (gradients w.r.t.
 the inputs that are differentiated). Both lists keep the order in which the gradients arrived, as
-msprobe's do (for BiasAdd: the bias gradient, then the input gradient). The call's backward record is written when all its input
-gradients arrived, or as soon as anything else happens in backward (another call's hook, a Cell
-hook, stop/step) — inputs that are not differentiated never get a gradient.
+msprobe's do (for BiasAdd: the bias gradient, then the input gradient). The call's backward record
+is written when all its input gradients arrived, or as soon as anything else happens in backward
+(another call's hook, a Cell hook, stop/step) — inputs that are not differentiated never get a
+gradient.
 """
+
 from __future__ import annotations
 
 import os
 from typing import Any, Optional
 
 from mindspore import Tensor, ops
-
 from msprobe.core import config
-from msprobe.core.native import lib
 
 from . import _record as R
 from ._record import TENSOR_TYPES, State, logger
@@ -91,6 +91,7 @@ def _make_hook(op: _Op, idx: int, is_input: bool):
         else:
             op.outs[idx] = _first(grad)
         return None
+
     return hook
 
 
@@ -174,15 +175,14 @@ _GROUPS = [  # (yaml key, prefix, target getter)
     ("tensor", "Tensor", lambda: Tensor),
     ("mint.ops", "Mint", lambda: __import__("mindspore").mint),
     ("mint.nn.functional", "MintFunctional", lambda: __import__("mindspore.mint.nn.functional", fromlist=["x"])),
-    ("communication.comm_func", "Distributed",
-     lambda: __import__("mindspore.communication.comm_func", fromlist=["x"])),
+    ("communication.comm_func", "Distributed", lambda: __import__("mindspore.communication.comm_func", fromlist=["x"])),
 ]
 
 
 class ApiRegistry:
     def __init__(self) -> None:
-        self.ori: list = []      # (target, attr, original)
-        self.hooked: list = []   # (target, attr, wrapper)
+        self.ori: list = []  # (target, attr, original)
+        self.hooked: list = []  # (target, attr, wrapper)
         self.installed = False
 
     def _build(self) -> None:
@@ -229,7 +229,7 @@ api_registry = ApiRegistry()
 
 
 # ------------------------------------------------------------------------------------- Primitives
-_prim_swapped: list = []   # (primitive, original class)
+_prim_swapped: list = []  # (primitive, original class)
 
 
 def hook_primitives(model) -> None:
@@ -256,8 +256,9 @@ def hook_primitives(model) -> None:
                     State.depth -= 1
 
             try:
-                new_cls = type(cls.__name__, (cls,), {"__call__": __call__, "_msprobe_orig": cls,
-                                                       "__module__": cls.__module__})
+                new_cls = type(
+                    cls.__name__, (cls,), {"__call__": __call__, "_msprobe_orig": cls, "__module__": cls.__module__}
+                )
                 prim.__class__ = new_cls
                 _prim_swapped.append((prim, cls))
             except Exception as e:
@@ -337,8 +338,12 @@ def _register_cell(cell, prefix: str) -> list:
             State.depth -= 1
         return None
 
-    return [cell.register_forward_pre_hook(pre), cell.register_forward_hook(fwd),
-            cell.register_backward_pre_hook(bpre), cell.register_backward_hook(bwd)]
+    return [
+        cell.register_forward_pre_hook(pre),
+        cell.register_forward_hook(fwd),
+        cell.register_backward_pre_hook(bpre),
+        cell.register_backward_hook(bwd),
+    ]
 
 
 def unhook_cells() -> None:
@@ -381,7 +386,7 @@ def hook_jit() -> None:
             fn = getattr(self, "fn", None)
             name = getattr(fn, "__name__", None) or "JitFunction"
             if "<" in name:
-                name = name[:name.index("<")] or "JitFunction"
+                name = name[: name.index("<")] or "JitFunction"
             # Cell methods compiled by MindSpore itself (e.g. the optimizer's construct) are not
             # user jit functions: msprobe's samples have no record for them.
             if args and getattr(self, "obj", None) is None:

@@ -6,6 +6,7 @@ guard, Cell stacks).
 Everything here is called from hooks; it must be cheap when capture is off and never raise into the
 user's program (hooks catch and log).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -13,10 +14,10 @@ import os
 import sys
 from typing import Any, Optional
 
-import mindspore as ms
 import numpy as np
-from mindspore import Tensor
 
+import mindspore as ms
+from mindspore import Tensor
 from msprobe._native import native_encoder
 from msprobe.core import stack
 from msprobe.core.dtypes import ACL_DTYPE
@@ -37,12 +38,13 @@ _MS_DTYPE = ms.common.dtype.Type
 
 class State:
     """Process-wide capture state (one recorder per process)."""
-    enabled = False        # between start() and stop() with the step/rank selected
-    depth = 0              # > 0 while inside a wrapped call or our own hook code: nested calls pass through
-    construct = False      # L0/mix: write construct.json parents
-    fwd_stack: list = []   # forward Cell record names (pre-hook push, forward-hook pop)
-    bwd_stack: list = []   # backward Cell record names (backward pre-hook push, backward hook pop)
-    fwd_owner: list = []   # id() of the Cell that pushed each fwd_stack entry
+
+    enabled = False  # between start() and stop() with the step/rank selected
+    depth = 0  # > 0 while inside a wrapped call or our own hook code: nested calls pass through
+    construct = False  # L0/mix: write construct.json parents
+    fwd_stack: list = []  # forward Cell record names (pre-hook push, forward-hook pop)
+    bwd_stack: list = []  # backward Cell record names (backward pre-hook push, backward hook pop)
+    fwd_owner: list = []  # id() of the Cell that pushed each fwd_stack entry
     bwd_owner: list = []
 
 
@@ -136,8 +138,18 @@ def _fallback(r: int, key: Optional[str], v: Any, depth: int) -> None:
 
 # The native encoder (msprobe._fastpath) for MindSpore tensors, or None: then the functions above
 # do it all (same output).
-fast = native_encoder("asnumpy", TENSOR_TYPES, dict(ACL_DTYPE), None, _fallback, logger.warning, special_keys=[],
-                      stack_skip=_PKG_DIR, split_lists=True, keep_empty=True)
+fast = native_encoder(
+    "asnumpy",
+    TENSOR_TYPES,
+    dict(ACL_DTYPE),
+    None,
+    _fallback,
+    logger.warning,
+    special_keys=[],
+    stack_skip=_PKG_DIR,
+    split_lists=True,
+    keep_empty=True,
+)
 
 
 def _construct(name: str, backward: bool) -> None:

@@ -1,13 +1,13 @@
 """``PrecisionDebugger`` for MindSpore (PyNative): msprobe 1.1.1's API, recording through the Rust
 recorder (``msprobe.core.native``). Arguments are checked, and API misuse raised as
 ``msprobe.core.errors.MsprobeException`` (also importable from here), as in the PyTorch layer."""
+
 from __future__ import annotations
 
 import os
 from typing import Any, Optional
 
 import mindspore as ms
-
 from msprobe.core import config
 from msprobe.core.errors import MsprobeException
 from msprobe.core.native import init_recorder, last_error, lib
@@ -36,7 +36,8 @@ def _launch_blocking() -> None:
 
 class PrecisionDebugger:
     """One per process (a second construction returns the first instance, as msprobe's does)."""
-    _instance: Optional["PrecisionDebugger"] = None
+
+    _instance: Optional[PrecisionDebugger] = None
 
     def __new__(cls, *args, **kwargs):
         if cls._instance is None:
@@ -44,16 +45,23 @@ class PrecisionDebugger:
             cls._instance._initialized = False
         return cls._instance
 
-    def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
-                 dump_path: Optional[str] = None, level: Optional[str] = None, step: Optional[list] = None,
-                 model: Any = None) -> None:
+    def __init__(
+        self,
+        config_path: Optional[str] = None,
+        task: Optional[str] = None,
+        dump_path: Optional[str] = None,
+        level: Optional[str] = None,
+        step: Optional[list] = None,
+        model: Any = None,
+    ) -> None:
         if self._initialized:
             return
         config.check_args(config_path=config_path, task=task, dump_path=dump_path, level=level, step=step)
         self.level = str(config.effective("level", level, config_path, "L1"))
         self.task = str(config.effective("task", task, config_path, "statistics"))
-        rc = init_recorder(config.init_args("mindspore", config_path, task=task, dump_path=dump_path,
-                                            level=level, step=step))
+        rc = init_recorder(
+            config.init_args("mindspore", config_path, task=task, dump_path=dump_path, level=level, step=step)
+        )
         # rc 1: a recorder already runs in this process (e.g. preloaded and started): share it.
         self.ok = rc >= 0
         if not self.ok:
@@ -70,10 +78,12 @@ class PrecisionDebugger:
     # ------------------------------------------------------------------------------------ lifecycle
     def _check_mode(self) -> None:
         if self.level in ("L0", "L1", "mix") and _graph_mode():
-            msg = (f"msprobe: level {self.level} is not supported in GRAPH_MODE: MindSpore compiles the whole graph, "
-                   "so there are no Python API or Cell calls to hook (msprobe: \"Data dump is not supported in "
-                   "graph_kbyk mode when dump level is api\"). Use PYNATIVE_MODE for L0/L1/mix, or level L2 "
-                   "with the kernel-level interposer: LD_PRELOAD=/path/to/libmsprobe.so MSPROBE_LEVEL=L2 python ...")
+            msg = (
+                f"msprobe: level {self.level} is not supported in GRAPH_MODE: MindSpore compiles the whole graph, "
+                'so there are no Python API or Cell calls to hook (msprobe: "Data dump is not supported in '
+                'graph_kbyk mode when dump level is api"). Use PYNATIVE_MODE for L0/L1/mix, or level L2 '
+                "with the kernel-level interposer: LD_PRELOAD=/path/to/libmsprobe.so MSPROBE_LEVEL=L2 python ..."
+            )
             logger.error(msg)
             raise MsprobeException(msg)
 
@@ -84,7 +94,9 @@ class PrecisionDebugger:
         if model is not None:
             self.model = model
         if self.level in ("L0", "mix") and self.model is None:
-            logger.error(f"For level {self.level}, PrecisionDebugger or start interface must receive a 'model' argument.")
+            logger.error(
+                f"For level {self.level}, PrecisionDebugger or start interface must receive a 'model' argument."
+            )
             raise MsprobeException("missing the parameter 'model'")
         if self.level == "L2":
             lib.msprobe_start()
@@ -135,7 +147,7 @@ class PrecisionDebugger:
         self._reset_stacks()
         State.enabled = False
         lib.msprobe_step()
-        if self.dump_end:   # forward_backward_dump_end lasts until the next start()
+        if self.dump_end:  # forward_backward_dump_end lasts until the next start()
             H.api_registry.install()
             self.dump_end = False
         if lib.msprobe_steps_done() == 1:
@@ -150,8 +162,9 @@ class PrecisionDebugger:
             logger.warning("forward_backward_dump_end() only applies to level L1; ignored.")
             return
         if not State.enabled:
-            logger.error("debugger.forward_backward_dump_end() should be called between debugger.start() and "
-                         "debugger.stop()")
+            logger.error(
+                "debugger.forward_backward_dump_end() should be called between debugger.start() and debugger.stop()"
+            )
             raise Exception("debugger.stop() is already called. ")
         logger.info("msprobe: debugger.forward_backward_dump_end() is set successfully. ")
         H.api_registry.uninstall()

@@ -1,4 +1,5 @@
 """``seed_all`` (msprobe 1.1.1's MindSpore semantics) and dropout removal."""
+
 from __future__ import annotations
 
 import os
@@ -9,7 +10,7 @@ from mindspore import nn, ops
 
 
 def _check(seed, mode, rm_dropout) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2 ** 32 - 1:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2**32 - 1:
         raise ValueError(f"seed_all: seed must be an integer in [0, 2**32-1], got {seed!r}")
     if not isinstance(mode, bool):
         raise ValueError(f"seed_all: mode must be a bool, got {mode!r}")
@@ -54,10 +55,10 @@ def remove_dropout() -> None:
         def construct(self, x):
             return x
 
-    def dropout(input, p=0.5, training=True, seed=None):   # noqa: A002 (MindSpore's name)
+    def dropout(input, p=0.5, training=True, seed=None):  # noqa: A002 (MindSpore's name)
         return input
 
-    def mint_dropout(input, p=0.5, training=True, inplace=False):   # noqa: A002
+    def mint_dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
         return input
 
     ops.Dropout = Dropout
@@ -70,6 +71,7 @@ def remove_dropout() -> None:
     ops.dropout = dropout
     try:
         from mindspore.mint.nn import functional as F
+
         F.dropout = mint_dropout
     except Exception:
         pass

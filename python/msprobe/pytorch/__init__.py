@@ -5,6 +5,7 @@
 Importing this package neutralises dropout (F.dropout/2d/3d and nn.Dropout/2d/3d run with
 p = 0), as the seed documentation says.
 """
+
 from .debugger import PrecisionDebugger, module_dump, module_dump_end
 from .seed import remove_dropout, seed_all
 

@@ -5,6 +5,7 @@ wrapped calls run unwrapped, msprobe §6.1), takes the next index of ``{Prefix}.
 records the inputs (before the op runs: see README "PyTorch layer"), calls the original,
 records the output, and hooks the ``grad_fn`` of the first output tensor for the backward record.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,7 +19,6 @@ import torch
 
 from msprobe.core import config
 from msprobe.core.errors import logger
-from msprobe.core.native import lib
 
 from .record import recorder
 from .state import state
@@ -53,10 +53,11 @@ def _backward_hook(name: str) -> Callable:
         local.busy = True
         try:
             recorder.backward(name, grad_outputs, grad_inputs)
-            if state.construct:   # mix
+            if state.construct:  # mix
                 state.note_construct(name, state.parent())
         finally:
             local.busy = prev
+
     return hook
 
 
@@ -81,7 +82,7 @@ def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) ->
             recorder.abort(r)
             raise
         recorder.api_end(r, kept, out)
-        if state.construct:   # mix
+        if state.construct:  # mix
             state.note_construct(f"{prefix}{n}.forward", state.parent())
         _hook_backward(out, f"{prefix}{n}.backward")
         return out
@@ -120,11 +121,13 @@ def _owners(category: str) -> list[tuple[Any, str]]:
         if not torch.distributed.is_available():
             return []
         import torch.distributed.distributed_c10d as c10d
+
         return [(torch.distributed, "Distributed"), (c10d, "Distributed")]
     if category == "torch_npu":
         if importlib.util.find_spec("torch_npu") is None:
             return []
         import torch_npu  # type: ignore
+
         return [(torch_npu, "NPU")]
     return []
 
@@ -147,7 +150,7 @@ class ApiWrapper:
 
     def __init__(self, support: Optional[dict[str, list[str]]] = None) -> None:
         self.support = support
-        self.targets: list[tuple[Any, str, Any, Callable]] = []   # (owner, attr, original, wrapper)
+        self.targets: list[tuple[Any, str, Any, Callable]] = []  # (owner, attr, original, wrapper)
         self.installed = False
 
     def _build(self) -> None:

@@ -1,4 +1,5 @@
 """PrecisionDebugger, module_dump / module_dump_end (msprobe 1.1.1's API, §2.1, §3)."""
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -24,26 +25,33 @@ def _check_model(model: Any) -> None:
 class PrecisionDebugger:
     """Process-wide singleton: later constructions return the first instance unchanged."""
 
-    _instance: Optional["PrecisionDebugger"] = None
+    _instance: Optional[PrecisionDebugger] = None
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "PrecisionDebugger":
+    def __new__(cls, *args: Any, **kwargs: Any) -> PrecisionDebugger:
         if cls._instance is None:
             inst = super().__new__(cls)
             inst._initialized = False
             cls._instance = inst
         return cls._instance
 
-    def __init__(self, config_path: Optional[str] = None, task: Optional[str] = None,
-                 dump_path: Optional[str] = None, level: Optional[str] = None,
-                 model: Optional[torch.nn.Module] = None, step: Optional[list] = None) -> None:
+    def __init__(
+        self,
+        config_path: Optional[str] = None,
+        task: Optional[str] = None,
+        dump_path: Optional[str] = None,
+        level: Optional[str] = None,
+        model: Optional[torch.nn.Module] = None,
+        step: Optional[list] = None,
+    ) -> None:
         if self._initialized:
             return
         config.check_args(config_path=config_path, task=task, dump_path=dump_path, level=level, step=step)
         _check_model(model)
         self.level = str(config.effective("level", level, config_path, "L1"))
         self.task = str(config.effective("task", task, config_path, "statistics"))
-        rc = init_recorder(config.init_args("pytorch", config_path, task=task, dump_path=dump_path,
-                                            level=level, step=step))
+        rc = init_recorder(
+            config.init_args("pytorch", config_path, task=task, dump_path=dump_path, level=level, step=step)
+        )
         # rc 1: a recorder already runs in this process (e.g. preloaded and started): share it.
         self.off = rc < 0  # bad config: the recorder logged it; capture stays off, the job runs on
         self.model = model
@@ -62,7 +70,9 @@ class PrecisionDebugger:
             _check_model(model)
             self.model = model
         if self.level in ("L0", "mix") and self.model is None:
-            logger.error(f"For level {self.level}, PrecisionDebugger or start interface must receive a 'model' argument.")
+            logger.error(
+                f"For level {self.level}, PrecisionDebugger or start interface must receive a 'model' argument."
+            )
             raise MsprobeException("missing the parameter 'model'")
         if lib.msprobe_steps_done():
             api_wrapper.restore()

@@ -2,6 +2,7 @@
 pre/post hooks on every submodule (the root model is not hooked), names
 ``Module.{path}.{Class}.{forward|backward}.{n}`` with per-name counters (backward numbered in
 execution order, as 1.1.1 does), and the module stack behind construct.json."""
+
 from __future__ import annotations
 
 import sys
@@ -42,7 +43,9 @@ def _setup_input_hook(self: BackwardHook, args: Any) -> Any:
 def _setup_output_hook(self: BackwardHook, args: Any) -> Any:
     # As 1.1.1: only a tensor or a tuple of tensors is hooked (a module returning a dict gets no
     # backward record), and the hooked values are cloned so in-place ops on them stay legal.
-    if not (isinstance(args, torch.Tensor) or (isinstance(args, tuple) and all(isinstance(a, torch.Tensor) for a in args))):
+    if not (
+        isinstance(args, torch.Tensor) or (isinstance(args, tuple) and all(isinstance(a, torch.Tensor) for a in args))
+    ):
         return args
     res = _orig_output_hook(self, args)
     return res if res is args else _clone(res)
@@ -63,7 +66,7 @@ class _ModuleHooks:
 
     def _start(self, key: bytes, direction: str, names: list) -> None:
         if not lib.msprobe_is_enabled():
-            return   # capture off: nothing to number; post/bpost find no entry and return
+            return  # capture off: nothing to number; post/bpost find no entry and return
         name = f"{self.prefix}{direction}.{lib.msprobe_next_index(key)}"
         names.append((name, state.enter_module(name)))
 
@@ -112,7 +115,7 @@ def _on_grad(t: torch.Tensor, hook: Callable) -> None:
         t._backward_hooks = d = {}
         t.grad_fn._register_hook_dict(t)
         d[0] = hook
-    except (AttributeError, TypeError):   # a torch without these internals
+    except (AttributeError, TypeError):  # a torch without these internals
         t._backward_hooks = None
         t.register_hook(hook)
 
@@ -130,15 +133,16 @@ def _grads_hook(tensors: list[torch.Tensor], done: Callable[[list], None]) -> No
 class _Call:
     """One forward call of a module at L0: its record name and parent, where its tensor inputs
     and outputs sit, and the output gradients received so far."""
+
     __slots__ = ("name", "parent", "n_in", "in_idx", "in_meta", "grad_idx", "n_out", "out_idx", "grad_out")
 
     def __init__(self, name: str, parent: Optional[str], n_in: int) -> None:
         self.name = name
         self.parent = parent
         self.n_in = n_in
-        self.in_idx: Optional[list[int]] = None    # tensor input positions (None: no input requires grad)
-        self.in_meta: list[tuple] = []             # (shape, dtype, device) per tensor input
-        self.grad_idx: list[int] = []              # the tensor inputs that require grad
+        self.in_idx: Optional[list[int]] = None  # tensor input positions (None: no input requires grad)
+        self.in_meta: list[tuple] = []  # (shape, dtype, device) per tensor input
+        self.grad_idx: list[int] = []  # the tensor inputs that require grad
         self.n_out = 0
         self.out_idx: list[int] = []
         self.grad_out: tuple = ()
@@ -175,14 +179,14 @@ class _LeanHooks:
     def pre(self, module: torch.nn.Module, args: tuple) -> Any:
         n = recorder.index(self.fwd_key)
         if n is None:
-            self.calls.append(None)   # capture off: the module runs exactly as without hooks
+            self.calls.append(None)  # capture off: the module runs exactly as without hooks
             return None
         name = self.fwd_name + str(n)
         call = _Call(name, state.enter_module(name), len(args))
         self.calls.append(call)
         if not torch.is_grad_enabled():
             return None
-        if len(args) == 1:   # the common case, without the bookkeeping below
+        if len(args) == 1:  # the common case, without the bookkeeping below
             a = args[0]
             if not (isinstance(a, torch.Tensor) and a.requires_grad):
                 return None
@@ -206,8 +210,16 @@ class _LeanHooks:
             return None
         try:
             # construct entries for filtered-out records too, as 1.1.1
-            recorder.record(call.name, args, kwargs, output, sys._getframe(1), "_call_impl", call.parent,
-                            state.pending if state.construct else None)
+            recorder.record(
+                call.name,
+                args,
+                kwargs,
+                output,
+                sys._getframe(1),
+                "_call_impl",
+                call.parent,
+                state.pending if state.construct else None,
+            )
         finally:
             state.pop_module(call.name)
         if not torch.is_grad_enabled():
@@ -228,11 +240,11 @@ class _LeanHooks:
         clones = [o.clone() for o in output]
         if type(output) is tuple:
             new = tuple(clones)
-        else:   # a namedtuple keeps its type, as torch's BackwardHook does
+        else:  # a namedtuple keeps its type, as torch's BackwardHook does
             try:
                 new = type(output)(*clones)
             except Exception:
-                return None   # a tuple type that cannot be rebuilt: the output stays, no backward record
+                return None  # a tuple type that cannot be rebuilt: the output stays, no backward record
         call.n_out = len(output)
         _grads_hook([clones[i] for i in call.out_idx], lambda grads: self._outputs_done(call, grads))
         return new
@@ -281,10 +293,17 @@ def _lean_hooks(prefix: str) -> Any:
     make = getattr(recorder, "lean_hooks", None)
     if make is not None:
         try:
-            return make(prefix, state, torch.is_grad_enabled, torch.Tensor,
-                        torch.autograd.graph.register_multi_grad_hook, torch.zeros)
+            return make(
+                prefix,
+                state,
+                torch.is_grad_enabled,
+                torch.Tensor,
+                torch.autograd.graph.register_multi_grad_hook,
+                torch.zeros,
+            )
         except Exception as e:  # e.g. an older build of the module: the Python hooks do the same
             from msprobe.core.errors import logger
+
             logger.warning(f"native L0 hooks unavailable ({e}); using the Python ones")
     return _LeanHooks(prefix)
 

@@ -4,10 +4,12 @@ input = gradients flowing in, output = gradients produced).
 `recorder` is the native encoder (msprobe._fastpath) when it is built, else `PyRecorder`, its
 pure-Python twin with the same methods and the same output; the hooks only talk to `recorder`.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import FrameType
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 from msprobe.core import stack
 from msprobe.core.native import lib
@@ -32,7 +34,7 @@ def _add_inputs(r: int, args: Iterable[Any], kwargs: Optional[dict]) -> bool:
 def _add_output(r: int, output: Any) -> bool:
     if not lib.msprobe_record_section(r, b"output"):
         return False
-    for item in (output if isinstance(output, tuple) else (output,)):
+    for item in output if isinstance(output, tuple) else (output,):
         encoder.add(r, None, item)
     return True
 
@@ -80,8 +82,17 @@ class PyRecorder:
         if r:
             lib.msprobe_record_abort(r)
 
-    def record(self, name: str, args: tuple, kwargs: Optional[dict], output: Any, frame: Optional[FrameType],
-               caller_of: Optional[str] = None, parent: Optional[str] = None, pending: Optional[list] = None) -> bool:
+    def record(
+        self,
+        name: str,
+        args: tuple,
+        kwargs: Optional[dict],
+        output: Any,
+        frame: Optional[FrameType],
+        caller_of: Optional[str] = None,
+        parent: Optional[str] = None,
+        pending: Optional[list] = None,
+    ) -> bool:
         r = lib.msprobe_record_begin(name.encode())
         if r:
             kept = _add_inputs(r, args, kwargs)
@@ -92,8 +103,14 @@ class PyRecorder:
             self.construct(name, parent, pending)
         return bool(r)
 
-    def backward(self, name: str, grads_in: Iterable[Any], grads_out: Iterable[Any],
-                 parent: Optional[str] = None, pending: Optional[list] = None) -> bool:
+    def backward(
+        self,
+        name: str,
+        grads_in: Iterable[Any],
+        grads_out: Iterable[Any],
+        parent: Optional[str] = None,
+        pending: Optional[list] = None,
+    ) -> bool:
         r = lib.msprobe_record_begin(name.encode())
         if r:
             kept = False

@@ -1,4 +1,5 @@
 """seed_all and dropout removal (the seed's table; msprobe-format.md §2.6, §3, §7.3)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,6 +26,7 @@ def seed_all(seed: int = 1234, mode: bool = False) -> None:
     random.seed(seed)
     try:
         import numpy as np
+
         np.random.seed(seed)
     except ImportError:
         pass
@@ -43,6 +45,7 @@ def seed_all(seed: int = 1234, mode: bool = False) -> None:
     torch.backends.cudnn.benchmark = False
     if importlib.util.find_spec("torch_npu") is not None:
         import torch_npu  # type: ignore
+
         torch_npu.npu.manual_seed(seed)
         torch_npu.npu.manual_seed_all(seed)
     logger.info(f"Enable deterministic computation sucess! current seed is {seed}.")
@@ -51,6 +54,7 @@ def seed_all(seed: int = 1234, mode: bool = False) -> None:
 def _no_dropout(orig: Any) -> Any:
     def dropout(input: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> torch.Tensor:
         return orig(input, 0.0, training, inplace)
+
     dropout.__name__ = orig.__name__
     dropout.__doc__ = orig.__doc__
     dropout.__msprobe_no_dropout__ = True  # type: ignore[attr-defined]

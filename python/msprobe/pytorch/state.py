@@ -1,4 +1,5 @@
 """Per-process hooking state shared by the API wrappers and the module hooks."""
+
 from __future__ import annotations
 
 import threading
@@ -8,15 +9,15 @@ from .record import recorder
 
 
 class _Local(threading.local):
-    busy: bool = False   # inside a wrapped API call or one of our hooks: wrapped APIs run plain
+    busy: bool = False  # inside a wrapped API call or one of our hooks: wrapped APIs run plain
 
 
 class State:
     def __init__(self) -> None:
         self.local = _Local()
-        self.construct = False           # level L0 / mix: construct.json is kept
+        self.construct = False  # level L0 / mix: construct.json is kept
         self.module_stack: list[str] = []
-        self.pending: list[tuple[str, Optional[str]]] = []   # module parents not yet merged
+        self.pending: list[tuple[str, Optional[str]]] = []  # module parents not yet merged
 
     def parent(self) -> Optional[str]:
         return self.module_stack[-1] if self.module_stack else None
@@ -46,7 +47,7 @@ class State:
     def reset_step(self) -> None:
         self.module_stack.clear()
         self.pending.clear()
-        reset = getattr(recorder, "reset_modules", None)   # the native L0 hooks' own stack
+        reset = getattr(recorder, "reset_modules", None)  # the native L0 hooks' own stack
         if reset is not None:
             reset()
 

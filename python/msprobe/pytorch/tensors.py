@@ -1,6 +1,7 @@
 """torch values → record leaves. CPU tensors go by pointer (storage base, offset, strides: no
 copy, no ``.contiguous()``/``.numpy()``); CUDA/NPU tensors are copied to the host first.
 Statistics, CRC and ``.pt`` files are computed by the recorder while the call lasts."""
+
 from __future__ import annotations
 
 import ctypes

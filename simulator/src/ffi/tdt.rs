@@ -15,7 +15,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 type AclError = i32;
-pub const ACL_ERROR_RT_QUEUE_EMPTY: i32 = 207013;
+use crate::consts::{ACL_ERROR_RT_QUEUE_EMPTY, ACL_ERROR_RT_QUEUE_FULL};
 
 #[derive(Clone, Default)]
 struct Item {
@@ -162,7 +162,7 @@ pub extern "C" fn acltdtSendTensor(h: *const c_void, dataset: *const c_void, tim
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        return fail(207014, "acltdtSendTensor: channel full (timeout)");
+                        return fail(ACL_ERROR_RT_QUEUE_FULL, "acltdtSendTensor: channel full (timeout)");
                     }
                     ch.cv.wait_timeout(st, d - now).unwrap().0
                 }

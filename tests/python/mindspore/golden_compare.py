@@ -3,6 +3,7 @@ order, body structure, leaf keys/types/dtypes/shapes, statistics within toleranc
 stack.json keys. Returns a list of differences (empty = match). Also usable as a script:
     python golden_compare.py OURS_STEP_RANK_DIR SAMPLE_STEP_RANK_DIR
 """
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,7 @@ def _leaf(path, a, b, diffs):
             _leaf(f"{path}[{i}]", x, y, diffs)
         return
     if isinstance(a, dict):
-        if "type" in a and "dtype" in a:   # tensor leaf
+        if "type" in a and "dtype" in a:  # tensor leaf
             ka = [k for k in a if k not in ("data_name", "md5")]
             kb = [k for k in b if k not in ("data_name", "md5")]
             if ka != kb:

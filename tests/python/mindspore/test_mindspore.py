@@ -4,6 +4,7 @@ Runs in target/venv-ms (scripts/setup-ms.sh): MindSpore 2.10 needs numpy<2. The 
 the sample driver (drivers/ms_msprobe_case.py, msprobe's own script) and compare with msprobe 1.1.1's
 dumps of the same script under ../shared/reference/samples/msprobe-1.1.1-mindspore.
 """
+
 from __future__ import annotations
 
 import collections
@@ -46,15 +47,19 @@ def _env(extra=None):
 
 
 def run_py(code: str, tmp: Path, env=None, timeout=180) -> subprocess.CompletedProcess:
-    script = tmp / "case.py"   # a file: MindSpore's jit compiles from source files only
+    script = tmp / "case.py"  # a file: MindSpore's jit compiles from source files only
     script.write_text(code)
-    p = subprocess.run([sys.executable, str(script)], cwd=tmp, env=_env(env), capture_output=True, text=True,
-                       timeout=timeout)
+    p = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp, env=_env(env), capture_output=True, text=True, timeout=timeout
+    )
     return p
 
 
-CASES = [(t, l, s) for l in ("L0", "L1", "mix") for (t, s) in (("statistics", "statistics"), ("tensor", "statistics"),
-                                                             ("statistics", "md5"))]
+CASES = [
+    (t, level, s)
+    for level in ("L0", "L1", "mix")
+    for (t, s) in (("statistics", "statistics"), ("tensor", "statistics"), ("statistics", "md5"))
+]
 
 
 def _case_name(task, level, summary):
@@ -69,9 +74,28 @@ def driver_runs(tmp_path_factory):
     def one(c):
         task, level, summary = c
         name = _case_name(*c)
-        p = subprocess.run([sys.executable, str(DRIVER), name, task, level, "--out", str(out), "--steps", str(STEPS),
-                            "--summary", summary, "--cfg_dir", str(out / "cfgs")], cwd=out, env=_env(),
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [
+                sys.executable,
+                str(DRIVER),
+                name,
+                task,
+                level,
+                "--out",
+                str(out),
+                "--steps",
+                str(STEPS),
+                "--summary",
+                summary,
+                "--cfg_dir",
+                str(out / "cfgs"),
+            ],
+            cwd=out,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         return name, p
 
     with ThreadPoolExecutor(2) as ex:
@@ -95,22 +119,30 @@ def test_golden(driver_runs, case):
         diffs = [d for d in compare(ours, ref) if d not in KNOWN]
         assert not diffs, "\n".join(diffs[:20])
         data = json.loads((ours / "dump.json").read_text())["data"]
-        leaves = [l for rec in data.values() for sec in rec.values() for l in (sec if isinstance(sec, list) else [])
-                  if isinstance(l, dict) and l.get("type") == "mindspore.Tensor"]
-        assert leaves and all("requires_grad" not in l for l in leaves)
+        leaves = [
+            leaf
+            for rec in data.values()
+            for sec in rec.values()
+            for leaf in (sec if isinstance(sec, list) else [])
+            if isinstance(leaf, dict) and leaf.get("type") == "mindspore.Tensor"
+        ]
+        assert leaves and all("requires_grad" not in leaf for leaf in leaves)
         if summary == "md5":
             # msprobe's md5 mode: the statistics plus a CRC-32 of the bytes, 8 hex digits
-            assert all(len(l["md5"]) == 8 and int(l["md5"], 16) >= 0 and "Max" in l for l in leaves)
+            assert all(len(leaf["md5"]) == 8 and int(leaf["md5"], 16) >= 0 and "Max" in leaf for leaf in leaves)
         else:
-            assert all("md5" not in l for l in leaves)
+            assert all("md5" not in leaf for leaf in leaves)
         if task == "tensor":
             _check_tensor_files(ours, ref, data)
         else:
             assert not (ours / "dump_tensor_data").exists()
 
 
-@pytest.mark.parametrize("case", [("statistics", "mix", "statistics"), ("tensor", "L0", "statistics"),
-                                  ("statistics", "L1", "md5")], ids=lambda c: _case_name(*c))
+@pytest.mark.parametrize(
+    "case",
+    [("statistics", "mix", "statistics"), ("tensor", "L0", "statistics"), ("statistics", "L1", "md5")],
+    ids=lambda c: _case_name(*c),
+)
 def test_python_path_writes_the_same_files(driver_runs, tmp_path, case):
     """The native hot path (msprobe._fastpath, used by the golden runs) and the pure-Python path
     it falls back to (MSPROBE_FASTPATH=0, or the module not built) write identical files."""
@@ -118,9 +150,28 @@ def test_python_path_writes_the_same_files(driver_runs, tmp_path, case):
     out, _ = driver_runs
     task, level, summary = case
     name = _case_name(*case)
-    p = subprocess.run([sys.executable, str(DRIVER), name, task, level, "--out", str(tmp_path), "--steps", str(STEPS),
-                        "--summary", summary, "--cfg_dir", str(tmp_path / "cfgs")], cwd=tmp_path,
-                       env=_env({"MSPROBE_FASTPATH": "0"}), capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(DRIVER),
+            name,
+            task,
+            level,
+            "--out",
+            str(tmp_path),
+            "--steps",
+            str(STEPS),
+            "--summary",
+            summary,
+            "--cfg_dir",
+            str(tmp_path / "cfgs"),
+        ],
+        cwd=tmp_path,
+        env=_env({"MSPROBE_FASTPATH": "0"}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
     fast, slow = out / name, tmp_path / name
     files = sorted(x.relative_to(fast) for x in fast.rglob("*") if x.is_file())
@@ -136,10 +187,10 @@ def _check_tensor_files(ours: Path, ref: Path, data: dict):
     d = ours / "dump_tensor_data"
     files = sorted(x.name for x in d.iterdir())
     ref_files = {x.name for x in (ref / "dump_tensor_data").iterdir()} - {"Tensor.__sub__.0.backward.output.1.npy"}
-    assert files == sorted(ref_files)   # less the one file of the known difference (KNOWN)
+    assert files == sorted(ref_files)  # less the one file of the known difference (KNOWN)
     for rec in data.values():
         for sec in rec.values():
-            for leaf in (sec if isinstance(sec, list) else []):
+            for leaf in sec if isinstance(sec, list) else []:
                 if not (isinstance(leaf, dict) and "data_name" in leaf):
                     continue
                 a = np.load(d / leaf["data_name"])
@@ -161,8 +212,14 @@ from msprobe.mindspore import PrecisionDebugger, seed_all
 
 
 def _cfg(tmp: Path, **kw) -> str:
-    cfg = {"task": "statistics", "dump_path": str(tmp / "dump"), "rank": [], "step": [], "level": "L1",
-           "statistics": {"scope": [], "list": [], "data_mode": ["all"], "summary_mode": "statistics"}}
+    cfg = {
+        "task": "statistics",
+        "dump_path": str(tmp / "dump"),
+        "rank": [],
+        "step": [],
+        "level": "L1",
+        "statistics": {"scope": [], "list": [], "data_mode": ["all"], "summary_mode": "statistics"},
+    }
     cfg.update(kw)
     p = tmp / "config.json"
     p.write_text(json.dumps(cfg))
@@ -176,7 +233,9 @@ def _dump(tmp: Path, step=0) -> dict:
 def test_model_train_msprobestep(tmp_path):
     """mindspore.train.Model.train with MsprobeStep: one dump per step, API records, L1."""
     cp = _cfg(tmp_path)
-    code = PRELUDE + f"""
+    code = (
+        PRELUDE
+        + f"""
 import mindspore.dataset as ds
 from msprobe.mindspore.common.utils import MsprobeStep
 from mindspore.train import Model
@@ -190,10 +249,11 @@ model = Model(net, nn.MSELoss(), nn.SGD(net.trainable_params(), 0.1))
 model.train(2, dset, callbacks=[MsprobeStep(dbg)], dataset_sink_mode=False)
 print("TRAINED")
 """
+    )
     p = run_py(code, tmp_path)
     assert p.returncode == 0 and "TRAINED" in p.stdout, p.stderr[-3000:]
     steps = sorted(x.name for x in (tmp_path / "dump").iterdir())
-    assert steps == [f"step{i}" for i in range(4)]   # 2 epochs x 2 batches
+    assert steps == [f"step{i}" for i in range(4)]  # 2 epochs x 2 batches
     for i in range(4):
         names = list(_dump(tmp_path, i))
         assert "Tensor.__sub__.0.forward" in names and "Functional.square.0.forward" in names
@@ -202,7 +262,9 @@ print("TRAINED")
 
 def test_jit_function_and_forward_backward_dump_end(tmp_path):
     cp = _cfg(tmp_path)
-    code = PRELUDE + f"""
+    code = (
+        PRELUDE
+        + f"""
 @ms.jit
 def scaled(a, b):
     return a * b + 1.0
@@ -219,6 +281,7 @@ g = ms.grad(f, None, [w])(x)
 dbg.stop(); dbg.step()
 print("DONE")
 """
+    )
     p = run_py(code, tmp_path)
     assert p.returncode == 0 and "DONE" in p.stdout, p.stderr[-3000:]
     names = list(_dump(tmp_path))
@@ -250,7 +313,9 @@ except Exception as e:
 
 
 def test_seed_all(tmp_path):
-    code = PRELUDE + """
+    code = (
+        PRELUDE
+        + """
 import random
 from msprobe.mindspore.common.utils import seed_all as seed_all2
 assert seed_all2 is seed_all
@@ -274,6 +339,7 @@ for bad in [dict(seed=-1), dict(seed="1"), dict(mode=1), dict(rm_dropout=None)]:
         raise SystemExit(f"accepted {bad}")
 print("SEEDED")
 """
+    )
     p = run_py(code, tmp_path)
     assert p.returncode == 0 and "SEEDED" in p.stdout, p.stdout[-2000:] + p.stderr[-3000:]
 
@@ -281,9 +347,15 @@ print("SEEDED")
 def test_l0_requires_model_and_bf16_tensor(tmp_path):
     """L0 without a model is refused at start(); a bf16 tensor is written as raw bf16 (dtype BFloat16,
     .npy holds the float32 widening)."""
-    cp = _cfg(tmp_path, task="tensor", level="L1", tensor={"scope": [], "list": [], "data_mode": ["all"],
-                                                          "file_format": "npy"})
-    code = PRELUDE + f"""
+    cp = _cfg(
+        tmp_path,
+        task="tensor",
+        level="L1",
+        tensor={"scope": [], "list": [], "data_mode": ["all"], "file_format": "npy"},
+    )
+    code = (
+        PRELUDE
+        + f"""
 dbg = PrecisionDebugger(config_path={cp!r})
 x = Tensor(np.array([[1.5, -2.25], [3.0, 0.5]], np.float32)).astype(ms.bfloat16)
 dbg.start()
@@ -291,6 +363,7 @@ y = mint.add(x, x)
 dbg.stop(); dbg.step()
 print("OK")
 """
+    )
     p = run_py(code, tmp_path)
     assert p.returncode == 0 and "OK" in p.stdout, p.stderr[-3000:]
     rec = _dump(tmp_path)["Mint.add.0.forward"]
@@ -298,13 +371,16 @@ print("OK")
     assert leaf["dtype"] == "BFloat16" and leaf["Max"] == 6.0 and leaf["Min"] == -4.5
     a = np.load(tmp_path / "dump" / "step0" / "rank" / "dump_tensor_data" / leaf["data_name"])
     assert a.tolist() == [[3.0, -4.5], [6.0, 1.0]]
-    code2 = PRELUDE + f"""
-dbg = PrecisionDebugger(level="L0", dump_path={str(tmp_path / 'd2')!r})
+    code2 = (
+        PRELUDE
+        + f"""
+dbg = PrecisionDebugger(level="L0", dump_path={str(tmp_path / "d2")!r})
 try:
     dbg.start()
 except Exception as e:
     print("REFUSED", e)
 """
+    )
     p = run_py(code2, tmp_path)
     assert "REFUSED" in p.stdout and "model" in p.stdout, p.stdout + p.stderr[-2000:]
 

@@ -3,6 +3,7 @@ each case gets a fresh recorder (one per process) without paying torch's import 
 
 usage: python forkrun.py JOBS.json   (a list of {"script", "argv", "cwd", "log", "env"}; 2 at a time)
 """
+
 from __future__ import annotations
 
 import json
@@ -30,14 +31,15 @@ def child(job: dict) -> None:
         code = e.code if isinstance(e.code, int) else 1
     except BaseException:
         import traceback
+
         traceback.print_exc()
         code = 1
     native = sys.modules.get("msprobe._native")
     if native is not None:
-        native.lib.msprobe_finish()   # what the recorder's exit hook does
+        native.lib.msprobe_finish()  # what the recorder's exit hook does
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)   # skips interpreter teardown (~2 s with torch loaded)
+    os._exit(code)  # skips interpreter teardown (~2 s with torch loaded)
 
 
 def main() -> int:

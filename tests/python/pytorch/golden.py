@@ -4,13 +4,14 @@ Same record names in the same order, same keys in the same order, equal non-nume
 equal CRCs and data_name, statistics within tolerance (f32/f64/int: 1e-6 relative + 1e-6 x
 max|x| of the leaf; f16/bf16: one rounding step of the dtype).
 """
+
 from __future__ import annotations
 
 import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 SAMPLES = Path("/work/shared/reference/samples/msprobe-1.1.1-pytorch")
 FRAME = re.compile(r"^File .+, line \d+, in .+, \n .+$", re.S)
@@ -31,7 +32,7 @@ def _close(a: Any, b: Any, dtype: str, scale: float) -> bool:
     if math.isinf(a) or math.isinf(b):
         return a == b
     if dtype in ("torch.float16", "torch.bfloat16"):
-        eps = 2.0 ** -10 if dtype == "torch.float16" else 2.0 ** -7
+        eps = 2.0**-10 if dtype == "torch.float16" else 2.0**-7
         return abs(a - b) <= eps * max(abs(a), abs(b), scale) + 1e-7
     return abs(a - b) <= 1e-6 * abs(b) + 1e-6 * scale
 
@@ -55,8 +56,16 @@ def compare_tree(ours: Any, ref: Any, path: tuple, d: Diff, skip_stats: bool = F
             errs.append(f"{path}: keys {list(ours.keys())} != {list(ref.keys())}")
             return
         if ref.get("type") == "torch.Tensor" and "dtype" in ref:
-            scale = max((abs(ref[k]) for k in ("Max", "Min") if isinstance(ref.get(k), (int, float))
-                         and not isinstance(ref.get(k), bool) and math.isfinite(ref[k])), default=0.0)
+            scale = max(
+                (
+                    abs(ref[k])
+                    for k in ("Max", "Min")
+                    if isinstance(ref.get(k), (int, float))
+                    and not isinstance(ref.get(k), bool)
+                    and math.isfinite(ref[k])
+                ),
+                default=0.0,
+            )
             for k, v in ref.items():
                 if k in STATS:
                     if not skip_stats and not _close(ours[k], v, ref["dtype"], scale):
@@ -128,8 +137,14 @@ def compare_stack(ours: dict, ref: dict) -> list[str]:
         of = ours[name]
         if not all(isinstance(f, str) and FRAME.match(f) for f in of):
             errs.append(f"stack {name}: bad frame format {of[:1]}")
-        fn = lambda fs: [f.split(", in ", 1)[1].split(",", 1)[0] for f in fs
-                         if "msprobe" not in f.split(", line")[0] and "forkrun.py" not in f.split(", line")[0]]
+
+        def fn(fs):
+            return [
+                f.split(", in ", 1)[1].split(",", 1)[0]
+                for f in fs
+                if "msprobe" not in f.split(", line")[0] and "forkrun.py" not in f.split(", line")[0]
+            ]
+
         if fn(of) != fn(frames):
             errs.append(f"stack {name}: functions {fn(of)} != {fn(frames)}")
     return errs

@@ -3,6 +3,7 @@
 The drivers in drivers/ are unchanged copies of samples/drivers/ (same models, seeds, steps);
 each runs in a fresh process (forked from one that imported torch, see forkrun.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,12 @@ from cases import CASES, out_dir, run_all
 from golden import SAMPLES, compare_dump, load
 
 # md5 case -> its tensor-mode twin (same driver and seeds), whose .pt files show the bits.
-TWINS = {"mlp_L0_md5": "mlp_L0_tensor", "mlp_L1_md5": "mlp_L1_tensor", "mlp_mix_md5": "mlp_mix_tensor",
-         "edge_L1_md5": "edge_L1_tensor"}
+TWINS = {
+    "mlp_L0_md5": "mlp_L0_tensor",
+    "mlp_L1_md5": "mlp_L1_tensor",
+    "mlp_mix_md5": "mlp_mix_tensor",
+    "edge_L1_md5": "edge_L1_tensor",
+}
 # Cases where we differ on purpose (README "PyTorch layer"); pinned by their own tests below.
 PINNED = {"config_variants/mix_scope", "config_variants/mix_list"}
 
@@ -82,6 +87,7 @@ def test_tensor_files_load_and_match_dump_json(dumps: Path) -> None:
         files = set(p.name for p in (rank / "dump_tensor_data").iterdir())
         ref_files = set(p.name for p in (SAMPLES / case / "step0/rank/dump_tensor_data").iterdir())
         assert files == ref_files
+
         def leaves(v):
             if isinstance(v, dict):
                 if "data_name" in v:
@@ -92,6 +98,7 @@ def test_tensor_files_load_and_match_dump_json(dumps: Path) -> None:
             elif isinstance(v, list):
                 for x in v:
                     yield from leaves(x)
+
         for leaf in leaves(load(rank / "dump.json")["data"]):
             t = torch.load(rank / "dump_tensor_data" / leaf["data_name"], weights_only=True)
             assert str(t.dtype) == leaf["dtype"] and list(t.shape) == leaf["shape"]
@@ -114,7 +121,7 @@ def test_mix_scope_is_a_record_name_range(dumps: Path) -> None:
     ours = load(out_dir(dumps, case) / "step0/rank/dump.json")["data"]
     ref = load(SAMPLES / case / "step0/rank/dump.json")["data"]
     names = list(ref)
-    assert list(ours) == names[names.index("Module.act.ReLU.forward.0"):]
+    assert list(ours) == names[names.index("Module.act.ReLU.forward.0") :]
     for n in ours:
         assert json.dumps(ours[n]) == json.dumps(ref[n]) or ours[n].keys() == ref[n].keys()
 
@@ -132,14 +139,23 @@ def test_mix_list_matches_record_names_only(dumps: Path) -> None:
 
 # Seeded cases over every level, task and the value kinds of edge.py/f64.py, for the comparison
 # of the two recording paths.
-PATH_CASES = ["mlp_L1_md5", "mlp_L0_statistics", "mlp_mix_tensor", "edge_L1_md5", "edge_L1_tensor",
-              "float64_inf_md5", "config_variants/dm_bwd_out", "config_variants/mdump"]
+PATH_CASES = [
+    "mlp_L1_md5",
+    "mlp_L0_statistics",
+    "mlp_mix_tensor",
+    "edge_L1_md5",
+    "edge_L1_tensor",
+    "float64_inf_md5",
+    "config_variants/dm_bwd_out",
+    "config_variants/mdump",
+]
 
 
 def test_python_path_writes_the_same_files(dumps: Path, tmp_path: Path) -> None:
     """The native hot path (msprobe._fastpath, used for every case above) and the pure-Python
     path it falls back to (MSPROBE_FASTPATH=0, or the module not built) write identical files."""
     from cases import LIB
+
     assert (LIB.parent / "lib_fastpath.so").is_file(), "msprobe._fastpath is not built (scripts/build.sh builds it)"
     res = run_all(tmp_path, PATH_CASES, env={"MSPROBE_FASTPATH": "0"})
     assert not res["failed"], res["failed"]

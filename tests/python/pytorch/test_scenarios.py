@@ -1,5 +1,6 @@
 """Feature scenarios on real torch (scenarios/*.py check themselves against torch and zlib);
 each runs in a fresh process forked from one that imported torch (forkrun.py)."""
+
 from __future__ import annotations
 
 import json
@@ -35,12 +36,19 @@ JOBS = {
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("scen")
-    jobs = [{"script": str(SCEN / s), "argv": [str(root / name)] + a, "cwd": str(root),
-             "log": str(root / f"{name}.log")} for name, (s, a) in JOBS.items()]
+    jobs = [
+        {"script": str(SCEN / s), "argv": [str(root / name)] + a, "cwd": str(root), "log": str(root / f"{name}.log")}
+        for name, (s, a) in JOBS.items()
+    ]
     (root / "jobs.json").write_text(json.dumps(jobs))
     env = {"PYTHONPATH": str(REPO / "python"), "MSPROBE_LIB": str(LIB), "PATH": "/usr/bin:/bin"}
-    p = subprocess.run([sys.executable, str(HERE / "forkrun.py"), str(root / "jobs.json")], env=env,
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, str(HERE / "forkrun.py"), str(root / "jobs.json")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     return root
 
@@ -61,16 +69,22 @@ def test_l0_lean_hooks_record_what_torch_full_backward_hooks_do(runs: Path) -> N
     files."""
     full = runs / "l0_torch"
     files = sorted(p.relative_to(full) for p in full.rglob("*") if p.is_file())
-    assert [str(f) for f in files] == [f"step{s}/rank/{n}" for s in (0, 1)
-                                      for n in ("construct.json", "dump.json", "stack.json")]
+    assert [str(f) for f in files] == [
+        f"step{s}/rank/{n}" for s in (0, 1) for n in ("construct.json", "dump.json", "stack.json")
+    ]
     for lean in (runs / "l0_lean", runs / "l0_pylean"):
         assert files == sorted(p.relative_to(lean) for p in lean.rglob("*") if p.is_file())
         for rel in files:
             assert (lean / rel).read_bytes() == (full / rel).read_bytes(), (lean.name, rel)
     names = list(json.loads((full / "step1/rank/dump.json").read_text())["data"])
-    for expected in ("Module.pair.Pair.backward.0", "Module.split.Split.backward.0", "Module.act.ReLU.backward.1",
-                     "Module.seq.1.Tanh.backward.1", "Module.first.Linear.backward.0",
-                     "Module.named.Named.backward.0"):
+    for expected in (
+        "Module.pair.Pair.backward.0",
+        "Module.split.Split.backward.0",
+        "Module.act.ReLU.backward.1",
+        "Module.seq.1.Tanh.backward.1",
+        "Module.first.Linear.backward.0",
+        "Module.named.Named.backward.0",
+    ):
         assert expected in names, names
     assert not any(n.startswith("Module.dicty.Dicty.backward") for n in names)
 
@@ -87,8 +101,8 @@ import ctypes, torch
 from msprobe.core import native
 from msprobe.pytorch import PrecisionDebugger
 assert native.lib._name is None, native.lib._name      # ctypes.CDLL(None): the process itself
-d = PrecisionDebugger(dump_path={str(tmp_path / 'd')!r}); d.start(); torch.add(torch.ones(2), 1); d.stop()
-import os; print("OK", os.listdir({str(tmp_path / 'd' / 'step0' / 'rank')!r}))
+d = PrecisionDebugger(dump_path={str(tmp_path / "d")!r}); d.start(); torch.add(torch.ones(2), 1); d.stop()
+import os; print("OK", os.listdir({str(tmp_path / "d" / "step0" / "rank")!r}))
 """
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"), LD_PRELOAD=str(LIB), MSPROBE_LIB="/nonexistent.so")
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)

@@ -191,11 +191,15 @@ extern "C" fn at_exit() {
         STATE.store(OFF, Relaxed);
         if let Some(s) = l2.recorder.finish() {
             log::info!(
-                "L2 run summary:\n  launches captured: {}\n  ops passed through uncaptured: {}\n  launches without phase-1 binding (not captured): {}\n  device copies failed: {}\n{s}",
+                concat!(
+                    "L2 run summary:\n  launches captured: {}\n  ops passed through uncaptured: {}\n",
+                    "  launches without phase-1 binding (not captured): {}\n  device copies failed: {}\n{}"
+                ),
                 CAPTURED.load(Relaxed),
                 uncaptured_names(),
                 UNBOUND_LAUNCHES.load(Relaxed),
                 COPY_FAILURES.load(Relaxed),
+                s,
             );
         }
     });

@@ -1,9 +1,10 @@
 """msprobe.mindspore.common.utils: ``MsprobeStep`` (a ``mindspore.train`` callback) and ``seed_all``."""
+
 from __future__ import annotations
 
 import mindspore as ms
 
-from ..seed import seed_all, remove_dropout  # noqa: F401
+from ..seed import remove_dropout, seed_all  # noqa: F401
 
 
 class MsprobeStep(ms.train.Callback):

@@ -1,5 +1,6 @@
 """Independent truth for the scenarios: msprobe 1.1.1's statistic rules computed with torch
 reductions and zlib (msprobe-format.md §5.4-5.6), and dump readers."""
+
 from __future__ import annotations
 
 import glob
@@ -31,7 +32,7 @@ def crc(t: torch.Tensor) -> str:
     t = t.detach().cpu()
     if t.dtype == torch.bfloat16:
         t = t.float()
-    return "%08x" % zlib.crc32(t.contiguous().numpy().tobytes())
+    return f"{zlib.crc32(t.contiguous().numpy().tobytes()):08x}"
 
 
 def close(a, b, dtype: torch.dtype = torch.float32, scale: float = 0.0) -> bool:
@@ -41,7 +42,7 @@ def close(a, b, dtype: torch.dtype = torch.float32, scale: float = 0.0) -> bool:
         return math.isnan(a)
     if math.isinf(b):
         return a == b
-    eps = {torch.float16: 2 ** -10, torch.bfloat16: 2 ** -7}.get(dtype, 1e-6)
+    eps = {torch.float16: 2**-10, torch.bfloat16: 2**-7}.get(dtype, 1e-6)
     return abs(a - b) <= eps * (abs(b) + scale) + 1e-12
 
 

@@ -1,12 +1,21 @@
 """Misuse is raised where the user made it; the debugger is a process-wide singleton; seed_all
 does the seed's table; dropout is neutral after import."""
-import os, sys, random
+
+import os
+import random
+import sys
+
 import numpy as np
-import torch, torch.nn as nn, torch.nn.functional as F
-from msprobe.pytorch import PrecisionDebugger, seed_all, module_dump
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
 from msprobe.core.errors import MsprobeException
+from msprobe.pytorch import PrecisionDebugger, module_dump, seed_all
 
 out = sys.argv[1]
+
+
 def raises(fn, text):
     try:
         fn()
@@ -14,6 +23,7 @@ def raises(fn, text):
         assert text in str(e), (text, str(e))
         return
     raise AssertionError("no MsprobeException for " + text)
+
 
 raises(lambda: PrecisionDebugger(task=3), "task is invalid")
 raises(lambda: PrecisionDebugger(level="L9"), "level is invalid")
@@ -25,7 +35,7 @@ raises(lambda: PrecisionDebugger(config_path="/nonexistent.json"), "is not an ex
 raises(lambda: PrecisionDebugger(model="not a module"), "model must be a torch.nn.Module")
 raises(lambda: module_dump("x", "n"), "module_dump must be a torch.nn.Module")
 d1 = PrecisionDebugger(level="L0", dump_path=out)
-assert PrecisionDebugger(level="L1") is d1 and d1.level == "L0"       # singleton: later args ignored
+assert PrecisionDebugger(level="L1") is d1 and d1.level == "L0"  # singleton: later args ignored
 raises(lambda: d1.start(), "missing the parameter 'model'")
 raises(lambda: seed_all(seed=-1), "seed must be")
 raises(lambda: seed_all(mode=1), "mode must be a bool")

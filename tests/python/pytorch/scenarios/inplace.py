@@ -1,7 +1,11 @@
 """In-place ops: input_args[0] is recorded BEFORE the op (msprobe 1.1.1 records it after; see
 README "PyTorch layer"), the output after it."""
-import os, sys
+
+import os
+import sys
+
 import torch
+
 sys.path.insert(0, os.path.dirname(__file__))
 from _truth import check_leaf, dump
 from msprobe.pytorch import PrecisionDebugger
@@ -9,11 +13,14 @@ from msprobe.pytorch import PrecisionDebugger
 out = sys.argv[1]
 dbg = PrecisionDebugger(config_path=None, task="statistics", level="L1", dump_path=out)
 torch.manual_seed(0)
-x = torch.randn(5, 5); y = torch.randn(5, 5)
+x = torch.randn(5, 5)
+y = torch.randn(5, 5)
 before = [x.clone()]
 dbg.start()
-x.add_(y, alpha=0.5); before.append(x.clone())
-x += y; before.append(x.clone())
+x.add_(y, alpha=0.5)
+before.append(x.clone())
+x += y
+before.append(x.clone())
 torch.relu_(x)
 dbg.stop()
 d = dump(out)["data"]

@@ -1,8 +1,12 @@
 """stop() returns only once dump.json and the tensor files are on disk (the seed: the .pt files
 are written after each API runs, dump.json is complete once stop() has run): read right after
 stop(), before step(), two start/stop spans per step, task tensor."""
-import os, sys
+
+import os
+import sys
+
 import torch
+
 sys.path.insert(0, os.path.dirname(__file__))
 from _truth import dump, rank_dir
 from msprobe.pytorch import PrecisionDebugger
