@@ -32,17 +32,6 @@ NP2ACL = {
     np.dtype(np.float64): ACL_DOUBLE,
     np.dtype(np.bool_): ACL_BOOL,
 }
-ACL_ITEMSIZE = {
-    ACL_FLOAT: 4,
-    ACL_FLOAT16: 2,
-    ACL_INT8: 1,
-    ACL_INT32: 4,
-    ACL_UINT8: 1,
-    ACL_INT64: 8,
-    ACL_DOUBLE: 8,
-    ACL_BOOL: 1,
-    ACL_BF16: 2,
-}
 ACL2HCCL = {
     ACL_FLOAT: HCCL_FP32,
     ACL_FLOAT16: HCCL_FP16,
@@ -179,6 +168,7 @@ class Acl:
         self.hccl = L("libhccl.so")
         self.opc = L("libacl_op_compiler.so")
         self._ws = {}  # stream -> (ptr, size)
+        self._sizes = {}  # aclDataType -> bytes per element
         if init:
             r = self.fn(self.rt, "aclInit", C.c_int, [C.c_char_p])(None)
             if r not in (0, 100002):
@@ -247,6 +237,13 @@ class Acl:
         if code != 0:
             raise AclError(what, code, self.errmsg())
         return code
+
+    def dtype_size(self, dtype):
+        """Bytes per element of an aclDataType number, from CANN's own aclDataTypeSize (cached)."""
+        n = self._sizes.get(dtype)
+        if n is None:
+            n = self._sizes[dtype] = self.fn(self.rt, "aclDataTypeSize", C.c_size_t, [C.c_int])(dtype)
+        return n
 
     def soc_name(self):
         return self.fn(self.rt, "aclrtGetSocName", C.c_char_p, [])().decode()
@@ -437,7 +434,7 @@ class DevTensor:
                 shape = data.shape
         self.shape = tuple(int(s) for s in shape)
         self.numel = int(np.prod(self.shape)) if self.shape else 1
-        self.nbytes = self.numel * ACL_ITEMSIZE[dtype]
+        self.nbytes = self.numel * acl.dtype_size(dtype)
         self.ptr = acl.malloc(self.nbytes)
         if data is not None:
             self.upload(data)

@@ -86,6 +86,7 @@ def load_fastpath() -> Optional[ModuleType]:
             return None
     return None
 
+# Declarations of include/msprobe.h's functions, checked against it by tests/python/test_abi.py.
 _P = ctypes.c_void_p
 _S = ctypes.c_char_p
 _I = ctypes.c_int
@@ -104,6 +105,7 @@ _SIGS = {
     "msprobe_set_rank": (_I, [ctypes.c_int64]),
     "msprobe_next_index": (ctypes.c_int64, [_S]),
     "msprobe_construct_set": (_I, [_S, _S]),
+    "msprobe_dtype_size": (ctypes.c_size_t, [ctypes.c_int32]),
     "msprobe_record_begin": (_P, [_S]),
     "msprobe_record_section": (_I, [_P, _S]),
     "msprobe_record_open": (_I, [_P, _S, _I]),

@@ -3,6 +3,7 @@
 //! recorder crate in) keeps one recorder per process, preloaded or not.
 //!
 //! All raw pointers of this crate live here: [`Abi`] turns them into safe methods on [`Rec`].
+//! `tests/python/test_abi.py` checks every declaration below against the generated header.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::ptr::null;
@@ -59,6 +60,7 @@ macro_rules! abi {
 
 abi! {
     is_enabled = "msprobe_is_enabled": fn() -> c_int;
+    dtype_size = "msprobe_dtype_size": fn(i32) -> usize;
     next_index = "msprobe_next_index": fn(Key) -> i64;
     begin = "msprobe_record_begin": fn(Key) -> R;
     section = "msprobe_record_section": fn(R, Key) -> c_int;
@@ -89,6 +91,16 @@ fn rp(r: Rec) -> R {
 // (the Python layer hands back only what `begin` gave it, once); keys and strings are valid
 // NUL-terminated strings for the duration of the call; the recorder copies what it keeps.
 impl Abi {
+    /// Bytes per element of each aclDataType number below 64 that the recorder reads (0: not
+    /// read), asked once from the library: the sizes have one table, in the `cann-abi` crate.
+    pub fn item_sizes(&self) -> [u8; 64] {
+        std::array::from_fn(|code| {
+            // SAFETY: takes and returns plain integers.
+            let n = unsafe { (self.dtype_size)(code as i32) };
+            u8::try_from(n).unwrap_or(0)
+        })
+    }
+
     pub fn enabled(&self) -> bool {
         // SAFETY: no arguments.
         unsafe { (self.is_enabled)() != 0 }

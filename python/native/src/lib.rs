@@ -33,6 +33,8 @@ pub struct Encoder {
     kind: Kind,
     tensor_types: Py<PyTuple>,
     dtype_codes: Py<PyDict>,
+    /// Bytes per element by aclDataType number, from the library (0: not read natively).
+    item_sizes: [u8; 64],
     strided: Option<Py<PyAny>>,
     fallback: Py<PyAny>,
     warn: Py<PyAny>,
@@ -130,6 +132,7 @@ impl Encoder {
         let abi = Abi::load(handle).map_err(pyo3::exceptions::PyOSError::new_err)?;
         let frame_type = py.import("types")?.getattr("FrameType")?.unbind();
         Ok(Encoder {
+            item_sizes: abi.item_sizes(),
             abi,
             kind,
             tensor_types,

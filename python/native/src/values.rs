@@ -25,18 +25,6 @@ pub enum Kind {
     AsNumpy,
 }
 
-/// Bytes per element of an aclDataType number (include/msprobe.h).
-fn item_size(code: i32) -> Option<u64> {
-    Some(match code {
-        2 | 4 | 12 => 1,
-        1 | 6 | 7 | 27 => 2,
-        0 | 3 | 8 => 4,
-        9 | 10 | 11 | 16 => 8,
-        17 => 16,
-        _ => return None,
-    })
-}
-
 pub struct Walker<'a, 'py> {
     pub enc: &'a Encoder,
     pub py: Python<'py>,
@@ -230,7 +218,8 @@ impl<'py> Walker<'_, 'py> {
     fn dtype(&self, dtype: &Bound<'py, PyAny>) -> PyResult<Option<(i32, u64)>> {
         let Some(code) = self.enc.dtype_codes.bind(self.py).get_item(dtype)? else { return Ok(None) };
         let code: i32 = code.extract()?;
-        Ok(item_size(code).map(|size| (code, size)))
+        let size = usize::try_from(code).ok().and_then(|c| self.enc.item_sizes.get(c)).copied().unwrap_or(0);
+        Ok((size > 0).then_some((code, u64::from(size))))
     }
 }
 
