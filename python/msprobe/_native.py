@@ -9,15 +9,17 @@ The hot path of the framework layers, ``msprobe._fastpath`` (a Rust extension mo
 pure-Python path), ``msprobe/lib/_fastpath.abi3.so``, or the cargo build output. It talks to the
 library loaded here, through its C ABI.
 """
+
 from __future__ import annotations
 
 import ctypes
 import importlib.util
 import linecache
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional
 
 _HERE = Path(__file__).resolve().parent
 _REPO = _HERE.parent.parent
@@ -82,9 +84,11 @@ def load_fastpath() -> Optional[ModuleType]:
             return mod
         except Exception as e:  # e.g. built for a newer Python: the pure-Python path still works
             import logging
+
             logging.getLogger("msprobe").warning(f"{c} cannot be loaded ({e}); recording through Python")
             return None
     return None
+
 
 # Declarations of include/msprobe.h's functions, checked against it by tests/python/test_abi.py.
 _P = ctypes.c_void_p
@@ -118,7 +122,10 @@ _SIGS = {
     "msprobe_record_add_int": (_I, [_P, _S, _S, ctypes.c_int64]),
     "msprobe_record_add_float": (_I, [_P, _S, _S, ctypes.c_double]),
     "msprobe_record_add_str": (_I, [_P, _S, _S, _S, _S]),
-    "msprobe_record_add_ints": (_I, [_P, _S, _S, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t]),
+    "msprobe_record_add_ints": (
+        _I,
+        [_P, _S, _S, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t],
+    ),
     "msprobe_record_add_group": (_I, [_P, _S, _S, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t]),
     "msprobe_record_set_stack": (_I, [_P, ctypes.POINTER(_S), ctypes.c_size_t]),
     "msprobe_record_set_parent": (_I, [_P, _S]),
@@ -131,16 +138,24 @@ for _name, (_res, _args) in _SIGS.items():
     _f.argtypes = _args
 
 
-def native_encoder(kind: str, tensor_types: tuple, dtype_codes: dict, strided: Any, fallback: Callable,
-                   warn: Callable[[str], Any], **options: Any) -> Any:
+def native_encoder(
+    kind: str,
+    tensor_types: tuple,
+    dtype_codes: dict,
+    strided: Any,
+    fallback: Callable,
+    warn: Callable[[str], Any],
+    **options: Any,
+) -> Any:
     """A ``msprobe._fastpath.Encoder`` recording into `lib`, or None (not built, MSPROBE_FASTPATH=0,
     or unusable, which `warn` reports): the layer then records through its pure-Python path."""
     mod = load_fastpath()
     if mod is None:
         return None
     try:
-        return mod.Encoder(lib._handle, kind, tensor_types, dtype_codes, strided, fallback, warn,
-                           linecache.getline, **options)
+        return mod.Encoder(
+            lib._handle, kind, tensor_types, dtype_codes, strided, fallback, warn, linecache.getline, **options
+        )
     except Exception as e:
         warn(f"msprobe._fastpath is unusable ({e}); recording through Python")
         return None
@@ -154,9 +169,16 @@ def last_error() -> str:
     return (lib.msprobe_last_error() or b"").decode()
 
 
-def tensor(dtype: int, shape: Sequence[int], data_ptr: int, storage_bytes: int,
-           strides: Optional[Sequence[int]] = None, offset: int = 0,
-           requires_grad: Optional[bool] = None, type_name: Optional[str] = None) -> MsprobeTensor:
+def tensor(
+    dtype: int,
+    shape: Sequence[int],
+    data_ptr: int,
+    storage_bytes: int,
+    strides: Optional[Sequence[int]] = None,
+    offset: int = 0,
+    requires_grad: Optional[bool] = None,
+    type_name: Optional[str] = None,
+) -> MsprobeTensor:
     """Builds a descriptor; the shape/stride arrays are kept alive on the returned object."""
     t = MsprobeTensor()
     t._shape = (ctypes.c_int64 * max(len(shape), 1))(*shape)
