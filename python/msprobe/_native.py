@@ -13,6 +13,7 @@ library loaded here, through its C ABI.
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.util
 import linecache
 import os
@@ -67,9 +68,11 @@ def _fastpath_candidates() -> list[str]:
     return [str(_HERE / "lib" / "_fastpath.abi3.so"), str(target / "release" / "lib_fastpath.so")]
 
 
+@functools.cache
 def load_fastpath() -> Optional[ModuleType]:
     """The ``msprobe._fastpath`` extension module, or None (not built, or MSPROBE_FASTPATH=0):
-    the layers then record through the pure-Python encoder, with the same output."""
+    the layers then record through the pure-Python encoder, with the same output. Loaded once
+    per process (a PyO3 module cannot be initialised twice), so every caller gets the same."""
     env = os.environ.get("MSPROBE_FASTPATH", "")
     if env == "0":
         return None

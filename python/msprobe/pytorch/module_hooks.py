@@ -290,10 +290,14 @@ def hook_module(module: torch.nn.Module, prefix: str) -> list[RemovableHandle]:
 
 def _lean_hooks(prefix: str) -> Any:
     """The native twin of `_LeanHooks` (msprobe._fastpath) when it is there, else `_LeanHooks`."""
-    make = getattr(recorder, "lean_hooks", None)
+    from msprobe._native import load_fastpath
+
+    mod = load_fastpath() if type(recorder).__module__ == "msprobe._fastpath" else None
+    make = getattr(mod, "LeanHooks", None)
     if make is not None:
         try:
             return make(
+                recorder,
                 prefix,
                 state,
                 torch.is_grad_enabled,

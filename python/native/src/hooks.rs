@@ -18,7 +18,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::{Encoder, Pending};
+use crate::encoder::{Encoder, Pending};
 
 /// What the hooks call in torch and in the layer, looked up once by the Python side.
 pub struct Env {
@@ -129,6 +129,26 @@ impl GradDone {
 
 #[pymethods]
 impl LeanHooks {
+    /// The L0 hooks of the module whose records are named `Module.{path}.{Class}.` (`prefix`),
+    /// recording through `encoder`. `state` is the layer's hooking state, read once
+    /// (`construct`: construct.json is kept; the module stack is the encoder's own); the rest are
+    /// torch's functions the hooks call.
+    #[new]
+    fn py_new(
+        encoder: &Bound<'_, Encoder>,
+        prefix: &str,
+        state: Py<PyAny>,
+        is_grad_enabled: Py<PyAny>,
+        tensor_type: Py<PyAny>,
+        multi_grad_hook: Py<PyAny>,
+        zeros: Py<PyAny>,
+    ) -> PyResult<LeanHooks> {
+        let py = encoder.py();
+        let construct = state.bind(py).getattr("construct")?.is_truthy()?;
+        let env = Env { construct, is_grad_enabled, tensor_type, multi_grad_hook, zeros };
+        LeanHooks::new(encoder.clone().unbind(), prefix, &env, py)
+    }
+
     /// Forward pre-hook: returns the new positional arguments (clones) or None.
     fn pre<'py>(slf: &Bound<'py, Self>, _module: &Bound<'py, PyAny>, args: &Bound<'py, PyTuple>) -> Option<Py<PyAny>> {
         let h = slf.get();
@@ -206,7 +226,7 @@ impl LeanHooks {
     /// `state.enter_module` in the Python hooks), or None when capture is off (nothing is
     /// counted then).
     fn enter(&self, key: &CString, prefix: &str) -> Option<(String, Option<String>)> {
-        let abi = &self.enc().abi;
+        let abi = &self.enc().ctx.abi;
         if !abi.enabled() {
             return None;
         }

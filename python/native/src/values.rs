@@ -9,8 +9,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
-use crate::abi::{Rec, Tensor};
-use crate::Encoder;
+use crate::abi::{Abi, Rec, Tensor};
 
 const MAX_DEPTH: u32 = 10;
 const MAX_DIMS: usize = 64;
@@ -25,8 +24,23 @@ pub enum Kind {
     AsNumpy,
 }
 
+/// What the value walk reads: the library, how tensors are recognised and read, and the
+/// framework's pure-Python encoder for everything else. Owned by the encoder.
+pub struct ValueCtx {
+    pub abi: Abi,
+    pub kind: Kind,
+    pub tensor_types: Py<PyTuple>,
+    pub dtype_codes: Py<PyDict>,
+    /// Bytes per element by aclDataType number, from the library (0: not read natively).
+    pub item_sizes: [u8; 64],
+    pub strided: Option<Py<PyAny>>,
+    pub fallback: Py<PyAny>,
+    /// Keys whose values always go to `fallback` (torch: "device", "dtype").
+    pub special_keys: Vec<String>,
+}
+
 pub struct Walker<'a, 'py> {
-    pub enc: &'a Encoder,
+    pub ctx: &'a ValueCtx,
     pub py: Python<'py>,
     pub r: Rec,
 }
@@ -42,8 +56,8 @@ impl<'py> Walker<'_, 'py> {
             None => None,
         };
         let k = ckey.as_deref();
-        let abi = &self.enc.abi;
-        if v.is_instance(self.enc.tensor_types.bind(self.py))? {
+        let abi = &self.ctx.abi;
+        if v.is_instance(self.ctx.tensor_types.bind(self.py))? {
             return self.tensor(key, k, v, depth);
         }
         if v.is_none() {
@@ -53,7 +67,7 @@ impl<'py> Walker<'_, 'py> {
         if let Some(key) = key {
             // e.g. torch writes `device=` and `dtype=` values in their own form, whatever their type.
             let s = key.to_str()?;
-            if self.enc.special_keys.iter().any(|k| k == s) {
+            if self.ctx.special_keys.iter().any(|k| k == s) {
                 return self.fallback(Some(key), v, depth);
             }
         }
@@ -115,7 +129,7 @@ impl<'py> Walker<'_, 'py> {
     }
 
     fn fallback(&self, key: Option<&Bound<'py, PyString>>, v: &Bound<'py, PyAny>, depth: u32) -> PyResult<()> {
-        self.enc.fallback.bind(self.py).call1((self.r.0, key, v, depth))?;
+        self.ctx.fallback.bind(self.py).call1((self.r.0, key, v, depth))?;
         Ok(())
     }
 
@@ -127,7 +141,7 @@ impl<'py> Walker<'_, 'py> {
         depth: u32,
     ) -> PyResult<()> {
         // `keep` holds the host array (AsNumpy) until the recorder is done with its memory.
-        let (view, keep) = match self.enc.kind {
+        let (view, keep) = match self.ctx.kind {
             Kind::Torch => (self.torch_view(t)?, None),
             Kind::AsNumpy => match self.numpy_view(t)? {
                 Some((v, a)) => (Some(v), Some(a)),
@@ -137,7 +151,7 @@ impl<'py> Walker<'_, 'py> {
         let res = match view.as_ref().and_then(View::desc) {
             Some(desc) => {
                 // `t` and `keep` are alive for the whole call.
-                self.enc.abi.tensor(self.r, k, &desc);
+                self.ctx.abi.tensor(self.r, k, &desc);
                 Ok(())
             }
             None => self.fallback(key, t, depth),
@@ -188,7 +202,7 @@ impl<'py> Walker<'_, 'py> {
         if !t.getattr(intern!(py, "is_cpu"))?.is_truthy()? {
             return Ok(None);
         }
-        if let Some(strided) = &self.enc.strided {
+        if let Some(strided) = &self.ctx.strided {
             if !t.getattr(intern!(py, "layout"))?.is(strided.bind(py)) {
                 return Ok(None);
             }
@@ -216,9 +230,9 @@ impl<'py> Walker<'_, 'py> {
 
     /// (aclDataType number, element size) of a framework dtype, or None when not recorded natively.
     fn dtype(&self, dtype: &Bound<'py, PyAny>) -> PyResult<Option<(i32, u64)>> {
-        let Some(code) = self.enc.dtype_codes.bind(self.py).get_item(dtype)? else { return Ok(None) };
+        let Some(code) = self.ctx.dtype_codes.bind(self.py).get_item(dtype)? else { return Ok(None) };
         let code: i32 = code.extract()?;
-        let size = usize::try_from(code).ok().and_then(|c| self.enc.item_sizes.get(c)).copied().unwrap_or(0);
+        let size = usize::try_from(code).ok().and_then(|c| self.ctx.item_sizes.get(c)).copied().unwrap_or(0);
         Ok((size > 0).then_some((code, u64::from(size))))
     }
 }
