@@ -6,6 +6,11 @@
 //! for transparency, capture end to end (statistics, encoding and writing) against the same
 //! baseline. Best of several repetitions; `sync` before each timed write.
 
+/// The allocator libmsprobe.so runs the core with (crates/libmsprobe/src/lib.rs), so the
+/// per-record figures are the product's.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use msprobe_core::budget::Budget;
 use msprobe_core::config::{Config, Task};
 use msprobe_core::dtype::DType;
