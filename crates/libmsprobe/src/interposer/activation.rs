@@ -104,6 +104,33 @@ static STEP_OP_HITS: AtomicU64 = AtomicU64::new(0);
 pub static UNBOUND_LAUNCHES: AtomicU64 = AtomicU64::new(0);
 pub static COPY_FAILURES: AtomicU64 = AtomicU64::new(0);
 pub static CAPTURED: AtomicU64 = AtomicU64::new(0);
+/// Launches whose stream could not be synchronised before (index 0) / after (1) the kernel.
+static SYNC_FAILURES: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+/// Tensors recorded as null because their stream could not be synchronised.
+pub static NOT_SYNCED_TENSORS: AtomicU64 = AtomicU64::new(0);
+
+/// Which side of a launch the tool's copies are for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// Inputs, copied before the kernel.
+    Before,
+    /// Outputs, copied after it.
+    After,
+}
+
+/// Counts a stream synchronisation that failed around `record`'s launch (its tensors on that side
+/// are recorded as null); the first one is logged as a warning.
+pub(crate) fn note_sync_failure(side: Side, record: &str, e: impl std::fmt::Display) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    SYNC_FAILURES[side as usize].fetch_add(1, Relaxed);
+    let when = if side == Side::Before { "before" } else { "after" };
+    ONCE.call_once(|| {
+        log::warn!(
+            "aclrtSynchronizeStream {when} the launch of {record} failed ({e}); tensors that may not be ready are \
+             recorded as null, not copied, and counted in the run summary"
+        )
+    });
+}
 
 pub(crate) fn l2() -> Option<Arc<L2>> {
     L2_STATE.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -193,11 +220,17 @@ extern "C" fn at_exit() {
             log::info!(
                 concat!(
                     "L2 run summary:\n  launches captured: {}\n  ops passed through uncaptured: {}\n",
-                    "  launches without phase-1 binding (not captured): {}\n  device copies failed: {}\n{}"
+                    "  launches without phase-1 binding (not captured): {}\n",
+                    "  stream syncs failed: {} before launches, {} after launches\n",
+                    "  tensors not copied, stream not synchronised (recorded as null): {}\n",
+                    "  device copies failed (recorded as null): {}\n{}"
                 ),
                 CAPTURED.load(Relaxed),
                 uncaptured_names(),
                 UNBOUND_LAUNCHES.load(Relaxed),
+                SYNC_FAILURES[Side::Before as usize].load(Relaxed),
+                SYNC_FAILURES[Side::After as usize].load(Relaxed),
+                NOT_SYNCED_TENSORS.load(Relaxed),
                 COPY_FAILURES.load(Relaxed),
                 s,
             );
