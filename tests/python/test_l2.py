@@ -395,7 +395,28 @@ def test_bad_config_fails_open(tmp_path: Path) -> None:
     assert not (tmp_path / "dump").exists()
 
 
-def test_preloaded_but_not_l2_stays_inert(tmp_path: Path) -> None:
-    p = train(tmp_path, "--steps", "1", trace=False, env={"MSPROBE_LEVEL": "L1"})
+@pytest.mark.parametrize(
+    "case, want",
+    [
+        ("MSPROBE_LEVEL=L1", ["[WARNING]", "is L1 (from environment variable MSPROBE_LEVEL)", "only at level L2"]),
+        ("MSPROBE_LEVEL=x", ["[ERROR]", "MSPROBE_LEVEL", 'value "x"', '"L2"']),
+        ("MSPROBE_LEVEL=l2", ["[ERROR]", "MSPROBE_LEVEL", 'value "l2"', 'case matters: "L2"']),
+        ("level L1 in the config file", ["[WARNING]", "level is L1 (from config file", "only at level L2"]),
+        ("no level in the config file", ["[WARNING]", "level is L1 (the default", "only at level L2"]),
+    ],
+)
+def test_preloaded_but_not_l2_says_so_once_and_stays_inert(tmp_path: Path, case: str, want: list[str]) -> None:
+    base = train(tmp_path / "base", "--steps", "2", preload=False, trace=False)
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"task": "statistics", "dump_path": str(tmp_path / "dump")}))
+    if case.startswith("MSPROBE_LEVEL="):
+        env = {"MSPROBE_LEVEL": case.split("=", 1)[1]}
+    else:
+        if "L1" in case:
+            cfg.write_text(json.dumps({"task": "statistics", "level": "L1", "dump_path": str(tmp_path / "dump")}))
+        env = {"MSPROBE_CONFIG": str(cfg), "MSPROBE_LEVEL": ""}
+    p = train(tmp_path, "--steps", "2", trace=False, env=env)
+    assert losses(p) == losses(base)
     assert not (tmp_path / "dump").exists()
-    assert "[msprobe]" not in p.stderr
+    (line,) = [line for line in p.stderr.splitlines() if "[msprobe]" in line]
+    assert all(w in line for w in want) and "Capture is off" in line, line

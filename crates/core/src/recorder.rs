@@ -127,7 +127,7 @@ impl Recorder {
     /// Whether the step list says the run is over (past max(step)).
     pub fn finished_steps(&self) -> bool {
         let st = self.lock();
-        matches!(self.cfg.step.iter().max(), Some(&m) if st.step > m)
+        matches!(self.cfg.step.max(), Some(m) if st.step > m)
     }
 
     /// Sets the rank (from the framework or HCCL); the directory becomes `rank{N}`.

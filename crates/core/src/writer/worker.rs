@@ -136,10 +136,16 @@ impl Worker {
                 true
             }
             Err(e) => {
-                log::error!(
-                    "cannot create the dump directory {}: {e}. Capture is off; the job continues. Set MSPROBE_DUMP_PATH (or dump_path) to a writable directory.",
-                    dir.display()
-                );
+                // Once per dump root: each later step's directory there fails alike (its
+                // records are dropped and counted in the run summary).
+                if self.failed.iter().any(|d| root_of(d) == root) {
+                    log::debug!("cannot create the dump directory {}: {e}", dir.display());
+                } else {
+                    log::error!(
+                        "cannot create the dump directory {}: {e}. Capture is off; the job continues. Set MSPROBE_DUMP_PATH (or dump_path) to a writable directory.",
+                        dir.display()
+                    );
+                }
                 self.counters.dir_failed.store(true, Relaxed);
                 self.failed.insert(dir.to_path_buf());
                 false
