@@ -119,6 +119,21 @@ impl Journal {
         Ok(())
     }
 
+    /// Empties the journal at once, dropping what is still buffered and whatever `keep` says:
+    /// the disk is full, and its room is needed for the JSON files, which it only duplicates
+    /// (see `Worker::write`).
+    pub fn discard(&mut self) -> std::io::Result<()> {
+        let f = self.file.get_ref().try_clone()?;
+        let buffered = std::mem::replace(&mut self.file, BufWriter::with_capacity(1 << 16, f));
+        drop(buffered.into_parts());
+        let f = self.file.get_mut();
+        f.set_len(0)?;
+        f.seek(SeekFrom::Start(0))?;
+        self.current = None;
+        self.keep = false;
+        Ok(())
+    }
+
     /// Removes the journal at a clean exit (unless it must be kept).
     pub fn remove(mut self) {
         if self.clear().is_ok() && !self.keep {

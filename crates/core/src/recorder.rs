@@ -49,6 +49,10 @@ pub struct Summary {
     pub filtered: u64,
     pub errors: u64,
     pub capture_ms: u64,
+    /// Tensor files not written because of write errors (disk full: every file after the
+    /// first failure), and their bytes; see `writer::Counters::files_lost`.
+    pub files_lost: u64,
+    pub bytes_lost: u64,
 }
 
 impl std::fmt::Display for Summary {
@@ -58,7 +62,8 @@ impl std::fmt::Display for Summary {
             f,
             "  records: {} ({} tensors, {} tensor files, {} bytes written)\n  records dropped: {}, filtered out: {}, write errors: {}\n  time in capture: {} ms",
             self.records, self.tensors, self.files, self.bytes, self.dropped, self.filtered, self.errors, self.capture_ms
-        )
+        )?;
+        write!(f, "\n  tensor files lost to write errors: {} ({} bytes)", self.files_lost, self.bytes_lost)
     }
 }
 
@@ -121,7 +126,7 @@ impl Recorder {
         let step_ok = self.cfg.step.is_empty() || self.cfg.step.contains(&st.step);
         // A process that is not distributed counts as rank 0 for the rank filter.
         let rank_ok = self.cfg.rank.is_empty() || self.cfg.rank.contains(&st.rank.unwrap_or(0));
-        step_ok && rank_ok && !st.failed
+        step_ok && rank_ok && !st.failed && !self.writer.failed()
     }
 
     /// Whether the step list says the run is over (past max(step)).
@@ -273,8 +278,9 @@ impl Recorder {
             return None;
         }
         let mut st = self.lock();
-        if self.writer.dir_failed() {
-            // The writer could not create a step directory (and said why): capture is off.
+        if self.writer.failed() {
+            // The writer could not create a step directory or the storage failed (and said
+            // why): capture is off.
             st.failed = true;
             self.enabled.store(false, Relaxed);
             return None;
@@ -373,6 +379,8 @@ impl Recorder {
             filtered: self.filtered.load(Relaxed),
             errors: c.errors.load(Relaxed),
             capture_ms: self.capture_ns.load(Relaxed) / 1_000_000,
+            files_lost: c.files_lost.load(Relaxed),
+            bytes_lost: c.bytes_lost.load(Relaxed),
         }
     }
 }

@@ -105,9 +105,10 @@ impl Writer {
         self.bell.after_send(urgent, tx.len());
     }
 
-    /// Whether a step directory could not be created (capture must stop).
-    pub fn dir_failed(&self) -> bool {
-        self.counters.dir_failed.load(Relaxed)
+    /// Whether a step directory could not be created or the storage failed (disk full, I/O
+    /// error): capture must stop.
+    pub fn failed(&self) -> bool {
+        self.counters.dir_failed.load(Relaxed) || self.counters.storage_failed.load(Relaxed)
     }
 
     /// Opens `{root}/step{N}/rank{R}`: the writer creates it (the root must exist).
