@@ -58,12 +58,14 @@ pub enum SummaryMode {
     Md5,
 }
 
-/// What the writer does when the bytes in flight reach the cap.
+/// What a record does when its tensor files do not fit under the cap (see [`crate::budget`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnFull {
-    /// The capturing thread waits (nothing is lost; the job slows down).
+    /// The capturing thread waits its turn until they fit, or, for a record larger than the
+    /// cap, until nothing else is queued (nothing is lost; the job slows down).
     Block,
-    /// The tensor data is dropped and counted (the job never waits on the disk).
+    /// The record is written without its tensor files, all of them, and counted (the job never
+    /// waits on the disk).
     Drop,
 }
 

@@ -15,11 +15,14 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 impl ByteBudget for Budget {
-    fn reserve(&self, n: u64) -> bool {
-        Budget::reserve(self, n)
+    fn would_admit(&self, n: u64) -> bool {
+        Budget::would_admit(self, n)
     }
     fn buffer(&self, n: usize) -> Vec<u8> {
         self.take_buffer(n)
+    }
+    fn recycle(&self, b: Vec<u8>) {
+        self.give_buffer(b)
     }
 }
 
@@ -41,11 +44,21 @@ struct State {
 /// Totals for the run summary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summary {
+    /// Records written (in dump.json, with all their tensor files or, see `without_files`, none).
     pub records: u64,
     pub tensors: u64,
     pub files: u64,
     pub bytes: u64,
+    /// Records lost whole (not in dump.json): their directory could not be created, or they
+    /// ended after the session finished.
     pub dropped: u64,
+    /// Records written without their tensor files because the writer's queue was full
+    /// (`on_queue_full` drop); their leaves keep their statistics and have no `data_name`.
+    pub without_files: u64,
+    /// Tensor files not written (those of `without_files` records, and tensors too large for
+    /// their file format), and their tensor data bytes.
+    pub files_dropped: u64,
+    pub bytes_dropped: u64,
     pub filtered: u64,
     pub errors: u64,
     pub capture_ms: u64,
@@ -60,8 +73,24 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "  records: {} ({} tensors, {} tensor files, {} bytes written)\n  records dropped: {}, filtered out: {}, write errors: {}\n  time in capture: {} ms",
-            self.records, self.tensors, self.files, self.bytes, self.dropped, self.filtered, self.errors, self.capture_ms
+            concat!(
+                "  records: {} ({} tensors, {} tensor files, {} bytes written)\n",
+                "  records dropped: {}, filtered out: {}, write errors: {}\n",
+                "  records written without their tensor files (writer queue full): {}; ",
+                "tensor files not written: {} ({} tensor bytes)\n",
+                "  time in capture: {} ms"
+            ),
+            self.records,
+            self.tensors,
+            self.files,
+            self.bytes,
+            self.dropped,
+            self.filtered,
+            self.errors,
+            self.without_files,
+            self.files_dropped,
+            self.bytes_dropped,
+            self.capture_ms
         )?;
         write!(f, "\n  tensor files lost to write errors: {} ({} bytes)", self.files_lost, self.bytes_lost)
     }
@@ -75,7 +104,9 @@ pub struct Recorder {
     writer: Writer,
     tensors: AtomicU64,
     filtered: AtomicU64,
-    dropped: AtomicU64,
+    without_files: AtomicU64,
+    files_dropped: AtomicU64,
+    bytes_dropped: AtomicU64,
     capture_ns: AtomicU64,
     finished: AtomicBool,
 }
@@ -98,7 +129,9 @@ impl Recorder {
             writer,
             tensors: AtomicU64::new(0),
             filtered: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
+            without_files: AtomicU64::new(0),
+            files_dropped: AtomicU64::new(0),
+            bytes_dropped: AtomicU64::new(0),
             capture_ns: AtomicU64::new(0),
             finished: AtomicBool::new(false),
         }
@@ -292,7 +325,6 @@ impl Recorder {
         let dir = self.ensure_dir(&mut st)?;
         let mut b = RecordBuilder::new(name.to_string(), self.opts.clone());
         b.target = dir;
-        b.release_to = Some(self.writer.budget.clone());
         Some(b)
     }
 
@@ -312,15 +344,28 @@ impl Recorder {
         &self.writer.budget
     }
 
-    /// Hands a finished record to the writer.
+    /// Hands a finished record to the writer. Its tensor files reserve their bytes here, all at
+    /// once (see [`crate::budget`]): in block mode this waits for room (for a record larger than
+    /// the queue, until nothing else is in flight); in drop mode a record that does not fit is
+    /// written without its tensor files, and counted.
     pub fn end(&self, mut b: RecordBuilder) {
+        let budget = &*self.writer.budget;
+        let mut reserved = 0;
+        if !b.files.is_empty() {
+            if budget.reserve(b.file_bytes) {
+                reserved = b.file_bytes;
+            } else {
+                b.drop_files(budget);
+            }
+        }
         let body = b.take_body();
         self.tensors.fetch_add(b.tensors, Relaxed);
-        if b.dropped > 0 {
-            let before = self.dropped.fetch_add(b.dropped, Relaxed);
-            if before == 0 {
-                log::warn!("writer queue full: tensor data is being dropped (counted; see the run summary). Raise MSPROBE_QUEUE_MB or set MSPROBE_ON_QUEUE_FULL=block");
-            }
+        if b.dropped_files > 0 {
+            self.files_dropped.fetch_add(b.dropped_files, Relaxed);
+            self.bytes_dropped.fetch_add(b.dropped_bytes, Relaxed);
+        }
+        if b.files_dropped && self.without_files.fetch_add(1, Relaxed) == 0 {
+            log::warn!("writer queue full: records are being written without their tensor files (counted; see the run summary). Raise MSPROBE_QUEUE_MB or set MSPROBE_ON_QUEUE_FULL=block");
         }
         let target = std::mem::take(&mut b.target);
         let rec = Finished {
@@ -329,7 +374,7 @@ impl Recorder {
             files: std::mem::take(&mut b.files),
             stack: b.stack.take(),
             parent: b.parent.take(),
-            reserved: std::mem::take(&mut b.reserved),
+            reserved,
         };
         self.writer.record(target, rec);
     }
@@ -375,7 +420,10 @@ impl Recorder {
             tensors: self.tensors.load(Relaxed),
             files: c.files.load(Relaxed),
             bytes: c.bytes.load(Relaxed),
-            dropped: self.dropped.load(Relaxed) + c.dropped.load(Relaxed),
+            dropped: c.dropped.load(Relaxed),
+            without_files: self.without_files.load(Relaxed),
+            files_dropped: self.files_dropped.load(Relaxed),
+            bytes_dropped: self.bytes_dropped.load(Relaxed),
             filtered: self.filtered.load(Relaxed),
             errors: c.errors.load(Relaxed),
             capture_ms: self.capture_ns.load(Relaxed) / 1_000_000,
@@ -410,22 +458,26 @@ mod tests {
         Some(b)
     }
 
+    /// A record holds no budget while it is built, so aborted records leave nothing behind; one
+    /// ended after the session finished is counted as dropped and gives its bytes back.
     #[test]
-    fn dropped_records_give_their_bytes_back() {
+    fn aborted_and_late_records_leave_no_budget_behind() {
         let t = tempfile::tempdir().unwrap();
         let rec = recorder(t.path(), Task::Tensor, 1 << 20);
         rec.start();
         let data = vec![0u8; 600 << 10];
         for i in 0..5 {
-            // Each aborted record reserved 600 KiB of a 1 MiB budget; without the release the
-            // second one would block forever.
             drop(tensor_record(&rec, &format!("Torch.a.{i}.forward"), &data));
+            assert_eq!(rec.budget().in_flight(), 0);
         }
-        assert_eq!(rec.budget().in_flight(), 0);
         let b = tensor_record(&rec, "Torch.a.9.forward", &data);
         rec.end(b);
-        rec.finish();
+        let late = tensor_record(&rec, "Torch.a.10.forward", &data);
+        let s = rec.finish().unwrap();
+        assert_eq!((s.records, s.dropped), (1, 0), "{s:?}");
+        rec.end(late);
         assert_eq!(rec.budget().in_flight(), 0);
+        assert_eq!(rec.summary().dropped, 1);
     }
 
     #[test]

@@ -93,14 +93,22 @@ impl Writer {
     fn send_as(&self, m: Msg, urgent: bool) {
         self.sent.fetch_add(1, Relaxed);
         let Some(tx) = self.sender() else {
-            self.counters.dropped.fetch_add(1, Relaxed);
+            // Shut down (or the thread could not start): a record is lost, counted, and gives
+            // its budget back; other messages have nothing left to do.
+            if let Msg::Record { rec, .. } = m {
+                self.counters.dropped.fetch_add(1, Relaxed);
+                self.budget.release(rec.reserved);
+            }
             return;
         };
         if tx.is_full() {
             self.bell.ring();
         }
-        if tx.send(m).is_err() {
+        if let Err(e) = tx.send(m) {
             self.counters.errors.fetch_add(1, Relaxed);
+            if let Msg::Record { rec, .. } = e.0 {
+                self.budget.release(rec.reserved);
+            }
         }
         self.bell.after_send(urgent, tx.len());
     }
