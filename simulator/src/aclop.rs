@@ -248,25 +248,45 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
     Ok((steps, args))
 }
 
-/// Validate and enqueue an aclop execution.
-pub fn execute(entry: &str, op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr, stream: usize) -> i32 {
+/// Validate and enqueue an aclop execution. `staged` are device copies of host-placed and const
+/// inputs, freed once the kernel ran (or at once if the launch is rejected).
+pub fn execute(
+    entry: &str,
+    op_type: &str,
+    ins: &[IoT],
+    outs: &[IoT],
+    attr: &Attr,
+    stream: usize,
+    staged: Vec<usize>,
+) -> i32 {
+    let free = |staged: Vec<usize>| {
+        for d in staged {
+            let _ = crate::mem::free(d);
+        }
+    };
     let Some(st) = crate::stream::get(stream) else {
+        free(staged);
         return fail(ACL_ERROR_INVALID_PARAM, format!("invalid stream {stream:#x}"));
     };
     let (steps, args) = match plan(op_type, ins, outs, attr) {
         Ok(x) => x,
-        Err(e) => return e,
+        Err(e) => {
+            free(staged);
+            return e;
+        }
     };
     let name = format!("{entry}:{op_type}");
     let sid = st.id;
     let r = st.submit(Box::new(move || {
         crate::stream::kernel_delay();
-        crate::trace::run_traced(&name, sid, &args, || {
+        let r = crate::trace::run_traced(&name, sid, &args, || {
             for (op, sv) in &steps {
                 op.exec(sv)?;
             }
             Ok(())
-        })
+        });
+        free(staged);
+        r
     }));
     match r {
         Ok(()) => ACL_SUCCESS,

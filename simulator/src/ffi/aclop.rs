@@ -376,7 +376,7 @@ fn exec(
     stream: H,
 ) -> AclError {
     let Some(t) = cstr(op_type) else { return fail(ACL_ERROR_INVALID_PARAM, "opType is NULL") };
-    let i = match collect(nin, in_desc, ins, "input") {
+    let mut i = match collect(nin, in_desc, ins, "input") {
         Ok(v) => v,
         Err(e) => return e,
     };
@@ -392,7 +392,52 @@ fn exec(
             None => return fail(ACL_ERROR_INVALID_PARAM, "not a live aclopAttr"),
         }
     };
-    op::execute(entry, &t, &i, &o, &a, stream as usize)
+    let staged = match stage_host_inputs(&mut i) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    op::execute(entry, &t, &i, &o, &a, stream as usize, staged)
+}
+
+/// Host-placed (`aclSetTensorPlaceMent` HOST) and const (`aclSetTensorConst`) inputs: the runtime
+/// takes their data at the call, as the host buffer may be reused once the call returns, and the
+/// kernel reads a device copy. Returns the device copies (freed once the kernel ran).
+fn stage_host_inputs(ins: &mut [IoT]) -> Result<Vec<usize>, i32> {
+    let mut staged = Vec::new();
+    for (k, x) in ins.iter_mut().enumerate() {
+        let host = x.desc.placement == 1 || x.desc.placement == 2;
+        let data = if let Some(c) = &x.desc.const_data {
+            c.clone()
+        } else if host {
+            match slice_to_vec(x.addr as *const u8, x.size) {
+                Some(v) => v,
+                None if x.size == 0 => Vec::new(),
+                None => {
+                    for d in staged {
+                        let _ = crate::mem::free(d);
+                    }
+                    return Err(fail(ACL_ERROR_INVALID_PARAM, format!("input {k}: host-placed buffer is NULL")));
+                }
+            }
+        } else {
+            continue;
+        };
+        let dev = crate::mem::alloc(data.len().max(1)).and_then(|d| crate::mem::write(d, &data).map(|_| d));
+        match dev {
+            Ok(d) => {
+                staged.push(d);
+                x.addr = d;
+                x.size = data.len();
+            }
+            Err(e) => {
+                for d in staged {
+                    let _ = crate::mem::free(d);
+                }
+                return Err(fail(e, format!("input {k}: no device memory for its host data")));
+            }
+        }
+    }
+    Ok(staged)
 }
 
 #[no_mangle]

@@ -29,10 +29,10 @@ pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> *mut c_void {
         }
         return found;
     }
-    let (w, family) = if name.starts_with(b"aclop") {
-        (aclop::wrap(name, found), Family::Aclop)
-    } else if name.starts_with(b"Hccl") {
+    let (w, family) = if name.starts_with(b"Hccl") {
         (hccl::wrap(name, found), Family::Hccl)
+    } else if let Some(w) = aclop::wrap(name, found) {
+        (Some(w), Family::Aclop)
     } else {
         (aclnn::wrap_nnopbase(name, found), Family::Nnopbase)
     };
