@@ -11,9 +11,10 @@ use std::ffi::{c_int, c_void};
 static ACLRT_MEMCPY: Slot = Slot::new(c"aclrtMemcpy");
 static ACLRT_SYNC_STREAM: Slot = Slot::new(c"aclrtSynchronizeStream");
 static HCCL_GET_RANK_SIZE: Slot = Slot::new(c"HcclGetRankSize");
+static HCCL_GET_RANK_ID: Slot = Slot::new(c"HcclGetRankId");
 
 /// The runtime functions the tool calls, remembered when a client looks them up.
-pub(crate) static OBSERVED: [&Slot; 3] = [&ACLRT_MEMCPY, &ACLRT_SYNC_STREAM, &HCCL_GET_RANK_SIZE];
+pub(crate) static OBSERVED: [&Slot; 4] = [&ACLRT_MEMCPY, &ACLRT_SYNC_STREAM, &HCCL_GET_RANK_SIZE, &HCCL_GET_RANK_ID];
 
 /// Why a device operation could not be done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,12 +87,22 @@ pub(crate) fn copy_to_host(src: usize, len: usize) -> Result<Vec<u8>, DeviceErro
 
 /// `HcclGetRankSize(comm)`.
 pub(crate) fn hccl_rank_size(comm: *mut c_void) -> Option<u32> {
-    if HCCL_GET_RANK_SIZE.resolve().is_null() {
+    hccl_query(&HCCL_GET_RANK_SIZE, comm)
+}
+
+/// `HcclGetRankId(comm)`: this process's rank in `comm`.
+pub(crate) fn hccl_rank_id(comm: *mut c_void) -> Option<u32> {
+    hccl_query(&HCCL_GET_RANK_ID, comm)
+}
+
+/// `HcclResult f(HcclComm, uint32_t *)`.
+fn hccl_query(slot: &Slot, comm: *mut c_void) -> Option<u32> {
+    if slot.resolve().is_null() {
         return None;
     }
     type F = unsafe extern "C" fn(*mut c_void, *mut u32) -> c_int;
     let mut v = 0u32;
-    // SAFETY: the slot holds the real HcclGetRankSize(comm, uint32_t*).
-    let rc = unsafe { HCCL_GET_RANK_SIZE.get::<F>()(comm, &mut v) };
+    // SAFETY: the slot holds the real HcclGetRankSize / HcclGetRankId, both (comm, uint32_t*).
+    let rc = unsafe { slot.get::<F>()(comm, &mut v) };
     (rc == 0).then_some(v)
 }

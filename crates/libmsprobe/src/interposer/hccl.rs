@@ -59,21 +59,29 @@ unsafe extern "C" fn all_reduce(send: P, recv: P, count: u64, dt: i32, op: i32, 
 
 unsafe extern "C" fn reduce(send: P, recv: P, count: u64, dt: i32, op: i32, root: u32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, P, u64, i32, i32, u32, P, P) -> i32;
+    // Only the root's receive buffer is written (unknown rank: recorded).
     let args = || {
-        vec![
-            flat(send, count, dt, Role::In),
-            flat(recv, count, dt, Role::Out),
-            int(count as i64),
-            int(op as i64),
-            int(root as i64),
-        ]
+        let mut v = vec![flat(send, count, dt, Role::In)];
+        if crate::device::hccl_rank_id(comm).is_none_or(|r| r == root) {
+            v.push(flat(recv, count, dt, Role::Out));
+        }
+        v.extend([int(count as i64), int(op as i64), int(root as i64)]);
+        v
     };
     collective!(REDUCE, F, "Reduce", stream, args(), (send, recv, count, dt, op, root, comm, stream))
 }
 
 unsafe extern "C" fn broadcast(buf: P, count: u64, dt: i32, root: u32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, u64, i32, u32, P, P) -> i32;
-    let args = || vec![flat(buf, count, dt, Role::InOut), int(count as i64), int(root as i64)];
+    // The root's buffer is read, every other rank's written (unknown rank: both).
+    let args = || {
+        let role = match crate::device::hccl_rank_id(comm) {
+            Some(r) if r == root => Role::In,
+            Some(_) => Role::Out,
+            None => Role::InOut,
+        };
+        vec![flat(buf, count, dt, role), int(count as i64), int(root as i64)]
+    };
     collective!(BROADCAST, F, "Broadcast", stream, args(), (buf, count, dt, root, comm, stream))
 }
 
