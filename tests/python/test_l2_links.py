@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -132,7 +133,7 @@ def test_every_entry_point_captured_once_per_launch(tmp_path: Path, client: Path
     # Const axes (1, copied at aclSetTensorConst) and host-placed axes (0).
     axes = [d0[f"Aclop.ReduceSum.{i}.forward"]["input_args"][1] for i in (0, 1)]
     assert [a["Max"] for a in axes] == [1, 0]
-    assert axes[0]["md5"] == f"{__import__('zlib').crc32(np.int64(1).tobytes()):08x}"
+    assert axes[0]["md5"] == f"{zlib.crc32(np.int64(1).tobytes()):08x}"
 
     # The rejected launch: status, inputs, attributes, no outputs.
     bad = d0["Aclop.NoSuchOp.0.forward"]
@@ -157,3 +158,37 @@ def test_every_entry_point_captured_once_per_launch(tmp_path: Path, client: Path
     assert "launches rejected by the library (recorded with their status): 1" in rank0_block
     assert "launches passed through, nested in a captured launch: 0" in rank0_block
     assert s["device copies failed (recorded as null)"] == "0"
+
+
+def test_nested_launches_pass_through_and_are_counted(tmp_path: Path) -> None:
+    """A library whose launches make launches of their own through CANN's public names (PLT, so
+    they reach our exports): aclopCompileAndExecute runs its op through aclopExecuteV2, and
+    HcclAllReduce an aclop "Identity". Each outer launch is recorded once, with its own tensors;
+    the nested ones are counted, never recorded; and the guard is restored afterwards: the
+    client's own aclopExecuteV2 that follows is recorded (tests/programs/nest_cann.c)."""
+    lib = tmp_path / "libnest_cann.so"
+    stub = str(REPO / "tests/programs/nest_cann.c")
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(lib), stub], check=True)
+    exe = tmp_path / "nest_client"
+    src = str(REPO / "tests/programs/nest_client.c")
+    link = [f"-L{tmp_path}", "-lnest_cann", f"-Wl,-rpath,{tmp_path}"]
+    subprocess.run(["cc", "-O1", "-o", str(exe), src, *link], check=True)
+    p = run([str(exe)], tmp_path, {"MSPROBE_SUMMARY_MODE": "md5"}, trace=False, ld_path=False)
+    a, b = np.array([1, 2, 3, 4], np.float32), np.array([0.5, -1, 8, 2], np.float32)
+    y = a + b
+    w = y + a
+    assert p.stdout == "rc 0 " + " ".join(f"{v:g}" for v in w) + "\n"
+    data = dump_data(tmp_path / "dump/step0/rank")
+    assert list(data) == ["Aclop.Add.0.forward", "Hccl.AllReduce.0.forward", "Aclop.Add.1.forward"]
+    md5 = lambda side: [x["md5"] for x in tensor_leaves(side)]  # noqa: E731
+    want = {
+        "Aclop.Add.0.forward": ([crc(a), crc(b)], [crc(y)]),
+        "Hccl.AllReduce.0.forward": ([crc(y)], [crc(y)]),
+        "Aclop.Add.1.forward": ([crc(y), crc(a)], [crc(w)]),
+    }
+    for name, (ins, outs) in want.items():
+        assert (md5(data[name]["input_args"]), md5(data[name]["output"])) == (ins, outs), name
+    s = summary(p)
+    assert s["launches seen"] == "5 (through dlsym: 0, linked: 5)"
+    assert s["launches captured"] == "3"
+    assert s["launches passed through, nested in a captured launch"] == "2"

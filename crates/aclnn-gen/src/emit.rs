@@ -152,10 +152,11 @@ fn exports(k: usize, op: &Op) -> TokenStream {
         #[allow(non_snake_case, clippy::too_many_arguments)]
         pub unsafe extern "C" fn #p1(#(#args: #tys),*) -> aclnnStatus {
             if REAL_P1[#k].load().is_null() && export_real(&REAL_P1[#k]).is_null() {
-                return ACLNN_MISSING as aclnnStatus;
+                ACLNN_MISSING as aclnnStatus
+            } else {
+                // SAFETY: the slot holds the real function; the caller's arguments, unchanged.
+                unsafe { #wrapper(#(#args),*) }
             }
-            // SAFETY: the slot holds the real function; the caller's arguments, unchanged.
-            unsafe { #wrapper(#(#args),*) }
         }
 
         /// Phase 2, exported for clients that link it directly.

@@ -99,7 +99,7 @@ macro_rules! cann_table {
         /// # Safety
         /// The CANN C contract of this function.
         #[no_mangle]
-        #[allow(non_snake_case, clippy::too_many_arguments)]
+        #[allow(non_snake_case, clippy::too_many_arguments, clippy::unused_unit)]
         pub unsafe extern "C" fn $name($($a: $t),*) -> $ret {
             type F = unsafe extern "C" fn($($t),*) -> $ret;
             let mut f = $slot.load();
