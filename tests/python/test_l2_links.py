@@ -192,3 +192,20 @@ def test_nested_launches_pass_through_and_are_counted(tmp_path: Path) -> None:
     assert s["launches seen"] == "5 (through dlsym: 0, linked: 5)"
     assert s["launches captured"] == "3"
     assert s["launches passed through, nested in a captured launch"] == "2"
+
+
+@pytest.mark.parametrize("mode", ["linked", "dlsym"])
+def test_filtered_launches_are_counted(tmp_path: Path, client: Path, mode: str) -> None:
+    """With `list` selecting one record, every other launch passes through and is counted as
+    filtered out: aclnn ops by the op prefilter (before any argument is read), aclop and HCCL by
+    the recorder; seen = captured + filtered, on the path the client used."""
+    env = {"MSPROBE_SUMMARY_MODE": "md5", "RANK_ID": "0", "MSPROBE_LIST": "Aclop.Add."}
+    p = run([str(client), mode, str(tmp_path / "root")], tmp_path, env)
+    rank0 = max(traces(tmp_path), key=len)
+    assert list(dump_data(tmp_path / "dump/step0/rank0")) == ["Aclop.Add.0.forward"]
+    total = len(rank0) + 1  # and the rejected launch
+    blocks = p.stderr.split("L2 run summary:\n")[1:]
+    s = next(b for b in blocks if "launches captured: 1\n" in b and f"seen: {total} " in b)
+    path = f"(through dlsym: {total}, linked: 0)" if mode == "dlsym" else f"(through dlsym: 0, linked: {total})"
+    assert f"launches seen: {total} {path}" in s, s
+    assert f"launches passed through, filtered out: {total - 1}" in s, s

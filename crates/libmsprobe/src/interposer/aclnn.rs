@@ -91,8 +91,9 @@ unsafe extern "C" fn phase2<const K: usize>(ws: *mut c_void, size: u64, ex: *mut
         return unsafe { real(ws, size, ex, stream) };
     }
     if OP_OFF[K].load(Relaxed) {
+        activation::PREFILTERED[activation::Path::Dlsym as usize].fetch_add(1, Relaxed);
         // SAFETY: as above.
-        return filtered(|| unsafe { real(ws, size, ex, stream) });
+        return unsafe { real(ws, size, ex, stream) };
     }
     super::capture::aclnn_launch(OPS[K].op, ex as usize, stream, || {
         // SAFETY: as above.
@@ -100,19 +101,29 @@ unsafe extern "C" fn phase2<const K: usize>(ws: *mut c_void, size: u64, ex: *mut
     })
 }
 
-/// A launch of an op the `list` filter rules out: counted, passed through.
-#[cold]
-#[inline(never)]
-fn filtered(real: impl FnOnce() -> i32) -> i32 {
-    activation::note_seen();
-    super::capture::pass_filtered(real)
-}
-
 /// Phase 2 of op `K` called through its exported name.
 ///
 /// # Safety
 /// The aclnn phase-2 C contract.
 unsafe fn export_p2<const K: usize>(ws: *mut c_void, size: u64, ex: *mut c_void, stream: *mut c_void) -> i32 {
+    let f = REAL_P2[K].load();
+    if !f.is_null() && activation::idle() {
+        // SAFETY: f is the real phase-2 function (never ours), signature P2Fn.
+        let real: P2Fn = unsafe { std::mem::transmute::<*mut c_void, P2Fn>(f) };
+        // SAFETY: the caller's arguments, unchanged.
+        return unsafe { real(ws, size, ex, stream) };
+    }
+    // SAFETY: as above.
+    unsafe { export_p2_slow::<K>(ws, size, ex, stream) }
+}
+
+/// [`export_p2`] past its idle path: resolution, activation, the prefilter, capture.
+///
+/// # Safety
+/// The aclnn phase-2 C contract.
+#[cold]
+#[inline(never)]
+unsafe fn export_p2_slow<const K: usize>(ws: *mut c_void, size: u64, ex: *mut c_void, stream: *mut c_void) -> i32 {
     let mut f = REAL_P2[K].load();
     if f.is_null() {
         f = export_real(&REAL_P2[K]);
@@ -120,10 +131,15 @@ unsafe fn export_p2<const K: usize>(ws: *mut c_void, size: u64, ex: *mut c_void,
             return ACLNN_MISSING;
         }
     }
+    // SAFETY: f is the real phase-2 function (never ours), signature P2Fn.
+    let real: P2Fn = unsafe { std::mem::transmute::<*mut c_void, P2Fn>(f) };
     if !capturing() {
-        // SAFETY: f is the real phase-2 function (never ours), signature P2Fn.
-        let real: P2Fn = unsafe { std::mem::transmute::<*mut c_void, P2Fn>(f) };
         // SAFETY: the caller's arguments, unchanged.
+        return unsafe { real(ws, size, ex, stream) };
+    }
+    if OP_OFF[K].load(Relaxed) {
+        activation::PREFILTERED[activation::Path::Linked as usize].fetch_add(1, Relaxed);
+        // SAFETY: as above.
         return unsafe { real(ws, size, ex, stream) };
     }
     // SAFETY: the slot is filled, as the wrapper requires; the caller's arguments, unchanged.

@@ -48,6 +48,13 @@ pub fn capturing() -> bool {
     }
 }
 
+/// Capture is off for good or for now (nothing to do but the real call); false while activation
+/// is pending. One relaxed load, for the exports' idle path.
+#[inline]
+pub fn idle() -> bool {
+    matches!(STATE.load(Relaxed), OFF | DEAD)
+}
+
 /// `capturing()` and the op not filtered out.
 #[inline]
 pub fn op_capturing(k: usize) -> bool {
@@ -169,9 +176,11 @@ pub static CAPTURED: AtomicU64 = AtomicU64::new(0);
 static SEEN: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 /// Captured launches the library rejected (non-zero status): recorded with their status.
 pub static REJECTED: AtomicU64 = AtomicU64::new(0);
-/// Launches passed through because the op is filtered out (`list` prefilter, `scope`, `list`,
-/// `step`, `data_mode` leaving nothing to record).
+/// Launches passed through because the recorder filters them out (`scope`, `list`, `step`).
 pub static FILTERED: AtomicU64 = AtomicU64::new(0);
+/// Launches of aclnn ops the `list` filter rules out, by path (counted before anything else is
+/// done: one relaxed add, no thread-local access).
+pub static PREFILTERED: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 /// Launches made while this thread was capturing another launch (library-internal calls,
 /// callbacks): passed through, never recorded inside the outer record.
 pub static NESTED: AtomicU64 = AtomicU64::new(0);
@@ -213,6 +222,10 @@ pub(crate) fn path() -> Path {
     } else {
         Path::Dlsym
     }
+}
+
+fn seen(p: Path) -> u64 {
+    SEEN[p as usize].load(Relaxed) + PREFILTERED[p as usize].load(Relaxed)
 }
 
 /// Counts a launch seen while capture is on (called once per launch, off the idle path).
@@ -350,12 +363,12 @@ extern "C" fn at_exit() {
                     "  tensors not copied, stream not synchronised (recorded as null): {}\n",
                     "  device copies failed (recorded as null): {}\n{}"
                 ),
-                SEEN[0].load(Relaxed) + SEEN[1].load(Relaxed),
-                SEEN[Path::Dlsym as usize].load(Relaxed),
-                SEEN[Path::Linked as usize].load(Relaxed),
+                seen(Path::Dlsym) + seen(Path::Linked),
+                seen(Path::Dlsym),
+                seen(Path::Linked),
                 CAPTURED.load(Relaxed),
                 REJECTED.load(Relaxed),
-                FILTERED.load(Relaxed),
+                FILTERED.load(Relaxed) + PREFILTERED.iter().map(|c| c.load(Relaxed)).sum::<u64>(),
                 NESTED.load(Relaxed),
                 INTERNAL_ERRORS.load(Relaxed),
                 uncaptured_names(),

@@ -102,21 +102,36 @@ macro_rules! cann_table {
         #[allow(non_snake_case, clippy::too_many_arguments, clippy::unused_unit)]
         pub unsafe extern "C" fn $name($($a: $t),*) -> $ret {
             type F = unsafe extern "C" fn($($t),*) -> $ret;
-            let mut f = $slot.load();
-            if f.is_null() {
-                f = $crate::interposer::table::resolve_export(&$slot);
-                if f.is_null() {
-                    return $miss;
-                }
-            }
-            if !$crate::interposer::activation::capturing() {
+            let f = $slot.load();
+            if !f.is_null() && $crate::interposer::activation::idle() {
                 // SAFETY: f is the real definition of this name (never ours), with C signature F.
                 let f: F = unsafe { std::mem::transmute::<*mut std::ffi::c_void, F>(f) };
                 // SAFETY: the caller's arguments, unchanged.
                 return unsafe { f($($a),*) };
             }
-            // SAFETY: the slot is filled, as the wrapper requires; the caller's arguments, unchanged.
-            $crate::interposer::activation::linked(|| unsafe { $wrapper($($a),*) })
+            /// Everything but the idle call, out of line so the idle path saves no register.
+            #[cold]
+            #[inline(never)]
+            #[allow(non_snake_case, clippy::too_many_arguments, clippy::unused_unit)]
+            unsafe fn slow($($a: $t),*) -> $ret {
+                let mut f = $slot.load();
+                if f.is_null() {
+                    f = $crate::interposer::table::resolve_export(&$slot);
+                    if f.is_null() {
+                        return $miss;
+                    }
+                }
+                if !$crate::interposer::activation::capturing() {
+                    // SAFETY: as above.
+                    let f: F = unsafe { std::mem::transmute::<*mut std::ffi::c_void, F>(f) };
+                    // SAFETY: the caller's arguments, unchanged.
+                    return unsafe { f($($a),*) };
+                }
+                // SAFETY: the slot is filled, as the wrapper requires; the caller's arguments, unchanged.
+                $crate::interposer::activation::linked(|| unsafe { $wrapper($($a),*) })
+            }
+            // SAFETY: the caller's arguments, unchanged.
+            unsafe { slow($($a),*) }
         }
     };
 }
