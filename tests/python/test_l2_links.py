@@ -209,3 +209,19 @@ def test_filtered_launches_are_counted(tmp_path: Path, client: Path, mode: str) 
     path = f"(through dlsym: {total}, linked: 0)" if mode == "dlsym" else f"(through dlsym: 0, linked: {total})"
     assert f"launches seen: {total} {path}" in s, s
     assert f"launches passed through, filtered out: {total - 1}" in s, s
+
+
+@pytest.mark.parametrize("level", ["L2", "L1", None])
+def test_global_lookup_of_a_name_no_library_defines_fails_as_without_us(tmp_path: Path, level: str | None) -> None:
+    """Our exports come first in the global scope under LD_PRELOAD, so dlsym(RTLD_DEFAULT, name)
+    would find them even in a process without CANN and a client probing for CANN would be misled.
+    Before CANN is loaded every such lookup fails, as it does without the preload; once CANN is
+    loaded every one succeeds (tests/programs/probe_cann.c). Whatever the level."""
+    exe = tmp_path / "probe"
+    subprocess.run(["cc", "-O1", "-o", str(exe), str(REPO / "tests/programs/probe_cann.c"), "-ldl"], check=True)
+    args = [str(exe), str(LIB64 / "libascendcl.so")]
+    base = run(args, tmp_path / "base", preload=False, trace=False, ld_path=False)
+    # run() sets MSPROBE_LEVEL=L2 unless told otherwise; an empty value counts as unset.
+    p = run(args, tmp_path, {"MSPROBE_LEVEL": level or ""}, trace=False, ld_path=False)
+    assert base.stdout.startswith("before:\nafter: aclnnAdd "), base.stdout
+    assert p.stdout == base.stdout

@@ -153,7 +153,8 @@ pub(crate) fn wrap_op(k: usize, phase: Phase, found: *mut c_void) -> Option<*mut
         Phase::Two => &REAL_P2[k],
     };
     if crate::hook::is_own(found) {
-        return Some(found); // our own export (a global-scope lookup): it does the work
+        // Our own export (a global-scope lookup): the export when a library defines the name.
+        return Some(super::table::own_export(slot, found));
     }
     slot.claim(found, wrapper(k, phase))
 }

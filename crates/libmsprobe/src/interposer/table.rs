@@ -49,6 +49,16 @@ pub(crate) fn resolve_export(slot: &Slot) -> *mut c_void {
     f
 }
 
+/// What a lookup that found our own export of `slot`'s name returns: the export when a loaded
+/// library defines the name (the export calls it), NULL when none does (as without us).
+pub(crate) fn own_export(slot: &Slot, export: *mut c_void) -> *mut c_void {
+    if slot.resolve().is_null() {
+        std::ptr::null_mut()
+    } else {
+        export
+    }
+}
+
 fn missing(name: &CStr) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     let _ = std::panic::catch_unwind(|| {
@@ -80,8 +90,10 @@ macro_rules! cann_table {
             $(
                 if name == stringify!($name).as_bytes() {
                     if $crate::hook::is_own(found) {
-                        // Our own export (a global-scope lookup): it does the work itself.
-                        return Some(found);
+                        // Our own export (a global-scope lookup): it does the work itself, but
+                        // only when some loaded library defines the name; else the lookup fails
+                        // as it would without us.
+                        return Some($crate::interposer::table::own_export(&$slot, found));
                     }
                     return $slot.claim(found, $wrapper as *mut std::ffi::c_void);
                 }
