@@ -225,3 +225,27 @@ def test_global_lookup_of_a_name_no_library_defines_fails_as_without_us(tmp_path
     p = run(args, tmp_path, {"MSPROBE_LEVEL": level or ""}, trace=False, ld_path=False)
     assert base.stdout.startswith("before:\nafter: aclnnAdd "), base.stdout
     assert p.stdout == base.stdout
+
+
+def test_a_failed_task_is_left_for_the_clients_own_synchronisation(tmp_path: Path) -> None:
+    """A kernel that fails after its launch returned 0: the runtime reports the failure at the
+    next aclrtSynchronizeStream and clears it (as the simulator does). The capture waits for the
+    stream with an event of its own, so the client's synchronisation still returns the error, as
+    without the preload; and both launches are recorded with their true values
+    (tests/programs/stub_cann.c built with events, STUB_TASK_RC)."""
+    lib = tmp_path / "libstub_events.so"
+    src = str(REPO / "tests/programs/stub_cann.c")
+    subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-DEVENTS", "-o", str(lib), src, "-lpthread"], check=True)
+    exe = tmp_path / "stub_client"
+    subprocess.run(["cc", "-O1", "-o", str(exe), str(REPO / "tests/programs/stub_client.c"), "-ldl"], check=True)
+    env = {"STUB_TASK_RC": "507035", "MSPROBE_SUMMARY_MODE": "md5"}
+    args = [str(exe), str(lib), "sync"]
+    base = run(args, tmp_path / "base", env, preload=False, trace=False, ld_path=False)
+    assert base.stdout == "sync 507035\ndone\n"
+    p = run(args, tmp_path, env, trace=False, ld_path=False)
+    assert p.stdout == base.stdout
+    x = [float(i - 4) for i in range(8)]
+    y = [max(v, 0.0) for v in x]
+    data = dump_data(tmp_path / "dump/step0/rank")
+    got = {n: ([v["md5"] for v in r["input_args"]], [v["md5"] for v in r["output"]]) for n, r in data.items()}
+    assert got == {"Aclnn.Relu.0.forward": ([crc(x)], [crc(y)]), "Aclnn.Relu.1.forward": ([crc(y)], [crc(y)])}
