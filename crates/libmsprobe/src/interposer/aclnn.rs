@@ -107,11 +107,19 @@ unsafe extern "C" fn phase2<const K: usize>(ws: *mut c_void, size: u64, ex: *mut
 /// The aclnn phase-2 C contract.
 unsafe fn export_p2<const K: usize>(ws: *mut c_void, size: u64, ex: *mut c_void, stream: *mut c_void) -> i32 {
     let f = REAL_P2[K].load();
-    if !f.is_null() && activation::idle() {
-        // SAFETY: f is the real phase-2 function (never ours), signature P2Fn.
-        let real: P2Fn = unsafe { std::mem::transmute::<*mut c_void, P2Fn>(f) };
-        // SAFETY: the caller's arguments, unchanged.
-        return unsafe { real(ws, size, ex, stream) };
+    if !f.is_null() {
+        let idle = activation::idle();
+        // The op filtered out by `list`: counted, passed through (still no register saved).
+        let filtered = !idle && activation::on() && OP_OFF[K].load(Relaxed);
+        if idle || filtered {
+            if filtered {
+                activation::PREFILTERED[activation::Path::Linked as usize].fetch_add(1, Relaxed);
+            }
+            // SAFETY: f is the real phase-2 function (never ours), signature P2Fn.
+            let real: P2Fn = unsafe { std::mem::transmute::<*mut c_void, P2Fn>(f) };
+            // SAFETY: the caller's arguments, unchanged.
+            return unsafe { real(ws, size, ex, stream) };
+        }
     }
     // SAFETY: as above.
     unsafe { export_p2_slow::<K>(ws, size, ex, stream) }

@@ -55,6 +55,12 @@ pub fn idle() -> bool {
     matches!(STATE.load(Relaxed), OFF | DEAD)
 }
 
+/// Capture is on (already activated). One relaxed load.
+#[inline]
+pub fn on() -> bool {
+    STATE.load(Relaxed) == ON
+}
+
 /// `capturing()` and the op not filtered out.
 #[inline]
 pub fn op_capturing(k: usize) -> bool {
