@@ -25,21 +25,21 @@ pub struct DirState {
 }
 
 /// Depth of a record body inside dump.json (`{"data": {"name": body}}`).
-pub(super) const RECORD_DEPTH: usize = 2;
+pub const RECORD_DEPTH: usize = 2;
 
-pub(super) fn pretty(v: &Json, depth: usize) -> String {
+pub fn pretty(v: &Json, depth: usize) -> String {
     let mut s = String::with_capacity(4096);
     v.write_pretty_at(&mut s, depth);
     s
 }
 
 /// A stack.json value (depth 1).
-pub(super) fn stack_text(frames: &[String]) -> String {
+pub fn stack_text(frames: &[String]) -> String {
     pretty(&Json::Array(frames.iter().map(|f| Json::str(f.clone())).collect()), 1)
 }
 
 /// A construct.json value.
-pub(super) fn parent_text(p: &Option<String>) -> String {
+pub fn parent_text(p: &Option<String>) -> String {
     p.clone().map(Json::str).unwrap_or(Json::Null).to_compact()
 }
 
@@ -142,7 +142,7 @@ impl DirState {
     }
 
     /// The texts of dump.json, stack.json and construct.json, in [`JsonFile::ALL`] order.
-    pub(super) fn texts(&self) -> [String; 3] {
+    pub fn texts(&self) -> [String; 3] {
         JsonFile::ALL.map(|f| self.text(f))
     }
 

@@ -43,7 +43,7 @@ mod json_files;
 mod shared;
 mod worker;
 
-pub use dir_state::DirState;
+pub use dir_state::{parent_text, pretty, stack_text, DirState, RECORD_DEPTH};
 pub use handle::Writer;
 pub use json_files::JsonFile;
 

@@ -9,7 +9,7 @@ use super::in_place::JsonFiles;
 use crate::budget::Budget;
 use crate::fsutil;
 use crate::header::Header;
-use crate::journal::{self, Journal};
+use crate::journal::{self, Identity, Journal};
 use crate::json::{self, Json};
 use crate::record::TensorFile;
 use std::collections::{HashMap, HashSet};
@@ -54,6 +54,11 @@ pub(super) struct Worker {
 /// The dump path of a `{root}/step{N}/rank{R}` directory.
 fn root_of(dir: &Path) -> &Path {
     dir.parent().and_then(Path::parent).unwrap_or(Path::new("."))
+}
+
+/// `step{N}/rank{R}`: the directory as journal entries name it (relative to the dump path).
+fn rel_of(dir: &Path) -> String {
+    dir.strip_prefix(root_of(dir)).unwrap_or(dir).to_string_lossy().into_owned()
 }
 
 /// Counts a write error and logs the first few.
@@ -148,16 +153,12 @@ impl Worker {
     }
 
     fn open(&mut self, dir: PathBuf, header: Header) {
-        if self.dirs.contains_key(&dir) || !self.create(&dir) {
+        if self.dirs.contains_key(&dir) {
             return;
         }
-        // The JSON files start as msprobe's skeleton; records reach them at the next write
-        // (writer idle, stop, step end, exit), and the journal before that: after a kill,
-        // `msprobe recover` turns the journal into the files.
-        let state = DirState { header: Some(header.clone()), dirty: true, ..Default::default() };
         let root = root_of(&dir).to_path_buf();
         if let std::collections::hash_map::Entry::Vacant(slot) = self.journals.entry(root) {
-            match Journal::create(slot.key()) {
+            match Journal::create(slot.key(), &Identity::of_this_process(slot.key(), &header)) {
                 Ok(j) => {
                     slot.insert(j);
                 }
@@ -167,6 +168,23 @@ impl Worker {
                 }
             }
         }
+        // The directory is journaled before it is created and again, with its device and
+        // inode, once it exists: `msprobe recover` completes it after a kill at any point of
+        // its creation, and recognises it as this run's (never another run's of the same name).
+        let first = !self.claimed.contains(&dir);
+        if first {
+            self.journal_dir(&dir, &header, None);
+        }
+        if !self.create(&dir) {
+            return;
+        }
+        if first {
+            self.journal_dir(&dir, &header, journal::file_id(&dir));
+        }
+        // The JSON files start as msprobe's skeleton; records reach them at the next write
+        // (writer idle, stop, step end, exit), and the journal before that: after a kill,
+        // `msprobe recover` turns the journal into the files.
+        let state = DirState { header: Some(header.clone()), dirty: true, ..Default::default() };
         let files = match JsonFiles::open(&dir, &state) {
             Ok(f) => Some(f),
             Err(e) => {
@@ -183,12 +201,13 @@ impl Worker {
     fn reopen(&mut self, dir: PathBuf, header: Header) {
         self.open(dir.clone(), header);
         let mut entries = Vec::new();
-        let od = self.dirs.get_mut(&dir).expect("just opened");
+        let rel = rel_of(&dir);
+        let Some(od) = self.dirs.get_mut(&dir) else { return };
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok().and_then(|t| json::parse(&t).ok());
         if let Some(Json::Object(recs)) = read("dump.json").as_ref().and_then(|d| d.get("data")).cloned() {
             for (name, body) in recs {
                 let text = pretty(&body, RECORD_DEPTH);
-                journal::entry(&mut entries, 'R', &name, &text);
+                journal::entry(&mut entries, 'R', &rel, &name, &text);
                 od.state.records.insert(name.into_owned(), text);
             }
         }
@@ -196,7 +215,7 @@ impl Worker {
             if let Some(Json::Object(kv)) = read(file) {
                 for (name, v) in kv {
                     let text = if kind == 'S' { pretty(&v, 1) } else { v.to_compact() };
-                    journal::entry(&mut entries, kind, &name, &text);
+                    journal::entry(&mut entries, kind, &rel, &name, &text);
                     if kind == 'S' {
                         od.state.stack.insert(name.into_owned(), text);
                     } else {
@@ -213,12 +232,20 @@ impl Worker {
     /// Appends `entries` of `dir` to its journal (`flush`: and pushes them to the file).
     fn journal(&mut self, dir: &Path, entries: &[u8], flush: bool) -> std::io::Result<()> {
         let Some(j) = self.journals.get_mut(root_of(dir)) else { return Ok(()) };
-        let Some(header) = self.dirs.get(dir).and_then(|od| od.state.header.as_ref()) else { return Ok(()) };
-        j.append(dir, header, entries)?;
+        j.append(entries)?;
         if flush {
             j.flush()?;
         }
         Ok(())
+    }
+
+    /// Journals `dir` (a `D` entry: its header, and its device and inode once it exists).
+    fn journal_dir(&mut self, dir: &Path, header: &Header, id: Option<(u64, u64)>) {
+        let mut e = Vec::new();
+        journal::entry(&mut e, 'D', &rel_of(dir), "", &journal::dir_text(header, id));
+        if let Err(e) = self.journal(dir, &e, true) {
+            self.error("cannot append to the journal", &e);
+        }
     }
 
     /// Journals and stores a record; its tensor files are returned to be written (by whoever
@@ -244,15 +271,16 @@ impl Worker {
         // The journal line goes first: a record whose data reached disk is always journaled.
         // The record is formatted once: this text goes to the journal and, later, into dump.json.
         let text = pretty(&rec.body, RECORD_DEPTH);
+        let rel = rel_of(&dir);
         let mut entry = Vec::with_capacity(text.len() + 64);
-        journal::entry(&mut entry, 'R', &rec.name, &text);
+        journal::entry(&mut entry, 'R', &rel, &rec.name, &text);
         let stack = rec.stack.as_deref().map(stack_text);
         if let Some(st) = &stack {
-            journal::entry(&mut entry, 'S', &rec.name, st);
+            journal::entry(&mut entry, 'S', &rel, &rec.name, st);
         }
         let parent = rec.parent.as_ref().map(parent_text);
         if let Some(p) = &parent {
-            journal::entry(&mut entry, 'C', &rec.name, p);
+            journal::entry(&mut entry, 'C', &rel, &rec.name, p);
         }
         // Files follow their journal entry: a record whose data reached disk is journaled.
         if let Err(e) = self.journal(&dir, &entry, !rec.files.is_empty()) {
@@ -297,7 +325,7 @@ impl Worker {
         }
         let text = parent_text(&parent);
         let mut entry = Vec::new();
-        journal::entry(&mut entry, 'C', &name, &text);
+        journal::entry(&mut entry, 'C', &rel_of(&dir), &name, &text);
         if let Err(e) = self.journal(&dir, &entry, false) {
             self.error("cannot append to the journal", &e);
         }
