@@ -68,10 +68,16 @@ def killed_run(dump: Path, task: str = "statistics", prefix: str = "add", code: 
     exist), SIGKILLs it; returns its pid."""
     p = spawn_child(code, {"MSPROBE_TASK": task, "MSPROBE_DUMP_PATH": str(dump), "T_PREFIX": prefix})
     j = journal_of(dump, p.pid)
-    want = -1 if code is IDLE else 40_000  # the idle run: its step directory's files exist
+    want = -1 if code is IDLE else 150  # the idle run: its step directory's files exist
     rank = dump / "step0/rank"
+
+    def ready() -> bool:
+        if not (j.exists() and (rank / "construct.json").exists()):
+            return False
+        return sum(1 for e in parse_journal(j.read_bytes())[1] if e[0] == "R") > want
+
     try:
-        wait_for(lambda: j.exists() and j.stat().st_size > want and (rank / "construct.json").exists(), "records")
+        wait_for(ready, "records")
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait()

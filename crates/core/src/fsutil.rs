@@ -74,6 +74,19 @@ pub fn create_new(path: &Path) -> io::Result<File> {
     Ok(f)
 }
 
+/// [`create_new`], also open for reading (a file to be mapped shared, read and written).
+pub fn create_new_rw(path: &Path) -> io::Result<File> {
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    ensure_file_mode(&f, FILE_MODE)?;
+    Ok(f)
+}
+
 /// Opens an existing file for writing in place (not truncated, not created), not following links.
 pub fn open_existing(path: &Path) -> io::Result<File> {
     OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW).open(path)

@@ -24,7 +24,7 @@
 
 use crate::header::Header;
 use crate::json::{self, Json};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// File names of journals start with this.
@@ -35,6 +35,18 @@ pub const MAGIC: &str = "msprobe-journal 2 ";
 pub const HEADER_ALIGN: usize = 4096;
 /// Longest entry head line the reader accepts (kind, CRC, length, two JSON strings).
 const MAX_HEAD: usize = 1 << 16;
+/// The header block ends with the release mark: a little-endian u64, the offset before which
+/// nothing is needed any more (its space was given back, see [`Sink::release`]); 0 means the
+/// end of the header block. One aligned 8-byte store updates it, so a kill never tears it.
+pub const LOW_LEN: usize = 8;
+
+/// The length of the header block of a journal starting with `head` (None: not a journal of
+/// this format, or `head` does not reach the end of its identity line).
+pub fn header_len(head: &[u8]) -> Option<usize> {
+    let rest = head.strip_prefix(MAGIC.as_bytes())?;
+    let nl = rest.iter().take(MAX_HEAD).position(|&c| c == b'\n')?;
+    Some((MAGIC.len() + nl + 1 + LOW_LEN).div_ceil(HEADER_ALIGN) * HEADER_ALIGN)
+}
 
 /// The run a journal belongs to: which process (pid, and its start as the kernel counts it, on
 /// which boot), when it started, and which dump path it wrote (with the directory's device and
@@ -123,10 +135,11 @@ impl Identity {
         })
     }
 
-    /// The header block that opens a journal.
+    /// The header block that opens a journal: the identity line, NUL padding, and in its last
+    /// 8 bytes the release mark (see [`Sink::release`]), 0 here.
     pub fn header_block(&self) -> Vec<u8> {
         let mut out = format!("{MAGIC}{}\n", self.to_json().to_compact()).into_bytes();
-        out.resize(out.len().div_ceil(HEADER_ALIGN) * HEADER_ALIGN, 0);
+        out.resize((out.len() + LOW_LEN).div_ceil(HEADER_ALIGN) * HEADER_ALIGN, 0);
         out
     }
 
@@ -181,23 +194,39 @@ fn crc_of(kind: u8, rest: &[u8]) -> u32 {
     h.finalize()
 }
 
-/// Appends one entry (see the module docs) to `out`.
+/// Appends one entry (see the module docs) to `out`. Runs on capturing threads for every
+/// record: no allocation.
 pub fn entry(out: &mut Vec<u8>, kind: char, dir: &str, name: &str, text: &str) {
     debug_assert!(kind.is_ascii());
     let start = out.len();
     out.extend_from_slice(&[kind as u8, b' ']);
     out.extend_from_slice(b"00000000 ");
     let rest = out.len();
-    out.extend_from_slice(text.len().to_string().as_bytes());
+    out.extend_from_slice(itoa::Buffer::new().format(text.len()).as_bytes());
     out.push(b' ');
-    out.extend_from_slice(Json::str(dir.to_string()).to_compact().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(Json::str(name.to_string()).to_compact().as_bytes());
+    for (i, s) in [dir, name].into_iter().enumerate() {
+        if i > 0 {
+            out.push(b' ');
+        }
+        // Names are plain ASCII but for rare exceptions: written as they are, quoted.
+        if s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
+            out.push(b'"');
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'"');
+        } else {
+            let mut q = String::new();
+            json::write_string(&mut q, s);
+            out.extend_from_slice(q.as_bytes());
+        }
+    }
     out.push(b'\n');
     out.extend_from_slice(text.as_bytes());
     out.push(b'\n');
     let crc = crc_of(kind as u8, &out[rest..]);
-    out[start + 2..start + 10].copy_from_slice(format!("{crc:08x}").as_bytes());
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for i in 0..8 {
+        out[start + 2 + i] = HEX[(crc >> (28 - 4 * i)) as usize & 0xf];
+    }
 }
 
 /// One journal entry, read back.
@@ -287,17 +316,30 @@ fn read_entry(b: &[u8]) -> Option<(Entry, usize)> {
     Some((e, t1 + 1))
 }
 
-/// Reads a journal's bytes: its identity and every entry that checks out.
+/// Reads a journal's bytes (the whole file): its identity and every entry that checks out.
 pub fn parse(bytes: &[u8]) -> Parsed {
+    let start = match header_len(bytes) {
+        Some(hl) if hl <= bytes.len() => {
+            let low = u64::from_le_bytes(bytes[hl - LOW_LEN..hl].try_into().expect("8 bytes"));
+            usize::try_from(low).map_or(bytes.len(), |l| l.clamp(hl, bytes.len()))
+        }
+        _ => 0,
+    };
+    parse_from(bytes, &bytes[start.min(bytes.len())..], start)
+}
+
+/// Reads the identity from `head` (the file's first bytes) and the entries from `body`, which
+/// starts at offset `at` of the file.
+fn parse_from(head: &[u8], body: &[u8], at: usize) -> Parsed {
     let mut out = Parsed::default();
-    let mut pos = 0;
-    if let Some(rest) = bytes.strip_prefix(MAGIC.as_bytes()) {
+    if let Some(rest) = head.strip_prefix(MAGIC.as_bytes()) {
         if let Some(nl) = rest.iter().take(MAX_HEAD).position(|&c| c == b'\n') {
             let v = std::str::from_utf8(&rest[..nl]).ok().and_then(|t| json::parse(t).ok());
             out.identity = v.as_ref().and_then(Identity::from_json);
-            pos = MAGIC.len() + nl + 1;
         }
     }
+    let bytes = body;
+    let mut pos = 0;
     // Start of the unreadable stretch being skipped, if any.
     let mut bad: Option<usize> = None;
     while pos < bytes.len() {
@@ -315,7 +357,7 @@ pub fn parse(bytes: &[u8]) -> Parsed {
                 if bad.take().is_some() {
                     out.damaged += 1;
                 }
-                e.at = pos;
+                e.at = at + pos;
                 out.entries.push(e);
                 pos += n;
             }
@@ -331,9 +373,25 @@ pub fn parse(bytes: &[u8]) -> Parsed {
     out
 }
 
-/// Reads the journal at `path` (not following a link).
+/// Reads the journal at `path` (not following a link), from its release mark on: what came
+/// before it was given back (and reads as zeros).
 pub fn read(path: &Path) -> std::io::Result<Parsed> {
-    Ok(parse(&crate::fsutil::read_nofollow(path)?))
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = crate::fsutil::open_read_nofollow(path)?;
+    let len = f.metadata()?.len();
+    let mut head = Vec::new();
+    (&mut f).take((MAX_HEAD + HEADER_ALIGN) as u64).read_to_end(&mut head)?;
+    let start = match header_len(&head) {
+        Some(hl) if hl <= head.len() => {
+            let low = u64::from_le_bytes(head[hl - LOW_LEN..hl].try_into().expect("8 bytes"));
+            low.clamp(hl as u64, len)
+        }
+        _ => 0,
+    };
+    f.seek(SeekFrom::Start(start))?;
+    let mut body = Vec::new();
+    f.read_to_end(&mut body)?;
+    Ok(parse_from(&head, &body, start as usize))
 }
 
 /// A directory name of a journal entry (`step{N}/rank` or `step{N}/rank{R}`), checked: the
@@ -350,76 +408,202 @@ pub fn valid_dir(rel: &str) -> bool {
     }
 }
 
-/// The open journal of one dump path, written by the writer thread.
-pub struct Journal {
-    path: PathBuf,
-    file: BufWriter<std::fs::File>,
-    /// Length of the header block.
-    header_len: u64,
-    /// A directory's JSON files could not be written: the journal is kept until exit and after.
-    keep: bool,
+/// Where a journal's entries went: `[start, end)` of the file. `ok` false: nothing usable was
+/// written there (the journal is full or broken), the span is still accounted for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Appended {
+    pub start: u64,
+    pub end: u64,
+    pub ok: bool,
 }
 
-impl Journal {
-    /// Creates this process's journal in `root` (never an existing file: a journal left by an
-    /// earlier, killed process with the same pid is left for `msprobe recover`).
-    pub fn create(root: &Path, identity: &Identity) -> std::io::Result<Journal> {
-        let pid = std::process::id();
-        let mut n = 0;
-        loop {
-            let name = if n == 0 { format!("{PREFIX}{pid}") } else { format!("{PREFIX}{pid}-{n}") };
-            let path = root.join(name);
-            match crate::fsutil::create_new(&path) {
-                Ok(f) => {
-                    let mut file = BufWriter::with_capacity(1 << 16, f);
-                    let head = identity.header_block();
-                    file.write_all(&head)?;
-                    file.flush()?;
-                    return Ok(Journal { path, file, header_len: head.len() as u64, keep: false });
+/// A process's journal of one dump path. Capturing threads append their records' entries
+/// (durable against the death of the process once `append` returns); the writer thread
+/// appends directory entries, gives back space ([`Sink::release`]) and ends it.
+///
+/// Implementations: [`FileSink`] (a plain file, one `write` per append), and, in libmsprobe, a
+/// shared file mapping that appends without a system call.
+pub trait Sink: Send + Sync {
+    /// Appends `bytes` (whole entries made with [`entry`]) as one unit.
+    fn append(&self, bytes: &[u8]) -> Appended;
+    /// Offset of the first entry (the end of the header block).
+    fn base(&self) -> u64;
+    /// Every entry before `low` is in the JSON files of a closed directory: the space may be
+    /// given back, and the release mark moved there. Returns true when the journal started over
+    /// (everything appended was before `low`): later offsets begin at [`Sink::base`] again.
+    /// Called by the writer thread only.
+    fn release(&self, low: u64) -> bool;
+    /// A step's files were written: makes the journal durable against a machine crash, when
+    /// configured to.
+    fn checkpoint(&self) {}
+    /// The writer thread has nothing to do: the journal may make room ahead of the appends, so
+    /// that capturing threads neither allocate nor fault.
+    fn prepare(&self) {}
+    fn path(&self) -> &Path;
+    /// Ends the journal at a clean exit: removed, unless `keep` (some JSON files could not be
+    /// written; `msprobe recover` needs it).
+    fn finish(&self, keep: bool);
+}
+
+/// Opens a process's journal in a dump path: how a recorder gets its [`Sink`].
+pub type OpenSink = fn(&Path, &Identity) -> std::io::Result<std::sync::Arc<dyn Sink>>;
+
+/// Creates this process's journal file in `root` with its header block (never an existing
+/// file: a journal left by an earlier, killed process with the same pid is left for
+/// `msprobe recover`). Returns the file, its path and the header's length.
+pub fn create_file(root: &Path, identity: &Identity) -> std::io::Result<(std::fs::File, PathBuf, u64)> {
+    let pid = std::process::id();
+    let mut n = 0;
+    loop {
+        let name = if n == 0 { format!("{PREFIX}{pid}") } else { format!("{PREFIX}{pid}-{n}") };
+        let path = root.join(name);
+        match crate::fsutil::create_new_rw(&path) {
+            Ok(mut f) => {
+                let head = identity.header_block();
+                if let Err(e) = f.write_all(&head) {
+                    let _ = std::fs::remove_file(&path);
+                    return Err(e);
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
-                Err(e) => return Err(e),
+                return Ok((f, path, head.len() as u64));
             }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A journal in a plain file: each append is one `write` (so it survives the death of the
+/// process), under a lock. Space is given back when everything is released (the file is cut
+/// back to its header).
+pub struct FileSink {
+    path: PathBuf,
+    base: u64,
+    /// The file and the offset its next append goes to.
+    file: std::sync::Mutex<(std::fs::File, u64)>,
+    broken: std::sync::atomic::AtomicBool,
+}
+
+impl FileSink {
+    pub fn create(root: &Path, identity: &Identity) -> std::io::Result<FileSink> {
+        let (file, path, base) = create_file(root, identity)?;
+        Ok(FileSink::from_file(file, path, base))
+    }
+
+    /// A journal file made by [`create_file`] (`base`: its header's length).
+    pub fn from_file(file: std::fs::File, path: PathBuf, base: u64) -> FileSink {
+        FileSink {
+            path,
+            base,
+            file: std::sync::Mutex::new((file, base)),
+            broken: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    pub fn path(&self) -> &Path {
+    /// [`OpenSink`] for a [`FileSink`].
+    pub fn open(root: &Path, identity: &Identity) -> std::io::Result<std::sync::Arc<dyn Sink>> {
+        Ok(std::sync::Arc::new(FileSink::create(root, identity)?))
+    }
+}
+
+impl Sink for FileSink {
+    fn append(&self, bytes: &[u8]) -> Appended {
+        use std::os::unix::fs::FileExt;
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut g = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let start = g.1;
+        let end = start + bytes.len() as u64;
+        g.1 = end;
+        let ok = !self.broken.load(Relaxed) && g.0.write_all_at(bytes, start).is_ok();
+        if !ok {
+            // Later appends would leave a hole a reader skips; none is written any more.
+            self.broken.store(true, Relaxed);
+        }
+        Appended { start, end, ok }
+    }
+
+    fn base(&self) -> u64 {
+        self.base
+    }
+
+    fn release(&self, low: u64) -> bool {
+        let mut g = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if low < g.1 || g.1 == self.base {
+            return false;
+        }
+        if g.0.set_len(self.base).is_ok() {
+            g.1 = self.base;
+            return true;
+        }
+        false
+    }
+
+    fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Appends `entries` (made with [`entry`]). Buffered: see [`Journal::flush`].
-    pub fn append(&mut self, entries: &[u8]) -> std::io::Result<()> {
-        self.file.write_all(entries)
-    }
-
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
-    }
-
-    /// Keeps the journal for `msprobe recover` (a directory's JSON files could not be written).
-    pub fn keep(&mut self) {
-        self.keep = true;
-    }
-
-    /// Empties the journal (back to its header): every directory it covered is written and
-    /// closed.
-    pub fn clear(&mut self) -> std::io::Result<()> {
-        use std::io::{Seek, SeekFrom};
-        if self.keep {
-            return Ok(());
-        }
-        self.file.flush()?;
-        let f = self.file.get_mut();
-        f.set_len(self.header_len)?;
-        f.seek(SeekFrom::Start(self.header_len))?;
-        Ok(())
-    }
-
-    /// Removes the journal at a clean exit (unless it must be kept).
-    pub fn remove(mut self) {
-        if self.clear().is_ok() && !self.keep {
+    fn finish(&self, keep: bool) {
+        if !keep {
             let _ = std::fs::remove_file(&self.path);
         }
+    }
+}
+
+/// The writer's account of one journal: which of its bytes are still needed. Every appended
+/// span is reported once ([`Space::processed`]); those of a directory still open are needed
+/// until it closes. Everything before [`Space::low`] may be given back.
+#[derive(Debug)]
+pub struct Space {
+    /// Every span before this was reported.
+    done: u64,
+    /// Spans reported past `done` (start → end), not yet contiguous with it.
+    ahead: std::collections::BTreeMap<u64, u64>,
+    /// Per open directory, the start of its first span.
+    open: std::collections::HashMap<PathBuf, u64>,
+}
+
+impl Space {
+    pub fn new(base: u64) -> Space {
+        Space { done: base, ahead: Default::default(), open: Default::default() }
+    }
+
+    /// `a` was appended (and is known to the writer); `dir`: the directory it belongs to, which
+    /// needs it until it closes.
+    pub fn processed(&mut self, a: Appended, dir: Option<&Path>) {
+        if let Some(d) = dir {
+            let low = self.open.entry(d.to_path_buf()).or_insert(a.start);
+            *low = (*low).min(a.start);
+        }
+        if a.end <= a.start {
+            return;
+        }
+        if a.start <= self.done {
+            self.done = self.done.max(a.end);
+        } else {
+            let e = self.ahead.entry(a.start).or_insert(a.end);
+            *e = (*e).max(a.end);
+        }
+        while let Some((&s, &e)) = self.ahead.first_key_value() {
+            if s > self.done {
+                break;
+            }
+            self.done = self.done.max(e);
+            self.ahead.pop_first();
+        }
+    }
+
+    /// `dir` closed: its spans are in its JSON files.
+    pub fn closed(&mut self, dir: &Path) {
+        self.open.remove(dir);
+    }
+
+    /// Everything before this may be given back.
+    pub fn low(&self) -> u64 {
+        self.open.values().copied().fold(self.done, u64::min)
+    }
+
+    /// The journal started over at `base`.
+    pub fn reset(&mut self, base: u64) {
+        *self = Space::new(base);
     }
 }
 
@@ -447,19 +631,19 @@ mod tests {
     fn entries_are_self_contained_and_a_torn_tail_is_counted() {
         let root = tempfile::tempdir().unwrap();
         let id = Identity::of_this_process(root.path(), &h("statistics"));
-        let mut j = Journal::create(root.path(), &id).unwrap();
+        let j = FileSink::create(root.path(), &id).unwrap();
         let mut e = Vec::new();
         entry(&mut e, 'D', "step0/rank", "", &dir_text(&h("statistics"), Some((1, 2))));
         entry(&mut e, 'R', "step0/rank", "Torch.add.0.forward", "{\"x\": 1}");
         entry(&mut e, 'R', "step1/rank", "Torch.add.0.forward", "{\"x\": 2}");
         entry(&mut e, 'C', "step0/rank", "Module.a.A.forward.0", "null");
-        j.append(&e).unwrap();
-        j.flush().unwrap();
-        let path = j.path.clone();
+        let a = j.append(&e);
+        assert_eq!(a, Appended { start: j.base(), end: j.base() + e.len() as u64, ok: true });
+        let path = j.path().to_path_buf();
         // A kill in the middle of the next entry.
         let mut torn = Vec::new();
         entry(&mut torn, 'R', "step0/rank", "Torch.mul.0.forward", "{\"y\": 2}");
-        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(&torn[..torn.len() - 4]).unwrap();
+        j.append(&torn[..torn.len() - 4]);
         let r = read(&path).unwrap();
         assert_eq!(r.identity.as_ref(), Some(&id));
         assert_eq!((r.torn, r.damaged), (1, 0));
@@ -473,20 +657,62 @@ mod tests {
                 ('C', "step0/rank", "Module.a.A.forward.0")
             ]
         );
+        assert_eq!(r.entries[0].at as u64, j.base());
         assert_eq!(parse_dir_text(&r.entries[0].text), Some((h("statistics"), Some((1, 2)))));
-        // Emptied back to its header; removed at a clean exit, unless it must be kept.
-        j.clear().unwrap();
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), HEADER_ALIGN as u64);
-        j.append(&e).unwrap();
-        j.flush().unwrap();
+        assert_eq!(parse(&std::fs::read(&path).unwrap()).entries, r.entries);
+        // Started over once everything is released; removed at a clean exit, unless kept.
+        assert!(!j.release(a.end), "not everything is released");
+        assert!(j.release(u64::MAX));
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), j.base());
+        assert_eq!(j.append(&e).start, j.base());
         assert_eq!(read(&path).unwrap().entries.len(), 4);
-        j.remove();
+        j.finish(false);
         assert!(!path.exists());
-        let mut k = Journal::create(root.path(), &id).unwrap();
-        k.keep();
-        let kp = k.path.clone();
-        k.remove();
-        assert!(kp.exists(), "a journal that must be kept stays");
+        let k = FileSink::create(root.path(), &id).unwrap();
+        k.finish(true);
+        assert!(k.path().exists(), "a journal that must be kept stays");
+    }
+
+    #[test]
+    fn the_release_mark_skips_what_was_given_back() {
+        let mut b = Identity::default().header_block();
+        let hl = b.len();
+        let mut mark = 0;
+        for i in 0..4 {
+            if i == 2 {
+                mark = b.len();
+            }
+            entry(&mut b, 'R', "step0/rank", &format!("Torch.add.{i}.forward"), "{}");
+        }
+        b[hl - LOW_LEN..hl].copy_from_slice(&(mark as u64).to_le_bytes());
+        let names = |r: Parsed| r.entries.iter().map(|e| e.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(parse(&b)), ["Torch.add.2.forward", "Torch.add.3.forward"]);
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("j"), &b).unwrap();
+        assert_eq!(names(read(&t.path().join("j")).unwrap()), ["Torch.add.2.forward", "Torch.add.3.forward"]);
+        // A mark past the end (damage) reads nothing, and never panics.
+        b[hl - LOW_LEN..hl].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(parse(&b).entries.is_empty());
+    }
+
+    #[test]
+    fn space_is_given_back_up_to_the_first_span_still_needed() {
+        let span = |s: u64, e: u64| Appended { start: s, end: e, ok: true };
+        let mut sp = Space::new(100);
+        let (a, b) = (Path::new("step0/rank"), Path::new("step1/rank"));
+        sp.processed(span(100, 110), Some(a));
+        sp.processed(span(120, 130), Some(b)); // reported before the span before it
+        assert_eq!(sp.low(), 100);
+        sp.closed(a);
+        assert_eq!(sp.low(), 110, "110..120 is not reported yet");
+        sp.processed(span(110, 120), None);
+        assert_eq!(sp.low(), 120, "step1 is still open");
+        sp.closed(b);
+        assert_eq!(sp.low(), 130);
+        sp.processed(span(130, 130), Some(a)); // nothing written, but the directory is open again
+        assert_eq!(sp.low(), 130);
+        sp.reset(100);
+        assert_eq!(sp.low(), 100);
     }
 
     #[test]

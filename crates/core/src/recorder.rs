@@ -5,14 +5,20 @@ use crate::budget::Budget;
 use crate::config::{Config, Level, OnFull, Task};
 use crate::fsutil;
 use crate::header::Header;
+use crate::journal::{self, Identity, OpenSink, Sink};
 use crate::naming;
 use crate::record::{ByteBudget, LeafOptions, RecordBuilder};
-use crate::writer::{Finished, Writer, TENSOR_DIR};
+use crate::writer::{parent_text, stack_text, Finished, Journaled, Writer, RECORD_DEPTH, TENSOR_DIR};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
+
+thread_local! {
+    /// A capturing thread's scratch buffers: a record's text, and its journal entries.
+    static SCRATCH: std::cell::RefCell<(String, Vec<u8>)> = const { std::cell::RefCell::new((String::new(), Vec::new())) };
+}
 
 impl ByteBudget for Budget {
     fn reserve(&self, n: u64) -> bool {
@@ -49,6 +55,9 @@ pub struct Summary {
     pub filtered: u64,
     pub errors: u64,
     pub capture_ms: u64,
+    /// Records that could not be journaled (the journal could not be created, or is full):
+    /// written to the JSON files, but a kill before that loses them.
+    pub unjournaled: u64,
 }
 
 impl std::fmt::Display for Summary {
@@ -58,7 +67,11 @@ impl std::fmt::Display for Summary {
             f,
             "  records: {} ({} tensors, {} tensor files, {} bytes written)\n  records dropped: {}, filtered out: {}, write errors: {}\n  time in capture: {} ms",
             self.records, self.tensors, self.files, self.bytes, self.dropped, self.filtered, self.errors, self.capture_ms
-        )
+        )?;
+        if self.unjournaled > 0 {
+            write!(f, "\n  records not in the crash journal (a kill would have lost them): {}", self.unjournaled)?;
+        }
+        Ok(())
     }
 }
 
@@ -73,10 +86,22 @@ pub struct Recorder {
     dropped: AtomicU64,
     capture_ns: AtomicU64,
     finished: AtomicBool,
+    /// Opens the crash journal at the first start.
+    open_sink: OpenSink,
+    /// The crash journal, which `end` appends each record to before handing it to the writer.
+    sink: OnceLock<Arc<dyn Sink>>,
+    unjournaled: AtomicU64,
 }
 
 impl Recorder {
+    /// A recorder whose crash journal is a plain file (one `write` per record).
     pub fn new(cfg: Config) -> Recorder {
+        Recorder::with_journal(cfg, journal::FileSink::open)
+    }
+
+    /// A recorder whose crash journal `open_sink` opens (libmsprobe's appends to a shared file
+    /// mapping, without a system call).
+    pub fn with_journal(cfg: Config, open_sink: OpenSink) -> Recorder {
         let opts = LeafOptions {
             task: cfg.task,
             summary_mode: cfg.summary_mode,
@@ -96,6 +121,9 @@ impl Recorder {
             dropped: AtomicU64::new(0),
             capture_ns: AtomicU64::new(0),
             finished: AtomicBool::new(false),
+            open_sink,
+            sink: OnceLock::new(),
+            unjournaled: AtomicU64::new(0),
         }
     }
 
@@ -175,6 +203,7 @@ impl Recorder {
                 return None;
             }
             st.root_ok = true;
+            self.open_journal();
         }
         let dir = self.cfg.dump_path.join(naming::step_dir(st.step)).join(naming::rank_dir(st.rank));
         st.dir = Some(dir.clone());
@@ -185,6 +214,24 @@ impl Recorder {
         };
         self.writer.open(dir.clone(), header);
         Some(dir)
+    }
+
+    /// Opens the crash journal in the dump path (which exists); capture goes on without one.
+    fn open_journal(&self) {
+        let root = &self.cfg.dump_path;
+        let header =
+            Header { task: self.cfg.task.as_str().into(), level: self.cfg.level.as_str().into(), dump_data_dir: None };
+        match (self.open_sink)(root, &Identity::of_this_process(root, &header)) {
+            Ok(sink) => {
+                if self.sink.set(sink.clone()).is_ok() {
+                    self.writer.journal(root.clone(), sink);
+                }
+            }
+            Err(e) => log::warn!(
+                "cannot create the crash journal in {}: {e}. Records are still written, but a kill loses those not yet in the JSON files.",
+                root.display()
+            ),
+        }
     }
 
     /// Turns capture on for the current step (if the step and rank are selected) and writes
@@ -317,15 +364,65 @@ impl Recorder {
             }
         }
         let target = std::mem::take(&mut b.target);
+        let rel = target.strip_prefix(&self.cfg.dump_path).ok().and_then(|r| r.to_str());
+        let (Some(sink), Some(rel)) = (self.sink.get(), rel) else {
+            let rec = Finished {
+                name: std::mem::take(&mut b.name),
+                body,
+                files: std::mem::take(&mut b.files),
+                stack: b.stack.take(),
+                parent: b.parent.take(),
+                reserved: std::mem::take(&mut b.reserved),
+            };
+            // No journal of its own (it could not be created): the writer journals the record.
+            self.writer.record(target, rec);
+            return;
+        };
+        // Durable before the hooked call returns: the record's entries go into the journal
+        // here, on the capturing thread, formatted once into exactly the texts its JSON files
+        // will hold (the writer only files them). Formatted in the thread's scratch buffers,
+        // and kept (until the step's files are closed) in strings of their exact length.
+        let stack = b.stack.take().map(|f| stack_text(&f));
+        let parent = b.parent.take().map(|p| parent_text(&p));
+        let (text, span) = SCRATCH.with(|scratch| {
+            let mut fresh = Default::default();
+            let mut guard = scratch.try_borrow_mut();
+            let (buf, entries): &mut (String, Vec<u8>) = match guard.as_deref_mut() {
+                Ok(s) => s,
+                Err(_) => &mut fresh,
+            };
+            buf.clear();
+            body.write_pretty_at(buf, RECORD_DEPTH);
+            entries.clear();
+            journal::entry(entries, 'R', rel, &b.name, buf);
+            if let Some(st) = &stack {
+                journal::entry(entries, 'S', rel, &b.name, st);
+            }
+            if let Some(p) = &parent {
+                journal::entry(entries, 'C', rel, &b.name, p);
+            }
+            let span = sink.append(entries);
+            (buf.as_str().to_string(), span)
+        });
+        drop(body);
+        if !span.ok {
+            self.count_unjournaled();
+        }
         let rec = Finished {
             name: std::mem::take(&mut b.name),
-            body,
+            body: crate::json::Json::Null,
             files: std::mem::take(&mut b.files),
-            stack: b.stack.take(),
-            parent: b.parent.take(),
+            stack: None,
+            parent: None,
             reserved: std::mem::take(&mut b.reserved),
         };
-        self.writer.record(target, rec);
+        self.writer.record_journaled(target, rec, Journaled { text, stack, parent, span });
+    }
+
+    fn count_unjournaled(&self) {
+        if self.unjournaled.fetch_add(1, Relaxed) == 0 {
+            log::warn!("a record could not be journaled (see the run summary): a kill before its JSON files are written loses it");
+        }
     }
 
     /// Adds time spent capturing (for the summary).
@@ -373,6 +470,7 @@ impl Recorder {
             filtered: self.filtered.load(Relaxed),
             errors: c.errors.load(Relaxed),
             capture_ms: self.capture_ns.load(Relaxed) / 1_000_000,
+            unjournaled: self.unjournaled.load(Relaxed),
         }
     }
 }
@@ -400,6 +498,49 @@ mod tests {
         let t = TensorRef { dtype: DType::F32, shape: &shape, data, requires_grad: None, type_name: None };
         b.add_tensor(None, &t, rec.budget()).unwrap();
         Some(b)
+    }
+
+    /// A record is in the journal when `end` returns (the capturing thread appends it; the
+    /// writer has not necessarily seen it), with exactly the text dump.json gets; the journal
+    /// starts over once every step is written, and is removed at a clean finish.
+    #[test]
+    fn records_are_journaled_before_end_returns() {
+        let t = tempfile::tempdir().unwrap();
+        let rec = recorder(t.path(), Task::Statistics, 1 << 30);
+        rec.start();
+        let journal = || {
+            let j = std::fs::read_dir(t.path())
+                .unwrap()
+                .flatten()
+                .find(|e| e.file_name().to_string_lossy().starts_with(crate::journal::PREFIX));
+            j.map(|e| e.path())
+        };
+        let path = journal().expect("created at start");
+        for i in 0..50 {
+            let name = format!("Torch.add.{i}.forward");
+            let mut b = tensor_record(&rec, &name, &(i as f32).to_le_bytes());
+            b.stack = Some(vec![format!("File a.py, line {i}, in f, \n f()")]);
+            rec.end(b);
+            let r = crate::journal::read(&path).unwrap();
+            let last: Vec<_> =
+                r.entries.iter().rev().take(2).map(|e| (e.kind, e.dir.as_str(), e.name.as_str())).collect();
+            assert_eq!(last, [('S', "step0/rank", name.as_str()), ('R', "step0/rank", name.as_str())]);
+        }
+        rec.stop(true);
+        let text = std::fs::read_to_string(t.path().join("step0/rank/dump.json")).unwrap();
+        let r = crate::journal::read(&path).unwrap();
+        let last = r.entries.iter().rev().find(|e| e.kind == 'R').unwrap();
+        assert!(text.contains(&format!("{}: {}", crate::json::Json::str(last.name.clone()).to_compact(), last.text)));
+        rec.step();
+        rec.start();
+        rec.stop(true);
+        rec.step();
+        rec.flush();
+        let base = std::fs::metadata(&path).unwrap().len();
+        assert!(base <= 8192, "every step is written and closed: the journal started over ({base} bytes)");
+        let s = rec.finish().unwrap();
+        assert_eq!((s.records, s.unjournaled), (50, 0));
+        assert!(journal().is_none(), "removed at a clean finish");
     }
 
     #[test]

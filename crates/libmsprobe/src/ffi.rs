@@ -24,7 +24,7 @@
 // under a SAFETY comment that states the header's contract.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use crate::session::{forked_child, install, recorder};
+use crate::session::{forked_child, install, new_recorder, recorder};
 use msprobe_core::config;
 use msprobe_core::dtype::DType;
 use msprobe_core::json::{self, Json};
@@ -135,7 +135,7 @@ pub extern "C" fn msprobe_init(args_json: *const c_char) -> c_int {
         let env = |k: &str| std::env::var(k).ok();
         match config::load(&env, args.as_ref()) {
             Ok(cfg) => {
-                if install(Recorder::new(cfg)) {
+                if install(new_recorder(cfg)) {
                     INIT_PID.store(std::process::id(), std::sync::atomic::Ordering::Relaxed);
                     static AT_EXIT: Once = Once::new();
                     // SAFETY: at_exit and forked_child are plain extern "C" fns that never unwind.

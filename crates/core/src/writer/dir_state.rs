@@ -33,9 +33,20 @@ pub fn pretty(v: &Json, depth: usize) -> String {
     s
 }
 
-/// A stack.json value (depth 1).
+/// A stack.json value (depth 1): the text `pretty` gives the list of frames, written without
+/// building it (capturing threads format each record's stack).
 pub fn stack_text(frames: &[String]) -> String {
-    pretty(&Json::Array(frames.iter().map(|f| Json::str(f.clone())).collect()), 1)
+    if frames.is_empty() {
+        return "[]".into();
+    }
+    let mut s = String::with_capacity(frames.iter().map(|f| f.len() + 8).sum::<usize>() + 4);
+    s.push('[');
+    for (i, f) in frames.iter().enumerate() {
+        s.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        json::write_string(&mut s, f);
+    }
+    s.push_str("\n ]");
+    s
 }
 
 /// A construct.json value.
@@ -159,6 +170,16 @@ impl DirState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stack_text_is_the_pretty_list() {
+        for frames in
+            [vec![], vec!["a".to_string()], vec!["File \"x.py\", line 1, in f, \n f()\t\u{e9}".into(), "b".into()]]
+        {
+            let want = pretty(&Json::Array(frames.iter().map(|f| Json::str(f.clone())).collect()), 1);
+            assert_eq!(stack_text(&frames), want);
+        }
+    }
 
     #[test]
     fn merge_same_name_key_by_key() {

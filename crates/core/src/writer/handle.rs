@@ -3,11 +3,12 @@
 //! the queued work itself.
 
 use super::doorbell::Doorbell;
-use super::finished::{Counters, Finished};
+use super::finished::{Counters, Finished, Journaled};
 use super::shared::Shared;
 use super::worker::{Msg, Worker};
 use crate::budget::Budget;
 use crate::header::Header;
+use crate::journal::Sink;
 use crossbeam_channel::{bounded, Sender};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -83,7 +84,7 @@ impl Writer {
     fn send(&self, m: Msg) {
         let urgent = match &m {
             Msg::Record { rec, .. } => !rec.files.is_empty(),
-            Msg::Open { .. } | Msg::Construct { .. } => false,
+            Msg::Open { .. } | Msg::Construct { .. } | Msg::Journal { .. } => false,
             Msg::Write { .. } => true,
         };
         self.send_as(m, urgent);
@@ -116,7 +117,19 @@ impl Writer {
     }
 
     pub fn record(&self, dir: PathBuf, rec: Finished) {
-        self.send(Msg::Record { dir, rec });
+        self.send(Msg::Record { dir, rec, journaled: None });
+    }
+
+    /// Hands over a record the capturing thread journaled itself (`rec.body`, `stack` and
+    /// `parent` are unused: `j` holds their texts).
+    pub fn record_journaled(&self, dir: PathBuf, rec: Finished, j: Journaled) {
+        self.send(Msg::Record { dir, rec, journaled: Some(j) });
+    }
+
+    /// The recorder's journal of dump path `root`, which its capturing threads append to; sent
+    /// before the first directory of `root` opens.
+    pub fn journal(&self, root: PathBuf, sink: Arc<dyn Sink>) {
+        self.send(Msg::Journal { root, sink });
     }
 
     /// Writes the JSON files of `dir`; `close` also ends the directory (step end). A step end

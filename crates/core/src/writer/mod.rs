@@ -39,6 +39,7 @@ mod doorbell;
 mod finished;
 mod handle;
 mod in_place;
+mod journaling;
 mod json_files;
 mod shared;
 mod worker;
@@ -47,4 +48,4 @@ pub use dir_state::{parent_text, pretty, stack_text, DirState, RECORD_DEPTH};
 pub use handle::Writer;
 pub use json_files::JsonFile;
 
-pub use finished::{Counters, Finished, TENSOR_DIR};
+pub use finished::{Counters, Finished, Journaled, TENSOR_DIR};

@@ -4,12 +4,13 @@
 //! writer thread, or a caller waiting for the files.
 
 use super::dir_state::{parent_text, pretty, stack_text, DirState, RECORD_DEPTH};
-use super::finished::{Counters, Finished, TENSOR_DIR};
+use super::finished::{Counters, Finished, Journaled, TENSOR_DIR};
 use super::in_place::JsonFiles;
+use super::journaling::{dir_entry, Journals};
 use crate::budget::Budget;
 use crate::fsutil;
 use crate::header::Header;
-use crate::journal::{self, Identity, Journal};
+use crate::journal::{self, Sink};
 use crate::json::{self, Json};
 use crate::record::TensorFile;
 use std::collections::{HashMap, HashSet};
@@ -20,10 +21,30 @@ use std::sync::Arc;
 
 /// What the handle sends the worker, handled in the order sent.
 pub(super) enum Msg {
-    Open { dir: PathBuf, header: Header },
-    Record { dir: PathBuf, rec: Finished },
-    Write { dir: PathBuf, close: bool },
-    Construct { dir: PathBuf, name: String, parent: Option<String> },
+    Open {
+        dir: PathBuf,
+        header: Header,
+    },
+    /// `journaled`: the capturing thread journaled the record (its texts and where they went).
+    Record {
+        dir: PathBuf,
+        rec: Finished,
+        journaled: Option<Journaled>,
+    },
+    /// The recorder's journal of a dump path, which its capturing threads append to.
+    Journal {
+        root: PathBuf,
+        sink: Arc<dyn Sink>,
+    },
+    Write {
+        dir: PathBuf,
+        close: bool,
+    },
+    Construct {
+        dir: PathBuf,
+        name: String,
+        parent: Option<String>,
+    },
 }
 
 struct OpenDir {
@@ -45,8 +66,8 @@ pub(super) struct Worker {
     claimed: HashSet<PathBuf>,
     /// Directories that could not be created: their records are dropped (counted).
     failed: HashSet<PathBuf>,
-    /// The journal of each dump path (one per process), created with its first directory.
-    journals: HashMap<PathBuf, Journal>,
+    /// The journal of each dump path (one per process).
+    journals: Journals,
     counters: Arc<Counters>,
     budget: Arc<Budget>,
 }
@@ -114,7 +135,7 @@ impl Worker {
             closed: HashMap::new(),
             claimed: HashSet::new(),
             failed: HashSet::new(),
-            journals: HashMap::new(),
+            journals: Journals::default(),
             counters,
             budget,
         }
@@ -147,6 +168,7 @@ impl Worker {
                 );
                 self.counters.dir_failed.store(true, Relaxed);
                 self.failed.insert(dir.to_path_buf());
+                self.journals.closed(dir);
                 false
             }
         }
@@ -156,31 +178,20 @@ impl Worker {
         if self.dirs.contains_key(&dir) {
             return;
         }
-        let root = root_of(&dir).to_path_buf();
-        if let std::collections::hash_map::Entry::Vacant(slot) = self.journals.entry(root) {
-            match Journal::create(slot.key(), &Identity::of_this_process(slot.key(), &header)) {
-                Ok(j) => {
-                    slot.insert(j);
-                }
-                Err(e) => {
-                    let what = format!("cannot create the journal in {}", slot.key().display());
-                    self.error(&what, &e)
-                }
-            }
+        if let Err(e) = self.journals.ensure(&dir, &header) {
+            self.error(&format!("cannot create the journal in {}", root_of(&dir).display()), &e);
         }
         // The directory is journaled before it is created and again, with its device and
-        // inode, once it exists: `msprobe recover` completes it after a kill at any point of
-        // its creation, and recognises it as this run's (never another run's of the same name).
-        let first = !self.claimed.contains(&dir);
-        if first {
-            self.journal_dir(&dir, &header, None);
+        // inode, once it exists (or is opened again): `msprobe recover` completes it after a
+        // kill at any point of its creation, and recognises it as this run's (never another
+        // run's of the same name).
+        if !self.claimed.contains(&dir) {
+            self.journal(&dir, &dir_entry(&rel_of(&dir), &header, None), true);
         }
         if !self.create(&dir) {
             return;
         }
-        if first {
-            self.journal_dir(&dir, &header, journal::file_id(&dir));
-        }
+        self.journal(&dir, &dir_entry(&rel_of(&dir), &header, journal::file_id(&dir)), true);
         // The JSON files start as msprobe's skeleton; records reach them at the next write
         // (writer idle, stop, step end, exit), and the journal before that: after a kill,
         // `msprobe recover` turns the journal into the files.
@@ -224,34 +235,25 @@ impl Worker {
                 }
             }
         }
-        if let Err(e) = self.journal(&dir, &entries, true) {
-            self.error("cannot append to the journal", &e);
-        }
+        self.journal(&dir, &entries, true);
     }
 
-    /// Appends `entries` of `dir` to its journal (`flush`: and pushes them to the file).
-    fn journal(&mut self, dir: &Path, entries: &[u8], flush: bool) -> std::io::Result<()> {
-        let Some(j) = self.journals.get_mut(root_of(dir)) else { return Ok(()) };
-        j.append(entries)?;
-        if flush {
-            j.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Journals `dir` (a `D` entry: its header, and its device and inode once it exists).
-    fn journal_dir(&mut self, dir: &Path, header: &Header, id: Option<(u64, u64)>) {
-        let mut e = Vec::new();
-        journal::entry(&mut e, 'D', &rel_of(dir), "", &journal::dir_text(header, id));
-        if let Err(e) = self.journal(dir, &e, true) {
+    /// Appends `entries` of `dir` to its journal (the writer's own; capturing threads append
+    /// their records themselves). Unbuffered: `_now` only says the entries must not wait.
+    fn journal(&mut self, dir: &Path, entries: &[u8], _now: bool) {
+        if let Err(e) = self.journals.append(dir, entries) {
             self.error("cannot append to the journal", &e);
         }
     }
 
     /// Journals and stores a record; its tensor files are returned to be written (by whoever
     /// handles the message, after releasing the lock).
-    fn record(&mut self, dir: PathBuf, rec: Finished) -> Option<FileJob> {
+    fn record(&mut self, dir: PathBuf, rec: Finished, journaled: Option<Journaled>) -> Option<FileJob> {
+        if let Some(j) = &journaled {
+            self.journals.processed(&dir, j.span);
+        }
         if self.failed.contains(&dir) {
+            self.journals.closed(&dir);
             self.counters.dropped.fetch_add(1, Relaxed);
             self.budget.release(rec.reserved);
             return None;
@@ -268,24 +270,28 @@ impl Worker {
                 return None;
             }
         }
-        // The journal line goes first: a record whose data reached disk is always journaled.
+        // The journal entries go first: a record whose data reached disk is always journaled.
         // The record is formatted once: this text goes to the journal and, later, into dump.json.
-        let text = pretty(&rec.body, RECORD_DEPTH);
-        let rel = rel_of(&dir);
-        let mut entry = Vec::with_capacity(text.len() + 64);
-        journal::entry(&mut entry, 'R', &rel, &rec.name, &text);
-        let stack = rec.stack.as_deref().map(stack_text);
-        if let Some(st) = &stack {
-            journal::entry(&mut entry, 'S', &rel, &rec.name, st);
-        }
-        let parent = rec.parent.as_ref().map(parent_text);
-        if let Some(p) = &parent {
-            journal::entry(&mut entry, 'C', &rel, &rec.name, p);
-        }
-        // Files follow their journal entry: a record whose data reached disk is journaled.
-        if let Err(e) = self.journal(&dir, &entry, !rec.files.is_empty()) {
-            self.error("cannot append to the journal", &e);
-        }
+        // A recorder's capturing thread formatted and journaled it before handing it over.
+        let (text, stack, parent) = match journaled {
+            Some(j) => (j.text, j.stack, j.parent),
+            None => {
+                let text = pretty(&rec.body, RECORD_DEPTH);
+                let rel = rel_of(&dir);
+                let mut entry = Vec::with_capacity(text.len() + 64);
+                journal::entry(&mut entry, 'R', &rel, &rec.name, &text);
+                let stack = rec.stack.as_deref().map(stack_text);
+                if let Some(st) = &stack {
+                    journal::entry(&mut entry, 'S', &rel, &rec.name, st);
+                }
+                let parent = rec.parent.as_ref().map(parent_text);
+                if let Some(p) = &parent {
+                    journal::entry(&mut entry, 'C', &rel, &rec.name, p);
+                }
+                self.journal(&dir, &entry, !rec.files.is_empty());
+                (text, stack, parent)
+            }
+        };
         let od = self.dirs.get_mut(&dir).expect("opened above");
         od.state.add_text(&rec.name, text);
         if let Some(st) = stack {
@@ -326,22 +332,12 @@ impl Worker {
         let text = parent_text(&parent);
         let mut entry = Vec::new();
         journal::entry(&mut entry, 'C', &rel_of(&dir), &name, &text);
-        if let Err(e) = self.journal(&dir, &entry, false) {
-            self.error("cannot append to the journal", &e);
-        }
+        self.journal(&dir, &entry, false);
         let od = self.dirs.get_mut(&dir).expect("checked above");
         od.state.set_construct(name, text);
     }
 
-    /// Pushes batched journal entries to the file (done whenever the queue runs empty).
-    pub(super) fn flush_journals(&mut self) {
-        for j in self.journals.values_mut() {
-            let _ = j.flush();
-        }
-    }
-
     pub(super) fn write(&mut self, dir: &Path, close: bool) {
-        self.flush_journals();
         let Some(od) = self.dirs.get_mut(dir) else { return };
         // Nothing changed since the last write (e.g. step end right after stop): keep the files.
         let res = match (&mut od.files, od.state.dirty) {
@@ -350,10 +346,11 @@ impl Worker {
             (None, true) => od.state.write_files(dir),
         };
         od.state.dirty = false;
-        if let Err(e) = res {
-            self.error(&format!("cannot write the JSON files in {}", dir.display()), &e);
-            if let Some(j) = self.journals.get_mut(root_of(dir)) {
-                j.keep();
+        match res {
+            Ok(()) => self.journals.checkpoint(dir),
+            Err(e) => {
+                self.error(&format!("cannot write the JSON files in {}", dir.display()), &e);
+                self.journals.keep(dir);
             }
         }
         if close {
@@ -362,14 +359,9 @@ impl Worker {
                     self.closed.insert(dir.to_path_buf(), h);
                 }
             }
-            // Every directory of this dump path is written and closed: the journal holds
-            // nothing that is not in JSON files, and starts over.
-            let root = root_of(dir);
-            if !self.dirs.keys().any(|d| root_of(d) == root) {
-                if let Some(Err(e)) = self.journals.get_mut(root).map(Journal::clear) {
-                    self.error("cannot empty the journal", &e);
-                }
-            }
+            // Its entries are in its JSON files: their space is given back (and the journal
+            // starts over when it holds nothing else).
+            self.journals.closed(dir);
         }
     }
 
@@ -378,6 +370,7 @@ impl Worker {
     /// since to write. Must not run while tensor files are being written (the JSON files would
     /// name files not yet on disk).
     pub(super) fn refresh(&mut self) {
+        self.journals.prepare();
         let Worker { dirs, journals, counters, .. } = self;
         for (dir, od) in dirs.iter_mut() {
             let Some(f) = od.files.as_mut() else { continue };
@@ -388,9 +381,7 @@ impl Worker {
                 Ok(current) => od.state.dirty = !current,
                 Err(e) => {
                     report(counters, &format!("cannot write the JSON files in {}", dir.display()), &e);
-                    if let Some(j) = journals.get_mut(root_of(dir)) {
-                        j.keep();
-                    }
+                    journals.keep(dir);
                     // Later writes go through temporaries, at stop and step end only.
                     od.files = None;
                 }
@@ -403,7 +394,8 @@ impl Worker {
     pub(super) fn handle(&mut self, msg: Msg) -> Option<FileJob> {
         match msg {
             Msg::Open { dir, header } => self.open(dir, header),
-            Msg::Record { dir, rec } => return self.record(dir, rec),
+            Msg::Record { dir, rec, journaled } => return self.record(dir, rec, journaled),
+            Msg::Journal { root, sink } => self.journals.set(root, sink),
             Msg::Write { dir, close } => self.write(&dir, close),
             Msg::Construct { dir, name, parent } => self.construct(dir, name, parent),
         }
@@ -416,9 +408,7 @@ impl Worker {
         for d in dirs {
             self.write(&d, true);
         }
-        for (_, j) in self.journals.drain() {
-            j.remove();
-        }
+        self.journals.finish();
     }
 }
 

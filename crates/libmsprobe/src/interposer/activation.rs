@@ -124,7 +124,7 @@ fn activate() -> bool {
         return false;
     }
     if session::recorder().is_none() {
-        session::install(Recorder::new(cfg.clone()));
+        session::install(session::new_recorder(cfg.clone()));
     }
     let Some(rec) = session::recorder() else { return false };
     if rec.config().level != Level::L2 {
