@@ -11,7 +11,7 @@ use crate::record::{ByteBudget, LeafOptions, RecordBuilder};
 use crate::writer::{parent_text, stack_text, Finished, Journaled, Writer, RECORD_DEPTH, TENSOR_DIR};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -91,6 +91,10 @@ pub struct Recorder {
     /// The crash journal, which `end` appends each record to before handing it to the writer.
     sink: OnceLock<Arc<dyn Sink>>,
     unjournaled: AtomicU64,
+    /// Records begun and not yet ended or aborted ([`Recorder::quiesce`] waits for them).
+    inflight: AtomicU64,
+    /// The session is ending (`quiesce`, `finish`): capture is not turned on again.
+    closing: AtomicBool,
 }
 
 impl Recorder {
@@ -124,6 +128,8 @@ impl Recorder {
             open_sink,
             sink: OnceLock::new(),
             unjournaled: AtomicU64::new(0),
+            inflight: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
         }
     }
 
@@ -237,7 +243,7 @@ impl Recorder {
     /// Turns capture on for the current step (if the step and rank are selected) and writes
     /// the step's skeleton files.
     pub fn start(&self) -> bool {
-        if self.finished.load(Relaxed) {
+        if self.finished.load(Relaxed) || self.closing.load(Relaxed) {
             return false;
         }
         let mut st = self.lock();
@@ -269,7 +275,7 @@ impl Recorder {
         st.step += 1;
         st.counters.clear();
         st.in_scope = false;
-        if self.cfg.level == Level::L2 {
+        if self.cfg.level == Level::L2 && !self.closing.load(Relaxed) {
             let on = self.selected(&st);
             self.enabled.store(on, Relaxed);
         }
@@ -282,7 +288,7 @@ impl Recorder {
     /// Makes L2 capture (no start/stop calls) follow the step and rank filters.
     pub fn auto_start(&self) -> bool {
         let st = self.lock();
-        let on = self.selected(&st);
+        let on = self.selected(&st) && !self.closing.load(Relaxed);
         self.enabled.store(on, Relaxed);
         on
     }
@@ -314,9 +320,24 @@ impl Recorder {
         ok
     }
 
-    /// Starts a record, or `None` when capture is off or the record is filtered out.
+    /// Starts a record, or `None` when capture is off or the record is filtered out. A record
+    /// begun is ended ([`Recorder::end`]) or aborted ([`Recorder::abort`]).
     pub fn begin(&self, name: &str) -> Option<RecordBuilder> {
         if !self.is_enabled() {
+            return None;
+        }
+        // Counted before capture is checked again: `quiesce` turns capture off, then waits for
+        // the count, so a record either sees capture off or is waited for.
+        self.inflight.fetch_add(1, SeqCst);
+        let b = self.begin_counted(name);
+        if b.is_none() {
+            self.inflight.fetch_sub(1, SeqCst);
+        }
+        b
+    }
+
+    fn begin_counted(&self, name: &str) -> Option<RecordBuilder> {
+        if !self.enabled.load(SeqCst) {
             return None;
         }
         let mut st = self.lock();
@@ -353,8 +374,30 @@ impl Recorder {
         &self.writer.budget
     }
 
+    /// Drops a record begun with [`Recorder::begin`] without writing it.
+    pub fn abort(&self, b: RecordBuilder) {
+        drop(b);
+        self.inflight.fetch_sub(1, SeqCst);
+    }
+
+    /// Turns capture off and waits (at most `max`) until every record begun has ended: a
+    /// signal's finish does this first, so that no record whose call returns meanwhile is lost.
+    pub fn quiesce(&self, max: std::time::Duration) {
+        self.closing.store(true, SeqCst);
+        self.enabled.store(false, SeqCst);
+        let t0 = Instant::now();
+        while self.inflight.load(SeqCst) > 0 && t0.elapsed() < max {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+
     /// Hands a finished record to the writer.
-    pub fn end(&self, mut b: RecordBuilder) {
+    pub fn end(&self, b: RecordBuilder) {
+        self.end_counted(b);
+        self.inflight.fetch_sub(1, SeqCst);
+    }
+
+    fn end_counted(&self, mut b: RecordBuilder) {
         let body = b.take_body();
         self.tensors.fetch_add(b.tensors, Relaxed);
         if b.dropped > 0 {
@@ -450,6 +493,7 @@ impl Recorder {
         if self.finished.swap(true, std::sync::atomic::Ordering::AcqRel) {
             return None;
         }
+        self.closing.store(true, SeqCst);
         self.enabled.store(false, Relaxed);
         let dir = self.lock().dir.take();
         if let Some(d) = dir {

@@ -138,11 +138,13 @@ pub extern "C" fn msprobe_init(args_json: *const c_char) -> c_int {
                 if install(new_recorder(cfg)) {
                     INIT_PID.store(std::process::id(), std::sync::atomic::Ordering::Relaxed);
                     static AT_EXIT: Once = Once::new();
-                    // SAFETY: at_exit and forked_child are plain extern "C" fns that never unwind.
-                    AT_EXIT.call_once(|| unsafe {
-                        libc::atexit(at_exit);
-                        libc::pthread_atfork(None, None, Some(forked_child));
+                    AT_EXIT.call_once(|| {
+                        crate::signals::at_exit(at_exit);
+                        // SAFETY: forked_child is a plain extern "C" fn that never unwinds.
+                        unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
                     });
+                    // SIGTERM/SIGINT finish the files and print the summary, then end the process.
+                    crate::signals::install(at_exit);
                     MSPROBE_OK
                 } else {
                     MSPROBE_ALREADY
@@ -724,6 +726,8 @@ pub extern "C" fn msprobe_record_abort(r: *mut MsprobeRecord) {
     }
     guard((), || {
         // SAFETY: r came from Box::into_raw in msprobe_record_begin and is released once.
-        drop(unsafe { Box::from_raw(r) });
+        let m = unsafe { Box::from_raw(r) };
+        let MsprobeRecord { b, rec, .. } = *m;
+        rec.abort(b);
     })
 }

@@ -155,10 +155,9 @@ fn activate() -> bool {
         pid: std::process::id(),
     };
     *L2_STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(l2));
-    // SAFETY: registering a plain extern "C" handler that never unwinds.
-    unsafe {
-        libc::atexit(at_exit);
-    }
+    crate::signals::at_exit(at_exit);
+    // SIGTERM/SIGINT finish the files and print the L2 summary, then end the process.
+    crate::signals::install(at_exit);
     log::info!(
         "L2 capture on: task {}, dump path {}, {} aclnn ops with wrappers",
         cfg.task.as_str(),
