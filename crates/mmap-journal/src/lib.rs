@@ -175,7 +175,9 @@ impl MmapSink {
         if end <= cur {
             return true;
         }
-        let new = (end + GROW_MIN.max(cur / 4)).next_multiple_of(1 << 20).min(self.cap);
+        // A fixed step: offsets only grow (space below is given back), so a step proportional
+        // to them would allocate ever more ahead of what is live.
+        let new = (end + GROW_MIN).next_multiple_of(1 << 20).min(self.cap);
         // SAFETY: fallocate on our own descriptor; no memory is passed.
         let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, cur as libc::off_t, (new - cur) as libc::off_t) };
         if rc != 0 {
