@@ -110,3 +110,24 @@ fn sync_policy_from_the_environment() {
     // Parsing only (the variable is read once per journal).
     assert_eq!(SyncPolicy::from_env(), SyncPolicy::None);
 }
+
+/// A long run whose space is given back as it goes keeps a bounded part of the file allocated,
+/// however far its offsets go.
+#[test]
+fn a_long_run_keeps_little_allocated() {
+    let t = tempfile::tempdir().unwrap();
+    let s = sink(t.path(), SyncPolicy::None);
+    let blocks = |p: &Path| std::fs::metadata(p).unwrap().blocks() * 512;
+    let mut peak = 0;
+    let mut last = s.append(&rec(0, 10));
+    for i in 1..40_000 {
+        last = s.append(&rec(i, 1000));
+        if i % 500 == 0 {
+            s.release(last.start);
+            s.prepare();
+            peak = peak.max(blocks(s.path()));
+        }
+    }
+    assert!(last.end > 40 << 20, "offsets went past 40 MiB ({})", last.end);
+    assert!(peak < 12 << 20, "at most {peak} bytes allocated at once");
+}
