@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from recorder_testutil import LIB, REPO
 
@@ -24,10 +26,16 @@ PY = sys.executable
 
 
 def run(
-    args: list[str], tmp: Path, env: dict[str, str] | None = None, preload: bool = True, trace: bool = True
+    args: list[str],
+    tmp: Path,
+    env: dict[str, str] | None = None,
+    preload: bool = True,
+    trace: bool = True,
+    ld_path: bool = True,
 ) -> subprocess.CompletedProcess:
-    e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_TRACE"))}
-    e["LD_LIBRARY_PATH"] = str(LIB64)
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_TRACE", "LD_LIBRARY_PATH"))}
+    if ld_path:
+        e["LD_LIBRARY_PATH"] = str(LIB64)
     e["CANNSIM_LIB64"] = str(LIB64)
     if preload:
         e["LD_PRELOAD"] = str(LIB)
@@ -106,6 +114,143 @@ def check_fidelity(trace: list[dict], rank_dir: Path) -> int:
 
 def losses(p: subprocess.CompletedProcess) -> list[str]:
     return [line for line in p.stdout.splitlines() if line.startswith("step ")]
+
+
+def summary(p: subprocess.CompletedProcess) -> dict[str, str]:
+    """The L2 run summary's lines as {label: value}."""
+    block = p.stderr.split("L2 run summary:\n", 1)[1]
+    lines = [line.strip() for line in block.splitlines() if line.startswith("  ")]
+    return dict(line.split(": ", 1) for line in lines if ": " in line)
+
+
+SYNCS, NOT_SYNCED, COPIES = (
+    "stream syncs failed",
+    "tensors not copied, stream not synchronised (recorded as null)",
+    "device copies failed (recorded as null)",
+)
+CLEAN = {SYNCS: "0 before launches, 0 after launches", NOT_SYNCED: "0", COPIES: "0"}
+
+
+def failures(p: subprocess.CompletedProcess) -> dict[str, str]:
+    s = summary(p)
+    return {k: s[k] for k in CLEAN}
+
+
+def build(tmp: Path, source: str, *flags: str, shared: bool = False) -> Path:
+    out = tmp / Path(source).stem
+    out = out.with_name(f"lib{out.name}.so") if shared else out
+    cmd = ["cc", "-O1", "-o", str(out), str(REPO / "tests/programs" / source), *flags]
+    subprocess.run(cmd + (["-shared", "-fPIC", "-lpthread"] if shared else ["-ldl"]), check=True)
+    return out
+
+
+def readme_l2_command() -> str:
+    """The command of the README's "L2: kernel-level capture" section, as written."""
+    section = (REPO / "README.md").read_text().split("## L2: kernel-level capture", 1)[1]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in block.splitlines() if line.strip()]
+    assert len(lines) == 1, block
+    return lines[0]
+
+
+def test_readme_l2_command_as_written(tmp_path: Path) -> None:
+    """The README's L2 command run verbatim by a shell, from a directory laid out like the
+    repository (target/release, target/cann, examples/), with no LD_LIBRARY_PATH: train.py opens
+    the simulator by its full path. Every launch of every step is captured with the CRCs of the
+    ground-truth trace. Only what observing needs is added to the environment: the simulator's
+    trace (and slow kernels, so a missing stream synchronisation shows every time) and CRCs
+    (md5) instead of statistics."""
+    cmd = readme_l2_command()
+    assert "LD_PRELOAD=$PWD/target/release/libmsprobe.so" in cmd and "MSPROBE_LEVEL=L2" in cmd, cmd
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target/release").symlink_to(LIB.parent)
+    (tmp_path / "target/cann").symlink_to(LIB64.parent.parent)
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    drop = ("MSPROBE_", "CANNSIM_", "ASCEND_", "LD_PRELOAD", "LD_LIBRARY_PATH")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python`
+    env["PWD"] = str(tmp_path)
+    env.update(
+        CANNSIM_TRACE=str(tmp_path / "trace.{pid}.jsonl"), CANNSIM_KERNEL_DELAY_US="200", MSPROBE_SUMMARY_MODE="md5"
+    )
+    p = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    steps = losses(p)
+    (trace,) = traces(tmp_path)
+    assert len(steps) == 20 and len(trace) == 19 * len(steps)
+    assert check_fidelity(trace, tmp_path / "dump/step0/rank") == len(trace)
+    assert failures(p) == CLEAN, p.stderr
+    assert "[WARNING]" not in p.stderr
+
+
+def test_cann_opened_by_path_under_another_file_name(tmp_path: Path) -> None:
+    """A client that dlopens a copy of the CANN library by absolute path under a name that is none
+    of CANN's, with no LD_LIBRARY_PATH, and never looks up aclrtSynchronizeStream, aclrtMemcpy or the
+    aclop descriptor getters: the capture finds the real ones in the loaded library, and every
+    kernel of the dependent chain (aclnn and aclop) is recorded as the trace saw it."""
+    vendor = tmp_path / "vendor"
+    vendor.mkdir()
+    lib = vendor / "libvendor-npu.so"
+    shutil.copy(LIB64 / "libcannsim.so", lib)
+    exe = build(tmp_path, "renamed_cann.c")
+    p = run([str(exe), str(lib)], tmp_path, {"MSPROBE_SUMMARY_MODE": "md5"}, ld_path=False)
+    assert p.stdout.startswith("sum ")
+    (trace,) = traces(tmp_path)
+    assert [t["op"] for t in trace] == ["aclnnMm", "aclnnRelu", "aclnnAdd", "aclopExecuteV2:Mul"]
+    assert check_fidelity(trace, tmp_path / "dump/step0/rank") == 4
+    assert failures(p) == CLEAN, p.stderr
+
+
+def crc(values: list[float]) -> str:
+    return f"{zlib.crc32(np.asarray(values, np.float32).tobytes()):08x}"
+
+
+@pytest.mark.parametrize(
+    ("mode", "flags", "env", "expected"),
+    [
+        ("working", [], {}, CLEAN),
+        (
+            "no sync function",
+            ["-DNO_SYNC"],
+            {},
+            {**CLEAN, SYNCS: "2 before launches, 2 after launches", NOT_SYNCED: "4"},
+        ),
+        (
+            "sync error",
+            [],
+            {"STUB_SYNC_RC": "507000"},
+            {**CLEAN, SYNCS: "2 before launches, 2 after launches", NOT_SYNCED: "4"},
+        ),
+        ("copy error", [], {"STUB_D2H_RC": "507000"}, {**CLEAN, COPIES: "4"}),
+    ],
+)
+def test_unavailable_runtime_calls_are_counted_never_recorded_as_values(
+    tmp_path: Path, mode: str, flags: list[str], env: dict[str, str], expected: dict[str, str]
+) -> None:
+    """A stand-in CANN (tests/programs/stub_cann.c, opened by path) whose Relu kernel runs
+    asynchronously: with aclrtSynchronizeStream missing or failing, or device-to-host copies
+    failing, the run summary counts every failed sync and copy, one warning names the first, and
+    each affected tensor is recorded as null; a tensor that is recorded holds its true value
+    (a copy made without the sync would read the output before the kernel wrote it)."""
+    lib = build(tmp_path, "stub_cann.c", *flags, shared=True)
+    exe = build(tmp_path, "stub_client.c")
+    p = run([str(exe), str(lib)], tmp_path, {"MSPROBE_SUMMARY_MODE": "md5", **env}, trace=False, ld_path=False)
+    assert p.stdout == "done\n"
+    x = [float(i - 4) for i in range(8)]
+    y = [max(v, 0.0) for v in x]
+    truth = {"Aclnn.Relu.0.forward": (crc(x), crc(y)), "Aclnn.Relu.1.forward": (crc(y), crc(y))}
+    data = json.loads((tmp_path / "dump/step0/rank/dump.json").read_text())["data"]
+    assert list(data) == list(truth)
+    leaves = []
+    for name, (want_in, want_out) in truth.items():
+        (got_in,), (got_out,) = data[name]["input_args"], data[name]["output"]
+        leaves += [(got_in, want_in), (got_out, want_out)]
+    nulls = sum(got is None for got, _ in leaves)
+    assert all(got is None or got["md5"] == want for got, want in leaves), leaves
+    assert nulls == (0 if expected == CLEAN else 4), leaves
+    assert failures(p) == expected, p.stderr
+    warnings = [line for line in p.stderr.splitlines() if "[WARNING]" in line]
+    assert len(warnings) == (0 if expected == CLEAN else 1), warnings
 
 
 def test_fidelity_one_rank_md5_and_capture_changes_nothing(tmp_path: Path) -> None:
@@ -250,7 +395,28 @@ def test_bad_config_fails_open(tmp_path: Path) -> None:
     assert not (tmp_path / "dump").exists()
 
 
-def test_preloaded_but_not_l2_stays_inert(tmp_path: Path) -> None:
-    p = train(tmp_path, "--steps", "1", trace=False, env={"MSPROBE_LEVEL": "L1"})
+@pytest.mark.parametrize(
+    "case, want",
+    [
+        ("MSPROBE_LEVEL=L1", ["[WARNING]", "is L1 (from environment variable MSPROBE_LEVEL)", "only at level L2"]),
+        ("MSPROBE_LEVEL=x", ["[ERROR]", "MSPROBE_LEVEL", 'value "x"', '"L2"']),
+        ("MSPROBE_LEVEL=l2", ["[ERROR]", "MSPROBE_LEVEL", 'value "l2"', 'case matters: "L2"']),
+        ("level L1 in the config file", ["[WARNING]", "level is L1 (from config file", "only at level L2"]),
+        ("no level in the config file", ["[WARNING]", "level is L1 (the default", "only at level L2"]),
+    ],
+)
+def test_preloaded_but_not_l2_says_so_once_and_stays_inert(tmp_path: Path, case: str, want: list[str]) -> None:
+    base = train(tmp_path / "base", "--steps", "2", preload=False, trace=False)
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"task": "statistics", "dump_path": str(tmp_path / "dump")}))
+    if case.startswith("MSPROBE_LEVEL="):
+        env = {"MSPROBE_LEVEL": case.split("=", 1)[1]}
+    else:
+        if "L1" in case:
+            cfg.write_text(json.dumps({"task": "statistics", "level": "L1", "dump_path": str(tmp_path / "dump")}))
+        env = {"MSPROBE_CONFIG": str(cfg), "MSPROBE_LEVEL": ""}
+    p = train(tmp_path, "--steps", "2", trace=False, env=env)
+    assert losses(p) == losses(base)
     assert not (tmp_path / "dump").exists()
-    assert "[msprobe]" not in p.stderr
+    (line,) = [line for line in p.stderr.splitlines() if "[msprobe]" in line]
+    assert all(w in line for w in want) and "Capture is off" in line, line

@@ -4,7 +4,11 @@
 //! the same buffer; CRC-32; the writer thread (ready-made records with their tensor files,
 //! journal included) beside a plain sequential write of the same bytes into as many files; and,
 //! for transparency, capture end to end (statistics, encoding and writing) against the same
-//! baseline. Best of several repetitions; `sync` before each timed write.
+//! baseline. Best of several repetitions; `sync` before each timed write. Every timed write goes
+//! to a fresh directory and is checked afterwards: each file must be on disk with the bytes that
+//! were sent (a repetition that wrote nothing would otherwise be the "best"). Both the writer and
+//! the plain write end when the bytes are in the files (the page cache), neither waits for the
+//! device.
 
 /// The allocator libmsprobe.so runs the core with (crates/libmsprobe/src/lib.rs), so the
 /// per-record figures are the product's.
@@ -40,6 +44,19 @@ fn best<F: FnMut()>(reps: usize, mut f: F) -> Duration {
 /// land on whichever contender runs second.
 fn settle() {
     let _ = std::process::Command::new("sync").status();
+}
+
+/// The file at `path` is on disk and holds `data`, after a `.npy` header when `npy`; the
+/// benchmark stops otherwise.
+fn check_file(path: &std::path::Path, data: &[u8], npy: bool) {
+    let got = std::fs::read(path).unwrap_or_else(|e| panic!("{} is not on disk: {e}", path.display()));
+    let skip = if npy { got.len().saturating_sub(data.len()) } else { 0 };
+    let header_ok = !npy || (got.starts_with(b"\x93NUMPY") && skip % 64 == 0);
+    assert!(
+        header_ok && got.len() == skip + data.len() && &got[skip..] == data,
+        "{} does not hold the bytes sent",
+        path.display()
+    );
 }
 
 fn gbps(bytes: usize, d: Duration) -> f64 {
@@ -87,9 +104,6 @@ fn main() {
     let count = n / chunk;
     let (mut plain, mut writer, mut alone) = (Duration::MAX, Duration::MAX, Duration::MAX);
     let w = Writer::new(Budget::new(1 << 40, false));
-    let wdir = tmp.path().join("alone");
-    std::fs::create_dir_all(&wdir).unwrap();
-    w.open(wdir.clone(), Header { task: "tensor".into(), level: "L1".into(), dump_data_dir: None });
     let cfg = Config {
         task: Task::Tensor,
         dump_path: tmp.path().join("dump"),
@@ -98,7 +112,7 @@ fn main() {
     };
     let rec = Recorder::with_journal(cfg, mmap_journal::MmapSink::open);
     rec.start();
-    for k in 0..5 {
+    for k in 0..reps {
         let dir = tmp.path().join(format!("plain{k}"));
         std::fs::create_dir_all(&dir).unwrap();
         settle();
@@ -107,6 +121,9 @@ fn main() {
             std::fs::write(dir.join(format!("{i}.npy")), &src[i * chunk..(i + 1) * chunk]).unwrap();
         }
         plain = plain.min(t.elapsed());
+        for i in 0..count {
+            check_file(&dir.join(format!("{i}.npy")), &src[i * chunk..(i + 1) * chunk], false);
+        }
         let _ = std::fs::remove_dir_all(&dir);
 
         // One recorder for all repetitions: steady state, with written buffers recycled.
@@ -129,19 +146,29 @@ fn main() {
         rec.flush();
         writer = writer.min(t.elapsed());
         for i in 0..count {
-            let _ = std::fs::remove_file(
-                tmp.path().join(format!("dump/step0/rank/dump_tensor_data/Torch.add.{k}.{i}.forward.input.0.npy")),
-            );
+            let f = tmp.path().join(format!("dump/step0/rank/dump_tensor_data/Torch.add.{k}.{i}.forward.input.0.npy"));
+            check_file(&f, &src[i * chunk..(i + 1) * chunk], true);
+            let _ = std::fs::remove_file(f);
         }
 
-        // The writer thread alone: ready-made records (journal line + file) through the channel.
+        // The writer thread alone: ready-made records (journal line + file) through the channel,
+        // into a fresh directory each time.
+        let wdir = tmp.path().join(format!("alone{k}")).join("rank");
+        w.open(wdir.clone(), Header { task: "tensor".into(), level: "L1".into(), dump_data_dir: None });
+        w.sync(); // the directory and its JSON skeleton exist before the clock starts
         let recs: Vec<Finished> = (0..count)
             .map(|i| Finished {
                 name: format!("Torch.add.{k}.{i}.forward"),
                 body: Json::Object(vec![]),
                 files: vec![TensorFile {
                     name: format!("w{k}_{i}.npy"),
-                    bytes: src[i * chunk..(i + 1) * chunk].to_vec(),
+                    // In a buffer of the writer's pool, as capture encodes files (a fresh 4 MiB
+                    // buffer each time would make the writer free one per file once the pool is full).
+                    bytes: {
+                        let mut b = w.budget.take_buffer(chunk);
+                        b.extend_from_slice(&src[i * chunk..(i + 1) * chunk]);
+                        b
+                    },
                 }],
                 stack: None,
                 parent: None,
@@ -155,8 +182,15 @@ fn main() {
         }
         w.sync();
         alone = alone.min(t.elapsed());
-        let _ = std::fs::remove_dir_all(wdir.join("dump_tensor_data"));
+        for i in 0..count {
+            check_file(&wdir.join(format!("dump_tensor_data/w{k}_{i}.npy")), &src[i * chunk..(i + 1) * chunk], false);
+        }
+        w.write(wdir.clone(), true);
+        w.sync();
+        let _ = std::fs::remove_dir_all(wdir.parent().unwrap());
     }
+    assert_eq!(w.counters.errors.load(std::sync::atomic::Ordering::Relaxed), 0, "the writer reported errors");
+    assert_eq!(rec.summary().errors, 0, "capture reported write errors");
     w.shutdown();
     rec.finish();
     small_records();

@@ -5,6 +5,11 @@
 //! environment variables; explicit arguments. Any invalid input yields one [`ConfigError`] that
 //! names where the value came from, the key, the value and what is allowed; callers log it once
 //! and leave capture off.
+//!
+//! Every input is bounded: config text (a file, an environment value, the argument object) is
+//! at most [`MAX_CONFIG_BYTES`] and nests at most [`MAX_CONFIG_DEPTH`] containers; a config file
+//! must be a regular file (a FIFO, a directory or a device is refused without being read, so
+//! nothing blocks); step and rank lists stay ranges ([`IndexSet`]), never expanded.
 
 use crate::dtype::Dialect;
 use crate::json::{self, Json};
@@ -53,12 +58,14 @@ pub enum SummaryMode {
     Md5,
 }
 
-/// What the writer does when the bytes in flight reach the cap.
+/// What a record does when its tensor files do not fit under the cap (see [`crate::budget`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnFull {
-    /// The capturing thread waits (nothing is lost; the job slows down).
+    /// The capturing thread waits its turn until they fit, or, for a record larger than the
+    /// cap, until nothing else is queued (nothing is lost; the job slows down).
     Block,
-    /// The tensor data is dropped and counted (the job never waits on the disk).
+    /// The record is written without its tensor files, all of them, and counted (the job never
+    /// waits on the disk).
     Drop,
 }
 
@@ -94,16 +101,63 @@ impl DataMode {
     }
 }
 
+/// Step or rank numbers as sorted, disjoint, non-adjacent inclusive ranges: a list such as
+/// `[0, "5-7", "0-1000000000000"]` is kept as two ranges, never expanded, and membership is a
+/// binary search. Empty means "all".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IndexSet {
+    ranges: Vec<(u64, u64)>,
+}
+
+impl IndexSet {
+    /// The set covering the given inclusive ranges (`(a, b)` with `a > b` is empty).
+    pub fn from_ranges(ranges: impl IntoIterator<Item = (u64, u64)>) -> IndexSet {
+        let mut v: Vec<(u64, u64)> = ranges.into_iter().filter(|(a, b)| a <= b).collect();
+        v.sort_unstable();
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+        for (a, b) in v {
+            match out.last_mut() {
+                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                _ => out.push((a, b)),
+            }
+        }
+        IndexSet { ranges: out }
+    }
+
+    /// No numbers: the filter selects every step (rank).
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    pub fn contains(&self, n: &u64) -> bool {
+        // The last range starting at or before n.
+        let i = self.ranges.partition_point(|&(a, _)| a <= *n);
+        i > 0 && self.ranges[i - 1].1 >= *n
+    }
+
+    /// The largest number (`None` when empty).
+    pub fn max(&self) -> Option<u64> {
+        self.ranges.last().map(|r| r.1)
+    }
+
+    /// The merged ranges, ascending.
+    pub fn ranges(&self) -> &[(u64, u64)] {
+        &self.ranges
+    }
+}
+
 /// The effective configuration of a capture session.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     pub task: Task,
     pub level: Level,
+    /// Where `level` was set (`None`: the default), for the line that says why L2 capture is off.
+    pub level_source: Option<Source>,
     pub dump_path: PathBuf,
     /// Ranks to dump; empty = all.
-    pub rank: Vec<u64>,
+    pub rank: IndexSet,
     /// Steps to dump; empty = all.
-    pub step: Vec<u64>,
+    pub step: IndexSet,
     pub scope: Vec<String>,
     pub list: Vec<String>,
     pub data_mode: DataMode,
@@ -127,9 +181,10 @@ impl Default for Config {
         Config {
             task: Task::Statistics,
             level: Level::L1,
+            level_source: None,
             dump_path: PathBuf::from("./dump_path"),
-            rank: vec![],
-            step: vec![],
+            rank: IndexSet::default(),
+            step: IndexSet::default(),
             scope: vec![],
             list: vec![],
             data_mode: DataMode::ALL,
@@ -218,8 +273,92 @@ pub const ENV_KEYS: &[(&str, &str, bool)] = &[
 /// point us at msprobe's own config.json.
 const FOREIGN_SECTIONS: &[&str] = &["overflow_check", "free_benchmark", "run_ut", "grad_probe"];
 
+/// Largest config text accepted: a config file, an environment value or the API's argument
+/// object (msprobe's own config files are a few hundred bytes).
+pub const MAX_CONFIG_BYTES: usize = 16 << 20;
+/// Deepest nesting of containers accepted in config JSON (msprobe's config nests 3 deep).
+pub const MAX_CONFIG_DEPTH: usize = 32;
+/// Longest text of a value (or key) quoted in an error: the line stays readable whatever the input.
+const SHOW_MAX: usize = 200;
+
+/// Text as an error quotes it: clipped to one readable line.
+pub fn clip_text(s: &str) -> String {
+    if s.len() <= SHOW_MAX {
+        return s.to_string();
+    }
+    let mut cut = SHOW_MAX;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}... ({} bytes)", &s[..cut], s.len())
+}
+
 fn show(v: &Json) -> String {
-    v.to_compact()
+    clip_text(&v.to_compact())
+}
+
+/// Parses config JSON (a file, an environment value, the API's argument object) within
+/// [`MAX_CONFIG_BYTES`] and [`MAX_CONFIG_DEPTH`]; the error says which limit or where the text
+/// is broken.
+pub fn parse_json(text: &str) -> Result<Json, String> {
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(format!("it holds {} bytes; config text may hold at most {MAX_CONFIG_BYTES}", text.len()));
+    }
+    json::parse_limited(text, MAX_CONFIG_DEPTH).map_err(|e| {
+        if e.msg == "nesting too deep" {
+            format!("it nests deeper than {MAX_CONFIG_DEPTH} levels (at byte {})", e.offset)
+        } else {
+            format!("it is not valid JSON ({e})")
+        }
+    })
+}
+
+/// What a file that is not a regular file is, for the error line.
+fn file_kind(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Reads a config file without ever blocking: anything but a regular file is refused before it
+/// is opened (a FIFO would block, `/dev/zero` never ends), the open is non-blocking (the path may
+/// have been swapped since) and checked again, and at most [`MAX_CONFIG_BYTES`] are read.
+fn read_config_file(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let regular = |m: &std::fs::Metadata| -> Result<(), String> {
+        if !m.is_file() {
+            return Err(format!("it is {}; a config file must be a regular file", file_kind(m.file_type())));
+        }
+        if m.len() > MAX_CONFIG_BYTES as u64 {
+            return Err(format!("the file holds {} bytes; a config file may hold at most {MAX_CONFIG_BYTES}", m.len()));
+        }
+        Ok(())
+    };
+    regular(&std::fs::metadata(path).map_err(|e| format!("the file cannot be read ({e})"))?)?;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| format!("the file cannot be read ({e})"))?;
+    regular(&f.metadata().map_err(|e| format!("the file cannot be read ({e})"))?)?;
+    let mut buf = Vec::new();
+    f.take(MAX_CONFIG_BYTES as u64 + 1).read_to_end(&mut buf).map_err(|e| format!("the file cannot be read ({e})"))?;
+    if buf.len() > MAX_CONFIG_BYTES {
+        return Err(format!("the file grew past {MAX_CONFIG_BYTES} bytes while being read"));
+    }
+    String::from_utf8(buf).map_err(|e| format!("the file is not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))
 }
 
 struct Layer {
@@ -236,7 +375,8 @@ fn env_value(key: &str, raw: &str) -> Json {
     match key {
         "step" | "rank" | "scope" | "list" | "data_mode" => {
             if raw.starts_with('[') {
-                return json::parse(raw).unwrap_or_else(|_| Json::str(raw.to_string()));
+                // Unparsable (or too deep): the string itself, which the key then refuses.
+                return parse_json(raw).unwrap_or_else(|_| Json::str(raw.to_string()));
             }
             let parts = raw.split(',').map(str::trim).filter(|s| !s.is_empty());
             Json::Array(
@@ -348,8 +488,8 @@ fn file_layer(path: &std::path::Path, named_by: Source) -> Result<Layer, ConfigE
         value: format!("\"{}\"", path.display()),
         allowed,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| err(format!("the file cannot be read ({e})")))?;
-    let v = json::parse(&text).map_err(|e| err(format!("the file is not valid JSON ({e})")))?;
+    let text = read_config_file(path).map_err(err)?;
+    let v = parse_json(&text).map_err(|e| err(format!("the file is refused: {e}")))?;
     let Json::Object(kv) = v else {
         return Err(err("the file must hold a JSON object".into()));
     };
@@ -379,20 +519,25 @@ fn file_layer(path: &std::path::Path, named_by: Source) -> Result<Layer, ConfigE
 }
 
 fn bad(src: &Source, key: &str, v: &Json, allowed: &str) -> ConfigError {
-    ConfigError { source: src.clone(), key: key.into(), value: show(v), allowed: allowed.into() }
+    ConfigError { source: src.clone(), key: clip_text(key), value: show(v), allowed: allowed.into() }
 }
 
 fn one_of<'a>(src: &Source, key: &str, v: &Json, options: &[&'a str]) -> Result<&'a str, ConfigError> {
-    let allowed =
+    let mut allowed =
         format!("allowed values are {}", options.iter().map(|o| format!("\"{o}\"")).collect::<Vec<_>>().join(", "));
+    // msprobe compares exactly (`level` "l2" is invalid there too); say so rather than guess.
+    if let Some(o) = v.as_str().and_then(|s| options.iter().find(|o| o.eq_ignore_ascii_case(s.trim()))) {
+        allowed.push_str(&format!(" (case matters: \"{o}\")"));
+    }
     match v {
         Json::Str(s) => options.iter().find(|o| **o == s).copied().ok_or_else(|| bad(src, key, v, &allowed)),
         _ => Err(bad(src, key, v, &allowed)),
     }
 }
 
-/// Parses msprobe's step/rank lists: ints and "a-b" ranges, de-duplicated and sorted.
-pub fn parse_index_list(src: &Source, key: &str, v: &Json) -> Result<Vec<u64>, ConfigError> {
+/// Parses msprobe's step/rank lists: integers and "a-b" ranges, kept as ranges (a list of many
+/// large ranges costs 16 bytes per entry, not one word per step).
+pub fn parse_index_list(src: &Source, key: &str, v: &Json) -> Result<IndexSet, ConfigError> {
     let Json::Array(items) = v else {
         return Err(bad(
             src,
@@ -404,20 +549,28 @@ pub fn parse_index_list(src: &Source, key: &str, v: &Json) -> Result<Vec<u64>, C
     if items.len() > 1_000_000 {
         return Err(bad(src, key, v, "a list may have at most 1000000 entries"));
     }
-    let mut out = Vec::new();
+    let max = u64::MAX;
+    let mut out = Vec::with_capacity(items.len());
     for item in items {
         match item {
-            Json::Int(n) if (0..=1_000_000).contains(n) => out.push(*n as u64),
-            Json::Int(_) => {
-                return Err(bad(src, key, item, &format!("each element of {key} must be an integer from 0 to 1000000")))
-            }
+            Json::Int(n) => match u64::try_from(*n) {
+                Ok(n) => out.push((n, n)),
+                Err(_) => {
+                    return Err(bad(
+                        src,
+                        key,
+                        item,
+                        &format!("each element of {key} must be an integer from 0 to {max}"),
+                    ))
+                }
+            },
             Json::Str(s) => {
                 let s = s.trim();
                 let range = s.split_once('-').map(|(a, b)| (a.trim().parse::<u64>(), b.trim().parse::<u64>()));
                 match (range, s.parse::<u64>()) {
-                    (None, Ok(n)) if n <= 1_000_000 => out.push(n),
-                    (Some((Ok(a), Ok(b))), _) if a <= b && b <= 1_000_000 => out.extend(a..=b),
-                    (Some((Ok(a), Ok(b))), _) if a > b => {
+                    (None, Ok(n)) => out.push((n, n)),
+                    (Some((Ok(a), Ok(b))), _) if a <= b => out.push((a, b)),
+                    (Some((Ok(a), Ok(b))), _) => {
                         return Err(bad(
                             src,
                             key,
@@ -430,7 +583,9 @@ pub fn parse_index_list(src: &Source, key: &str, v: &Json) -> Result<Vec<u64>, C
                             src,
                             key,
                             item,
-                            "a string element must be an integer or a range \"a-b\" with 0 <= a <= b <= 1000000",
+                            &format!(
+                                "a string element must be an integer or a range \"a-b\" with 0 <= a <= b <= {max}"
+                            ),
                         ))
                     }
                 }
@@ -445,9 +600,16 @@ pub fn parse_index_list(src: &Source, key: &str, v: &Json) -> Result<Vec<u64>, C
             }
         }
     }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    Ok(IndexSet::from_ranges(out))
+}
+
+/// A count that must be at least 1 and fit the u64 counter it sets (no wrap past 2^64).
+fn positive_u64(src: &Source, key: &str, v: &Json) -> Result<u64, ConfigError> {
+    match v {
+        Json::Int(n) => u64::try_from(*n).ok().filter(|n| *n >= 1),
+        _ => None,
+    }
+    .ok_or_else(|| bad(src, key, v, &format!("it must be an integer from 1 to {}", u64::MAX)))
 }
 
 fn string_list(src: &Source, key: &str, v: &Json) -> Result<Vec<String>, ConfigError> {
@@ -479,7 +641,8 @@ fn apply_common(cfg: &mut Config, key: &str, v: &Json, src: &Source) -> Result<(
                 "L1" => Level::L1,
                 "mix" => Level::Mix,
                 _ => Level::L2,
-            }
+            };
+            cfg.level_source = Some(src.clone());
         }
         "dump_path" => match v {
             Json::Str(s) if !s.is_empty() && !s.contains('\0') => cfg.dump_path = PathBuf::from(&**s),
@@ -514,14 +677,8 @@ fn apply_common(cfg: &mut Config, key: &str, v: &Json, src: &Source) -> Result<(
                 ))
             }
         },
-        "step_end_count" => match v {
-            Json::Int(n) if *n >= 1 => cfg.step_end_count = *n as u64,
-            _ => return Err(bad(src, key, v, "it must be an integer >= 1")),
-        },
-        "step_launches" => match v {
-            Json::Int(n) if *n >= 1 => cfg.step_launches = Some(*n as u64),
-            _ => return Err(bad(src, key, v, "it must be an integer >= 1")),
-        },
+        "step_end_count" => cfg.step_end_count = positive_u64(src, key, v)?,
+        "step_launches" => cfg.step_launches = Some(positive_u64(src, key, v)?),
         "enable_dataloader" | "is_deterministic" => match v {
             Json::Bool(false) => {}
             Json::Bool(true) => log::warn!("config: '{key}: true' is not supported by msprobe-rs and is ignored"),
@@ -600,7 +757,11 @@ fn validate_scope(cfg: &Config, layers: &[&Layer]) -> Result<(), ConfigError> {
         .iter()
         .rev()
         .find(|l| l.sections.iter().any(|(_, kv)| kv.iter().any(|(k, _)| k == "scope")))
-        .map(|l| l.source.clone())
+        .map(|l| match &l.source {
+            // The environment layer's own source is a placeholder: scope comes from MSPROBE_SCOPE.
+            Source::Env(v) if v.is_empty() => Source::Env("MSPROBE_SCOPE".into()),
+            s => s.clone(),
+        })
         .unwrap_or(Source::Argument);
     let v = Json::Array(cfg.scope.iter().map(|s| Json::str(s.clone())).collect());
     if cfg.scope.len() != 2 {
@@ -662,7 +823,7 @@ mod tests {
         let p = f.path().to_str().unwrap().to_string();
         let c = load(&env_of(&[("MSPROBE_CONFIG", &p)]), None).unwrap();
         assert_eq!(c.task, Task::Tensor);
-        assert_eq!(c.step, vec![0, 2, 3, 4]);
+        assert_eq!(c.step, IndexSet::from_ranges([(0, 0), (2, 4)]));
         assert_eq!(c.list, vec!["relu".to_string()]);
         assert_eq!(c.data_mode, DataMode { forward: true, backward: true, input: true, output: false });
         assert_eq!(c.file_format, Some(FileFormat::Npy));
@@ -673,11 +834,14 @@ mod tests {
                 .unwrap();
         assert_eq!(c.task, Task::Statistics);
         assert_eq!(c.summary_mode, SummaryMode::Md5);
-        assert_eq!(c.step, vec![1, 5, 6]);
+        assert_eq!(c.step.ranges(), [(1, 1), (5, 6)]);
         // arguments beat env
         let args = json::parse(r#"{"level": "L0", "dump_path": "/tmp/b", "step": [7]}"#).unwrap();
         let c = load(&env_of(&[("MSPROBE_CONFIG", &p), ("MSPROBE_LEVEL", "mix")]), Some(&args)).unwrap();
-        assert_eq!((c.level, c.step.clone(), c.dump_path.clone()), (Level::L0, vec![7], PathBuf::from("/tmp/b")));
+        assert_eq!(
+            (c.level, c.step.clone(), c.dump_path.clone()),
+            (Level::L0, IndexSet::from_ranges([(7, 7)]), PathBuf::from("/tmp/b"))
+        );
     }
 
     fn err_of(env: &[(&str, &str)], args: Option<&str>) -> ConfigError {
@@ -724,6 +888,7 @@ mod tests {
         assert_eq!(e.key, "data_mode");
         let e = err_of(&[("MSPROBE_SCOPE", "Functional.relu.0.forward")], None);
         assert!(e.allowed.contains("exactly 2"), "{e}");
+        assert_eq!(e.source, Source::Env("MSPROBE_SCOPE".into()));
         let e = err_of(
             &[("MSPROBE_LEVEL", "L0"), ("MSPROBE_SCOPE", "Functional.relu.0.forward,Module.a.B.forward.0")],
             None,
@@ -733,6 +898,120 @@ mod tests {
         assert!(e.allowed.contains("statistics"), "{e}");
         let e = err_of(&[("MSPROBE_QUEUE_MB", "0")], None);
         assert_eq!(e.key, "queue_mb");
+    }
+
+    #[test]
+    fn step_and_rank_lists_stay_ranges() {
+        let t0 = std::time::Instant::now();
+        // 100000 ranges of a million steps each: expanded, 800 GB (the old code aborted).
+        let many: Vec<String> = (0..100_000u64).map(|i| format!("\"{}-{}\"", i * 10, i * 10 + 1_000_000)).collect();
+        let args = format!(r#"{{"step": [{}], "rank": [0, "5-7", "0-1000000000000", 3]}}"#, many.join(","));
+        let c = load(&env_of(&[]), Some(&json::parse(&args).unwrap())).unwrap();
+        assert_eq!(c.step.ranges(), [(0, 999_990 + 1_000_000)]);
+        assert_eq!(c.rank.ranges(), [(0, 1_000_000_000_000)]);
+        let c = load(&env_of(&[("MSPROBE_STEP", "0, 5-7,9"), ("MSPROBE_RANK", "[\"0-18446744073709551615\"]")]), None)
+            .unwrap();
+        assert_eq!(c.step.ranges(), [(0, 0), (5, 7), (9, 9)]);
+        assert!([0, 5, 6, 7, 9].iter().all(|n| c.step.contains(n)));
+        assert!(![1, 4, 8, 10, u64::MAX].iter().any(|n| c.step.contains(n)));
+        assert_eq!(c.step.max(), Some(9));
+        assert!(c.rank.contains(&u64::MAX) && c.rank.contains(&0));
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{:?}", t0.elapsed());
+        let e = err_of(&[("MSPROBE_STEP", "0-18446744073709551616")], None);
+        assert_eq!((e.key.as_str(), e.value.as_str()), ("step", "\"0-18446744073709551616\""));
+        let e = err_of(&[], Some(r#"{"rank": [18446744073709551616]}"#));
+        assert_eq!((e.key.as_str(), e.value.as_str()), ("rank", "18446744073709551616"));
+        // Adjacent and overlapping ranges merge.
+        assert_eq!(IndexSet::from_ranges([(5, 9), (0, 3), (4, 4), (20, 30), (25, 26)]).ranges(), [(0, 9), (20, 30)]);
+        assert!(IndexSet::default().is_empty() && IndexSet::default().max().is_none());
+    }
+
+    #[test]
+    fn counts_past_u64_are_refused_not_wrapped() {
+        for var in ["MSPROBE_STEP_END_COUNT", "MSPROBE_STEP_LAUNCHES"] {
+            for v in ["18446744073709551616", "36893488147419103232", "0", "-1"] {
+                let e = err_of(&[(var, v)], None);
+                assert_eq!((e.source.clone(), e.value.as_str()), (Source::Env(var.into()), v), "{e}");
+                assert!(e.allowed.contains("18446744073709551615"), "{e}");
+            }
+        }
+        let e = err_of(&[], Some(r#"{"step_end_count": 18446744073709551617}"#));
+        assert_eq!(e.key, "step_end_count");
+        let c = load(&env_of(&[("MSPROBE_STEP_END_COUNT", "18446744073709551615")]), None).unwrap();
+        assert_eq!(c.step_end_count, u64::MAX);
+    }
+
+    #[test]
+    fn deep_or_huge_config_text_is_refused_with_a_clear_error() {
+        let deep = |n: usize| format!(r#"{{"step": {}{}}}"#, "[".repeat(n), "]".repeat(n));
+        let f = write_cfg(&deep(100_000));
+        let e = err_of(&[("MSPROBE_CONFIG", f.path().to_str().unwrap())], None);
+        assert_eq!(e.key, "config_path");
+        assert!(e.allowed.contains("nests deeper than 32 levels"), "{e}");
+        assert!(parse_json(&deep(1000)).unwrap_err().starts_with("it nests deeper than 32 levels"));
+        assert!(parse_json(&deep(31)).is_ok());
+        // An environment list nested too deep is refused as the string it is.
+        let e = err_of(&[("MSPROBE_STEP", &format!("{}{}", "[".repeat(5000), "]".repeat(5000)))], None);
+        assert_eq!(e.key, "step");
+        assert!(e.value.len() < 300, "the value is clipped in the message: {}", e.value.len());
+        let huge = format!(r#"{{"dump_path": "{}"}}"#, "x".repeat(MAX_CONFIG_BYTES));
+        let f = write_cfg(&huge);
+        let e = err_of(&[("MSPROBE_CONFIG", f.path().to_str().unwrap())], None);
+        assert!(e.allowed.contains("at most 16777216"), "{e}");
+        // A long value is quoted clipped: one readable line.
+        let f = write_cfg(&format!(r#"{{"level": "{}"}}"#, "y".repeat(100_000)));
+        let e = err_of(&[("MSPROBE_CONFIG", f.path().to_str().unwrap())], None);
+        assert!(e.to_string().len() < 600 && e.value.ends_with("... (100002 bytes)"), "{e}");
+    }
+
+    /// Runs `f` on a thread and fails (instead of hanging the suite) if it takes over 10 s.
+    fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10)).expect("config::load blocked")
+    }
+
+    #[test]
+    fn config_files_that_are_not_regular_files_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.json");
+        // The core is safe Rust: the FIFO comes from mkfifo(1).
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let cases = [
+            (fifo.to_str().unwrap().to_string(), "a FIFO"),
+            (dir.path().to_str().unwrap().to_string(), "a directory"),
+            ("/dev/zero".to_string(), "a character device"),
+        ];
+        for (path, kind) in cases {
+            let p = path.clone();
+            let e = within_10s(move || load(&env_of(&[("MSPROBE_CONFIG", &p)]), None)).unwrap_err();
+            assert_eq!((e.key.as_str(), e.value.clone()), ("config_path", format!("\"{path}\"")));
+            assert!(e.allowed.contains(kind) && e.allowed.contains("regular file"), "{e}");
+        }
+        // A sparse file past the size limit is refused without being read.
+        let big = dir.path().join("big.json");
+        std::fs::File::create(&big).unwrap().set_len(1 << 40).unwrap();
+        let p = big.to_str().unwrap().to_string();
+        let e = within_10s(move || load(&env_of(&[("MSPROBE_CONFIG", &p)]), None)).unwrap_err();
+        assert!(e.allowed.contains("1099511627776 bytes"), "{e}");
+        // Not UTF-8.
+        let bin = dir.path().join("bin.json");
+        std::fs::write(&bin, b"{\"level\": \"\xff\"}").unwrap();
+        let e = err_of(&[("MSPROBE_CONFIG", bin.to_str().unwrap())], None);
+        assert!(e.allowed.contains("not UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn wrong_case_is_refused_with_a_hint() {
+        let e = err_of(&[("MSPROBE_LEVEL", "l2")], None);
+        assert_eq!((e.key.as_str(), e.value.as_str()), ("level", "\"l2\""));
+        assert!(e.allowed.ends_with("(case matters: \"L2\")"), "{e}");
+        let e = err_of(&[("MSPROBE_TASK", "Tensor")], None);
+        assert!(e.allowed.contains("(case matters: \"tensor\")"), "{e}");
+        let e = err_of(&[("MSPROBE_LEVEL", "x")], None);
+        assert!(!e.allowed.contains("case matters"), "{e}");
     }
 
     #[test]

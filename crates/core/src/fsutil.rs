@@ -1,5 +1,5 @@
-//! File-system safety: 0750 directories, 0640 files, no symlinks under the dump path, and
-//! atomic replacement of the JSON files.
+//! File-system safety: 0750 directories, 0640 files, no symlinks under the dump path, atomic
+//! replacement of the JSON files, and which write errors mean the file system takes no more.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -8,6 +8,18 @@ use std::path::{Path, PathBuf};
 
 pub const DIR_MODE: u32 = 0o750;
 pub const FILE_MODE: u32 = 0o640;
+
+/// Whether a write error means the dump's file system takes no more data: full (`ENOSPC`), over
+/// quota (`EDQUOT`), read-only (`EROFS`) or failing (`EIO`). The writer then stops capture; other
+/// errors (a name too long, a permission) concern one file.
+pub fn is_storage_failure(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT | libc::EROFS | libc::EIO))
+}
+
+/// Whether a write error means the file system has no room left (`ENOSPC`, `EDQUOT`).
+pub fn is_out_of_space(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+}
 
 /// Sets `path`'s mode when it is not `mode` already (a umask or a default ACL may have changed
 /// it at creation). The stat is a read; the chmod it spares is an inode write (a journal
@@ -171,6 +183,55 @@ impl Replacement {
 /// half-written JSON file.
 pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Replacement::create(path)?.commit(bytes)
+}
+
+/// A small tmpfs for tests of a full disk (mounting needs root).
+#[cfg(test)]
+pub(crate) mod small_fs {
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+
+    /// A tmpfs mounted on a temporary directory, unmounted when dropped.
+    pub struct SmallFs {
+        dir: tempfile::TempDir,
+    }
+
+    impl SmallFs {
+        /// Mounts a tmpfs of `size` (`mount -o size=`); None (the test skips, saying why) when
+        /// not root. As root, a mount that fails fails the test.
+        pub fn mount(size: &str) -> Option<SmallFs> {
+            use std::os::unix::fs::MetadataExt;
+            if std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(1) != 0 {
+                eprintln!("skipped: mounting a small tmpfs needs root");
+                return None;
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let opts = format!("size={size}");
+            let st = Command::new("mount").args(["-t", "tmpfs", "-o", &opts, "tmpfs"]).arg(dir.path()).status();
+            assert!(st.is_ok_and(|s| s.success()), "mount -t tmpfs failed as root");
+            Some(SmallFs { dir })
+        }
+
+        pub fn path(&self) -> &Path {
+            self.dir.path()
+        }
+
+        /// Fills the file system with one file, grown until the disk is full; returns its path.
+        pub fn fill(&self) -> PathBuf {
+            use std::io::Write;
+            let p = self.path().join("filler");
+            let mut f = std::fs::File::create(&p).unwrap();
+            let chunk = vec![0u8; 4096];
+            while f.write_all(&chunk).is_ok() {}
+            p
+        }
+    }
+
+    impl Drop for SmallFs {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(self.path()).stderr(Stdio::null()).status();
+        }
+    }
 }
 
 #[cfg(test)]

@@ -439,7 +439,18 @@ pub trait Sink: Send + Sync {
     /// The writer thread has nothing to do: the journal may make room ahead of the appends, so
     /// that capturing threads neither allocate nor fault.
     fn prepare(&self) {}
+    /// The disk is full: gives back the space of every complete entry at once (the JSON files
+    /// need it; see `Worker::write`), whether or not the writer has filed them. Returns whether
+    /// it did; a journal that cannot do so safely says no.
+    fn discard(&self) -> bool {
+        false
+    }
     fn path(&self) -> &Path;
+    /// The file system's error that stopped appends (disk full, I/O error), if that is what
+    /// stopped them: the writer reports it as the dump path's storage failure.
+    fn failure(&self) -> Option<std::io::Error> {
+        None
+    }
     /// Ends the journal at a clean exit: removed, unless `keep` (some JSON files could not be
     /// written; `msprobe recover` needs it).
     fn finish(&self, keep: bool);
@@ -481,6 +492,8 @@ pub struct FileSink {
     /// The file and the offset its next append goes to.
     file: std::sync::Mutex<(std::fs::File, u64)>,
     broken: std::sync::atomic::AtomicBool,
+    /// The OS error of the write that broke it (0: none).
+    errno: std::sync::atomic::AtomicI32,
 }
 
 impl FileSink {
@@ -496,6 +509,7 @@ impl FileSink {
             base,
             file: std::sync::Mutex::new((file, base)),
             broken: std::sync::atomic::AtomicBool::new(false),
+            errno: std::sync::atomic::AtomicI32::new(0),
         }
     }
 
@@ -513,7 +527,14 @@ impl Sink for FileSink {
         let start = g.1;
         let end = start + bytes.len() as u64;
         g.1 = end;
-        let ok = !self.broken.load(Relaxed) && g.0.write_all_at(bytes, start).is_ok();
+        let ok = !self.broken.load(Relaxed)
+            && match g.0.write_all_at(bytes, start) {
+                Ok(()) => true,
+                Err(e) => {
+                    self.errno.store(e.raw_os_error().unwrap_or(0), Relaxed);
+                    false
+                }
+            };
         if !ok {
             // Later appends would leave a hole a reader skips; none is written any more.
             self.broken.store(true, Relaxed);
@@ -535,6 +556,20 @@ impl Sink for FileSink {
             return true;
         }
         false
+    }
+
+    fn failure(&self) -> Option<std::io::Error> {
+        let n = self.errno.load(std::sync::atomic::Ordering::Relaxed);
+        (n != 0).then(|| std::io::Error::from_raw_os_error(n))
+    }
+
+    fn discard(&self) -> bool {
+        let mut g = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if g.0.set_len(self.base).is_err() {
+            return false;
+        }
+        g.1 = self.base;
+        true
     }
 
     fn path(&self) -> &Path {

@@ -277,9 +277,20 @@ impl std::fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Parses JSON text, accepting Python's `NaN`, `Infinity` and `-Infinity` tokens.
+/// Nesting limit of [`parse`]: deeper text is refused, never a stack overflow.
+pub const MAX_DEPTH: usize = 512;
+
+/// Parses JSON text, accepting Python's `NaN`, `Infinity` and `-Infinity` tokens. Containers may
+/// nest [`MAX_DEPTH`] deep.
 pub fn parse(text: &str) -> Result<Json, ParseError> {
-    let mut p = Parser { s: text.as_bytes(), i: 0 };
+    parse_limited(text, MAX_DEPTH)
+}
+
+/// [`parse`] with a smaller nesting limit (configuration input: a config file, an environment
+/// value, the API's argument object). Text nesting deeper than `max_depth` containers fails
+/// with "nesting too deep" at the offset of the first container past the limit.
+pub fn parse_limited(text: &str, max_depth: usize) -> Result<Json, ParseError> {
+    let mut p = Parser { s: text.as_bytes(), i: 0, max_depth: max_depth.min(MAX_DEPTH) };
     let v = p.value(0)?;
     p.ws();
     if p.i != p.s.len() {
@@ -291,6 +302,7 @@ pub fn parse(text: &str) -> Result<Json, ParseError> {
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
+    max_depth: usize,
 }
 
 impl Parser<'_> {
@@ -314,13 +326,14 @@ impl Parser<'_> {
     }
 
     fn value(&mut self, depth: usize) -> Result<Json, ParseError> {
-        if depth > 512 {
-            return Err(self.err("nesting too deep"));
-        }
         self.ws();
         let Some(&c) = self.s.get(self.i) else {
             return Err(self.err("unexpected end"));
         };
+        // `depth` containers enclose this value; a container here would be one more.
+        if matches!(c, b'{' | b'[') && depth >= self.max_depth {
+            return Err(self.err("nesting too deep"));
+        }
         match c {
             b'{' => {
                 self.i += 1;
@@ -529,5 +542,18 @@ mod tests {
         }
         assert!(parse("{\"a\": }").is_err());
         assert!(parse("[1] x").is_err());
+    }
+
+    #[test]
+    fn nesting_is_limited_without_recursing_past_the_limit() {
+        let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(parse_limited(&nest(3), 3).is_ok());
+        let e = parse_limited(&nest(4), 3).unwrap_err();
+        assert_eq!((e.msg, e.offset), ("nesting too deep", 3));
+        assert!(parse_limited("{\"a\": {\"b\": 1}}", 2).is_ok());
+        assert!(parse_limited("{\"a\": {\"b\": []}}", 2).is_err());
+        // Far deeper than any stack: refused at the limit, no overflow.
+        let e = parse(&nest(1_000_000)).unwrap_err();
+        assert_eq!((e.msg, e.offset), ("nesting too deep", MAX_DEPTH));
     }
 }

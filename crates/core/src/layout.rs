@@ -12,6 +12,7 @@ use std::borrow::Cow;
 pub enum LayoutError {
     NegativeDim,
     NegativeStride,
+    NegativeOffset(i64),
     OutOfBounds { needed: u128, available: usize },
 }
 
@@ -20,6 +21,7 @@ impl std::fmt::Display for LayoutError {
         match self {
             LayoutError::NegativeDim => write!(f, "negative dimension"),
             LayoutError::NegativeStride => write!(f, "negative stride"),
+            LayoutError::NegativeOffset(o) => write!(f, "negative storage offset ({o} elements)"),
             LayoutError::OutOfBounds { needed, available } => {
                 write!(f, "view needs {needed} bytes of storage but {available} are available")
             }
@@ -48,8 +50,11 @@ pub fn element_span(shape: &[i64], strides: &[i64], offset: i64) -> Result<Optio
     if shape.iter().any(|&d| d < 0) {
         return Err(LayoutError::NegativeDim);
     }
-    if strides.iter().any(|&s| s < 0) || offset < 0 {
+    if strides.iter().any(|&s| s < 0) {
         return Err(LayoutError::NegativeStride);
+    }
+    if offset < 0 {
+        return Err(LayoutError::NegativeOffset(offset));
     }
     if numel(shape) == 0 {
         return Ok(None);
@@ -194,6 +199,16 @@ mod tests {
         assert_eq!(&*gather(4, &[0, 5], None, 0, &[]).unwrap(), &[] as &[u8]);
         // 0-d
         assert_eq!(&*gather(1, &[], None, 4, &st).unwrap(), &[4]);
+    }
+
+    #[test]
+    fn each_bad_view_is_named_for_what_is_wrong() {
+        let e = |shape: &[i64], strides: &[i64], offset| element_span(shape, strides, offset).unwrap_err().to_string();
+        assert_eq!(e(&[2], &[1], -3), "negative storage offset (-3 elements)");
+        assert_eq!(e(&[2], &[-1], 0), "negative stride");
+        assert_eq!(e(&[-2], &[1], 0), "negative dimension");
+        let err = gather(4, &[2], None, -1, &[0; 8]).unwrap_err();
+        assert_eq!(err, LayoutError::NegativeOffset(-1));
     }
 
     /// Element by element from the definition: element `(i0, i1, ...)` is at

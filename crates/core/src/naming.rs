@@ -10,6 +10,8 @@
 //! and `Hccl.{collective}.{n}.forward` (e.g. `Hccl.AllReduce.0.forward`). Kernels have no
 //! backward: a backward kernel is its own op (`Aclnn.GeluBackward.0.forward`).
 
+use std::fmt::Write as _;
+
 /// API-record prefixes accepted in scope names (msprobe's L1 pattern plus the L2 prefixes).
 pub const API_PREFIXES: &[&str] = &[
     "Distributed",
@@ -67,12 +69,14 @@ pub fn is_module_name(s: &str) -> bool {
 /// Longest file name component most file systems accept.
 const NAME_MAX: usize = 255;
 
-/// Cuts `s` to `max` bytes, ending in a CRC of `original` so that distinct long names stay distinct.
+/// Cuts `s` to `max` bytes, ending in a tag `%~{crc32 of original}` so that distinct long names
+/// stay distinct. A component that was not cut never holds `%~` (a `%` it holds is always
+/// followed by two hex digits), so a cut name never equals an uncut one.
 fn shorten(mut s: String, max: usize, original: &str) -> String {
     if s.len() <= max {
         return s;
     }
-    let tag = format!("~{:08x}", crc32fast::hash(original.as_bytes()));
+    let tag = format!("%~{:08x}", crc32fast::hash(original.as_bytes()));
     let mut cut = max - tag.len();
     while !s.is_char_boundary(cut) {
         cut -= 1;
@@ -82,12 +86,29 @@ fn shorten(mut s: String, max: usize, original: &str) -> String {
     s
 }
 
-/// Makes a string safe as one path component: no `/`, `\`, NUL or control characters, never
-/// `.`/`..`/empty, at most 255 bytes.
+/// Makes a string safe as one path component without merging distinct names: `%`, `/`, `\`
+/// and control characters are percent-encoded (each UTF-8 byte as `%XX`), so `a/b` becomes
+/// `a%2Fb` and can no longer land in the file of a record named `a_b` (or `a%2Fb`, which
+/// becomes `a%252Fb`). `.` and `..` become `%2E` and `%2E%2E`, the empty string `%`. At most
+/// 255 bytes (see [`shorten`]). Names of msprobe's grammar contain none of these and are kept
+/// as they are.
 pub fn sanitize_component(s: &str) -> String {
-    let mut out: String = s.chars().map(|c| if c == '/' || c == '\\' || c.is_control() { '_' } else { c }).collect();
-    if out.is_empty() || out == "." || out == ".." {
-        out = if out.is_empty() { "_".into() } else { out.replace('.', "_") };
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c == '%' || c == '/' || c == '\\' || c.is_control() {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                let _ = write!(out, "%{b:02X}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    match out.as_str() {
+        "" => out.push('%'),
+        "." => out = "%2E".into(),
+        ".." => out = "%2E%2E".into(),
+        _ => {}
     }
     shorten(out, NAME_MAX, s)
 }
@@ -134,10 +155,11 @@ mod tests {
 
     #[test]
     fn sanitize_blocks_traversal_and_control_chars() {
-        assert_eq!(sanitize_component("a/b\\c\nd"), "a_b_c_d");
-        assert_eq!(sanitize_component(".."), "__");
-        assert_eq!(sanitize_component("."), "_");
-        assert_eq!(sanitize_component(""), "_");
+        assert_eq!(sanitize_component("a/b\\c\nd"), "a%2Fb%5Cc%0Ad");
+        assert_eq!(sanitize_component(".."), "%2E%2E");
+        assert_eq!(sanitize_component("."), "%2E");
+        assert_eq!(sanitize_component(""), "%");
+        assert_eq!(sanitize_component("a\u{85}é"), "a%C2%85é");
         assert_eq!(sanitize_component("Functional.linear.0.forward"), "Functional.linear.0.forward");
         let long = "x".repeat(400);
         let a = sanitize_component(&long);
@@ -146,5 +168,26 @@ mod tests {
         let f = sanitize_file_name(&"y".repeat(300), "pt");
         assert!(f.len() <= 255 && f.ends_with(".pt"), "{f}");
         assert_eq!(sanitize_file_name("A.b.0.forward.input.0", "npy"), "A.b.0.forward.input.0.npy");
+    }
+
+    #[test]
+    fn names_that_differ_stay_different_after_sanitising() {
+        let long = "z".repeat(300);
+        let cut = sanitize_component(&long);
+        let names = [
+            "a/b", "a_b", "a%2Fb", "a%b", "a\\b", "a\nb", "a%0Ab", "", "%", "_", ".", "..", "%2E", "%2E%2E", "a\0b",
+            "a%00b", &long, &cut,
+        ];
+        let out: Vec<String> = names.iter().map(|n| sanitize_component(n)).collect();
+        for (i, a) in out.iter().enumerate() {
+            assert!(!a.contains('/') && !a.contains('\0') && a != "." && a != ".." && !a.is_empty(), "{a:?}");
+            for (j, b) in out.iter().enumerate().skip(i + 1) {
+                assert_ne!(a, b, "{:?} and {:?} collide", names[i], names[j]);
+            }
+        }
+        assert_ne!(
+            sanitize_file_name("Functional.a/b.0.forward", "pt"),
+            sanitize_file_name("Functional.a_b.0.forward", "pt")
+        );
     }
 }

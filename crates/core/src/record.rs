@@ -82,14 +82,22 @@ struct Section {
     stack: Vec<Open>,
 }
 
-/// What a tensor leaf cost the budget, so the recorder can account for queued bytes.
+/// Where a record's tensor files get their buffers, and whether the writer's queue would take
+/// them. A record reserves its files' bytes only when it ends, all at once (see
+/// [`crate::budget`]); while it is built it holds nothing.
 pub trait ByteBudget {
-    /// Reserves `n` bytes for a tensor file; `false` means drop it (and count it).
-    fn reserve(&self, n: u64) -> bool;
+    /// Whether a record whose tensor files total `n` bytes would be admitted now; `false` (drop
+    /// mode, queue full) drops the record's tensor files, all of them (the leaves keep their
+    /// statistics and lose `data_name`).
+    fn would_admit(&self, _n: u64) -> bool {
+        true
+    }
     /// A buffer to encode a file into (recycled by the writer where possible).
     fn buffer(&self, _n: usize) -> Vec<u8> {
         Vec::new()
     }
+    /// Takes back the buffer of a file that will not be written.
+    fn recycle(&self, _b: Vec<u8>) {}
 }
 
 /// One record under construction.
@@ -103,25 +111,19 @@ pub struct RecordBuilder {
     pub stack: Option<Vec<String>>,
     pub parent: Option<Option<String>>,
     pub tensors: u64,
-    pub dropped: u64,
-    /// Budget bytes reserved for this record's files.
-    pub reserved: u64,
+    /// Bytes of `files`: what the record reserves from the writer's budget when it ends.
+    pub file_bytes: u64,
+    /// Tensor data bytes behind `files` (counted as dropped if the files are).
+    data_bytes: u64,
+    /// The record's tensor files were dropped (drop mode, queue full): all of them, and none of
+    /// its leaves names a file.
+    pub files_dropped: bool,
+    /// Tensor files of this record not written (dropped with the record's files, or a tensor
+    /// too large for its file format), and their tensor data bytes.
+    pub dropped_files: u64,
+    pub dropped_bytes: u64,
     /// The rank directory the record belongs to (fixed when it began).
     pub target: std::path::PathBuf,
-    /// Where `reserved` goes back if the record is dropped instead of written.
-    pub release_to: Option<std::sync::Arc<crate::budget::Budget>>,
-}
-
-impl Drop for RecordBuilder {
-    /// A record dropped without reaching the writer (aborted, or a panic while capturing) gives
-    /// its reserved bytes back, so the budget never leaks.
-    fn drop(&mut self) {
-        if self.reserved > 0 {
-            if let Some(b) = &self.release_to {
-                b.release(self.reserved);
-            }
-        }
-    }
 }
 
 /// Whether a record name is a backward record (`...backward` API or `...backward.N` module).
@@ -152,10 +154,40 @@ impl RecordBuilder {
             stack: None,
             parent: None,
             tensors: 0,
-            dropped: 0,
-            reserved: 0,
+            file_bytes: 0,
+            data_bytes: 0,
+            files_dropped: false,
+            dropped_files: 0,
+            dropped_bytes: 0,
             target: std::path::PathBuf::new(),
-            release_to: None,
+        }
+    }
+
+    /// Drops the record's tensor files, those made so far and any added later (drop mode, the
+    /// writer's queue is full): the leaves keep their statistics and lose `data_name`, so the
+    /// record is written whole, without files, and never names a file that is not on disk.
+    pub fn drop_files(&mut self, budget: &dyn ByteBudget) {
+        self.files_dropped = true;
+        if self.files.is_empty() {
+            return;
+        }
+        let files = std::mem::take(&mut self.files);
+        {
+            let names: std::collections::HashSet<&str> = files.iter().map(|f| f.name.as_str()).collect();
+            for (_, v) in &mut self.body {
+                strip_data_names(v, &names);
+            }
+            if let Some(s) = &mut self.section {
+                for o in &mut s.stack {
+                    strip_data_names(&mut o.value, &names);
+                }
+            }
+        }
+        self.dropped_files += files.len() as u64;
+        self.dropped_bytes += std::mem::take(&mut self.data_bytes);
+        self.file_bytes = 0;
+        for f in files {
+            budget.recycle(f.bytes);
         }
     }
 
@@ -335,8 +367,11 @@ impl RecordBuilder {
             let name = naming::sanitize_file_name(&stem, self.opts.format.ext());
             let file_stem = name.strip_suffix(&format!(".{}", self.opts.format.ext())).unwrap_or(&name).to_string();
             let approx = t.data.len() as u64 + 1024;
-            let bytes = if budget.reserve(approx) {
-                self.reserved += approx;
+            if !self.files_dropped && !budget.would_admit(self.file_bytes + approx) {
+                // Sure to be refused at the end: stop copying (the record keeps its statistics).
+                self.drop_files(budget);
+            }
+            let bytes = if !self.files_dropped {
                 let buf = budget.buffer(approx as usize);
                 match self.opts.format {
                     FileFormat::Pt => tensorfile::encode_pt_into(buf, &file_stem, t.dtype, t.shape, t.data),
@@ -352,9 +387,14 @@ impl RecordBuilder {
             match bytes {
                 Some(b) => {
                     leaf.push(("data_name".into(), Json::str(name.clone())));
+                    self.file_bytes += b.len() as u64;
+                    self.data_bytes += t.data.len() as u64;
                     self.files.push(TensorFile { name, bytes: b });
                 }
-                None => self.dropped += 1,
+                None => {
+                    self.dropped_files += 1;
+                    self.dropped_bytes += t.data.len() as u64;
+                }
             }
         } else if self.opts.summary_mode == SummaryMode::Md5 {
             leaf.push(("md5".into(), Json::str(stats::crc32_hex(t.dtype, t.data))));
@@ -367,6 +407,18 @@ impl RecordBuilder {
     pub fn take_body(&mut self) -> Json {
         self.finish_section();
         Json::Object(std::mem::take(&mut self.body))
+    }
+}
+
+/// Removes the `data_name` of every tensor leaf under `v` that names one of `names`.
+fn strip_data_names(v: &mut Json, names: &std::collections::HashSet<&str>) {
+    match v {
+        Json::Object(kv) => {
+            kv.retain(|(k, v)| !(k == "data_name" && v.as_str().is_some_and(|n| names.contains(n))));
+            kv.iter_mut().for_each(|(_, v)| strip_data_names(v, names));
+        }
+        Json::Array(a) => a.iter_mut().for_each(|v| strip_data_names(v, names)),
+        _ => {}
     }
 }
 
@@ -394,11 +446,7 @@ mod tests {
     use super::*;
 
     struct Unlimited;
-    impl ByteBudget for Unlimited {
-        fn reserve(&self, _: u64) -> bool {
-            true
-        }
-    }
+    impl ByteBudget for Unlimited {}
 
     fn opts(task: Task, dm: DataMode) -> LeafOptions {
         LeafOptions {
@@ -445,6 +493,37 @@ mod tests {
         let Json::Object(kv) = &b[0] else { panic!() };
         let keys: Vec<_> = kv.iter().map(|(k, _)| &**k).collect();
         assert_eq!(keys, ["type", "dtype", "shape", "Max", "Min", "Mean", "Norm", "requires_grad", "data_name"]);
+    }
+
+    /// A record whose files are dropped midway (drop mode, queue full) loses all of them: those
+    /// already made (even inside a still-open list) and those added later, and no leaf names a
+    /// file; its statistics stay.
+    #[test]
+    fn dropping_a_records_files_drops_all_of_them_and_their_names() {
+        struct Full;
+        impl ByteBudget for Full {
+            fn would_admit(&self, _: u64) -> bool {
+                false
+            }
+        }
+        let mut b = RecordBuilder::new("Torch.cat.0.forward".into(), opts(Task::Tensor, DataMode::ALL));
+        let data = [1.0f32, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+        let t = TensorRef { dtype: DType::F32, shape: &[2], data: &data, requires_grad: Some(false), type_name: None };
+        b.section("input_args").unwrap();
+        b.add_tensor(None, &t, &Unlimited).unwrap();
+        b.open(None, false).unwrap();
+        b.add_tensor(None, &t, &Unlimited).unwrap();
+        assert_eq!((b.files.len(), b.file_bytes > 0), (2, true));
+        b.add_tensor(None, &t, &Full).unwrap();
+        b.close().unwrap();
+        b.section("output").unwrap();
+        b.add_tensor(None, &t, &Unlimited).unwrap();
+        let body = b.take_body();
+        assert!(b.files.is_empty() && b.files_dropped && b.file_bytes == 0);
+        assert_eq!((b.tensors, b.dropped_files, b.dropped_bytes), (4, 4, 4 * 8));
+        let text = body.to_compact();
+        assert!(!text.contains("data_name"), "{text}");
+        assert_eq!(text.matches("\"Max\":2.0").count(), 4, "{text}");
     }
 
     #[test]

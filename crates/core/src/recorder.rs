@@ -21,11 +21,14 @@ thread_local! {
 }
 
 impl ByteBudget for Budget {
-    fn reserve(&self, n: u64) -> bool {
-        Budget::reserve(self, n)
+    fn would_admit(&self, n: u64) -> bool {
+        Budget::would_admit(self, n)
     }
     fn buffer(&self, n: usize) -> Vec<u8> {
         self.take_buffer(n)
+    }
+    fn recycle(&self, b: Vec<u8>) {
+        self.give_buffer(b)
     }
 }
 
@@ -47,17 +50,31 @@ struct State {
 /// Totals for the run summary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summary {
+    /// Records written (in dump.json, with all their tensor files or, see `without_files`, none).
     pub records: u64,
     pub tensors: u64,
     pub files: u64,
     pub bytes: u64,
+    /// Records lost whole (not in dump.json): their directory could not be created, or they
+    /// ended after the session finished.
     pub dropped: u64,
+    /// Records written without their tensor files because the writer's queue was full
+    /// (`on_queue_full` drop); their leaves keep their statistics and have no `data_name`.
+    pub without_files: u64,
+    /// Tensor files not written (those of `without_files` records, and tensors too large for
+    /// their file format), and their tensor data bytes.
+    pub files_dropped: u64,
+    pub bytes_dropped: u64,
     pub filtered: u64,
     pub errors: u64,
     pub capture_ms: u64,
     /// Records that could not be journaled (the journal could not be created, or is full):
     /// written to the JSON files, but a kill before that loses them.
     pub unjournaled: u64,
+    /// Tensor files not written because of write errors (disk full: every file after the
+    /// first failure), and their bytes; see `writer::Counters::files_lost`.
+    pub files_lost: u64,
+    pub bytes_lost: u64,
 }
 
 impl std::fmt::Display for Summary {
@@ -65,9 +82,26 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "  records: {} ({} tensors, {} tensor files, {} bytes written)\n  records dropped: {}, filtered out: {}, write errors: {}\n  time in capture: {} ms",
-            self.records, self.tensors, self.files, self.bytes, self.dropped, self.filtered, self.errors, self.capture_ms
+            concat!(
+                "  records: {} ({} tensors, {} tensor files, {} bytes written)\n",
+                "  records dropped: {}, filtered out: {}, write errors: {}\n",
+                "  records written without their tensor files (writer queue full): {}; ",
+                "tensor files not written: {} ({} tensor bytes)\n",
+                "  time in capture: {} ms"
+            ),
+            self.records,
+            self.tensors,
+            self.files,
+            self.bytes,
+            self.dropped,
+            self.filtered,
+            self.errors,
+            self.without_files,
+            self.files_dropped,
+            self.bytes_dropped,
+            self.capture_ms
         )?;
+        write!(f, "\n  tensor files lost to write errors: {} ({} bytes)", self.files_lost, self.bytes_lost)?;
         if self.unjournaled > 0 {
             write!(f, "\n  records not in the crash journal (a kill would have lost them): {}", self.unjournaled)?;
         }
@@ -83,7 +117,9 @@ pub struct Recorder {
     writer: Writer,
     tensors: AtomicU64,
     filtered: AtomicU64,
-    dropped: AtomicU64,
+    without_files: AtomicU64,
+    files_dropped: AtomicU64,
+    bytes_dropped: AtomicU64,
     capture_ns: AtomicU64,
     finished: AtomicBool,
     /// Opens the crash journal at the first start.
@@ -122,7 +158,9 @@ impl Recorder {
             writer,
             tensors: AtomicU64::new(0),
             filtered: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
+            without_files: AtomicU64::new(0),
+            files_dropped: AtomicU64::new(0),
+            bytes_dropped: AtomicU64::new(0),
             capture_ns: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             open_sink,
@@ -155,13 +193,13 @@ impl Recorder {
         let step_ok = self.cfg.step.is_empty() || self.cfg.step.contains(&st.step);
         // A process that is not distributed counts as rank 0 for the rank filter.
         let rank_ok = self.cfg.rank.is_empty() || self.cfg.rank.contains(&st.rank.unwrap_or(0));
-        step_ok && rank_ok && !st.failed
+        step_ok && rank_ok && !st.failed && !self.writer.failed()
     }
 
     /// Whether the step list says the run is over (past max(step)).
     pub fn finished_steps(&self) -> bool {
         let st = self.lock();
-        matches!(self.cfg.step.iter().max(), Some(&m) if st.step > m)
+        matches!(self.cfg.step.max(), Some(m) if st.step > m)
     }
 
     /// Sets the rank (from the framework or HCCL); the directory becomes `rank{N}`.
@@ -232,6 +270,10 @@ impl Recorder {
                 if self.sink.set(sink.clone()).is_ok() {
                     self.writer.journal(root.clone(), sink);
                 }
+            }
+            // A full disk stops capture, with the dump path's one message.
+            Err(e) if crate::fsutil::is_storage_failure(&e) => {
+                self.writer.report_error(root, "creating the crash journal", &e)
             }
             Err(e) => log::warn!(
                 "cannot create the crash journal in {}: {e}. Records are still written, but a kill loses those not yet in the JSON files.",
@@ -341,8 +383,9 @@ impl Recorder {
             return None;
         }
         let mut st = self.lock();
-        if self.writer.dir_failed() {
-            // The writer could not create a step directory (and said why): capture is off.
+        if self.writer.failed() {
+            // The writer could not create a step directory or the storage failed (and said
+            // why): capture is off.
             st.failed = true;
             self.enabled.store(false, Relaxed);
             return None;
@@ -354,7 +397,6 @@ impl Recorder {
         let dir = self.ensure_dir(&mut st)?;
         let mut b = RecordBuilder::new(name.to_string(), self.opts.clone());
         b.target = dir;
-        b.release_to = Some(self.writer.budget.clone());
         Some(b)
     }
 
@@ -391,20 +433,34 @@ impl Recorder {
         }
     }
 
-    /// Hands a finished record to the writer.
+    /// Hands a finished record to the writer (see `end_counted`).
     pub fn end(&self, b: RecordBuilder) {
         self.end_counted(b);
         self.inflight.fetch_sub(1, SeqCst);
     }
 
+    /// Its tensor files reserve their bytes here, all at once (see [`crate::budget`]): in block
+    /// mode this waits for room (for a record larger than the queue, until nothing else is in
+    /// flight); in drop mode a record that does not fit is written without its tensor files,
+    /// and counted.
     fn end_counted(&self, mut b: RecordBuilder) {
+        let budget = &*self.writer.budget;
+        let mut reserved = 0;
+        if !b.files.is_empty() {
+            if budget.reserve(b.file_bytes) {
+                reserved = b.file_bytes;
+            } else {
+                b.drop_files(budget);
+            }
+        }
         let body = b.take_body();
         self.tensors.fetch_add(b.tensors, Relaxed);
-        if b.dropped > 0 {
-            let before = self.dropped.fetch_add(b.dropped, Relaxed);
-            if before == 0 {
-                log::warn!("writer queue full: tensor data is being dropped (counted; see the run summary). Raise MSPROBE_QUEUE_MB or set MSPROBE_ON_QUEUE_FULL=block");
-            }
+        if b.dropped_files > 0 {
+            self.files_dropped.fetch_add(b.dropped_files, Relaxed);
+            self.bytes_dropped.fetch_add(b.dropped_bytes, Relaxed);
+        }
+        if b.files_dropped && self.without_files.fetch_add(1, Relaxed) == 0 {
+            log::warn!("writer queue full: records are being written without their tensor files (counted; see the run summary). Raise MSPROBE_QUEUE_MB or set MSPROBE_ON_QUEUE_FULL=block");
         }
         let target = std::mem::take(&mut b.target);
         let rel = target.strip_prefix(&self.cfg.dump_path).ok().and_then(|r| r.to_str());
@@ -415,7 +471,7 @@ impl Recorder {
                 files: std::mem::take(&mut b.files),
                 stack: b.stack.take(),
                 parent: b.parent.take(),
-                reserved: std::mem::take(&mut b.reserved),
+                reserved,
             };
             // No journal of its own (it could not be created): the writer journals the record.
             self.writer.record(target, rec);
@@ -449,7 +505,7 @@ impl Recorder {
         });
         drop(body);
         if !span.ok {
-            self.count_unjournaled();
+            self.count_unjournaled(sink.failure());
         }
         let rec = Finished {
             name: std::mem::take(&mut b.name),
@@ -457,14 +513,27 @@ impl Recorder {
             files: std::mem::take(&mut b.files),
             stack: None,
             parent: None,
-            reserved: std::mem::take(&mut b.reserved),
+            reserved,
         };
         self.writer.record_journaled(target, rec, Journaled { text, stack, parent, span });
     }
 
-    fn count_unjournaled(&self) {
-        if self.unjournaled.fetch_add(1, Relaxed) == 0 {
-            log::warn!("a record could not be journaled (see the run summary): a kill before its JSON files are written loses it");
+    /// A record could not be journaled, because of `failure` (if the file system said why). A
+    /// storage failure (disk full, I/O error) stops capture with the dump path's one message;
+    /// another reason is said once.
+    fn count_unjournaled(&self, failure: Option<std::io::Error>) {
+        let first = self.unjournaled.fetch_add(1, Relaxed) == 0;
+        match failure {
+            Some(e) if crate::fsutil::is_storage_failure(&e) => {
+                self.writer.report_error(&self.cfg.dump_path, "appending to the crash journal", &e)
+            }
+            Some(e) if first => log::warn!(
+                "a record could not be journaled ({e}; see the run summary): a kill before its JSON files are written loses it"
+            ),
+            _ if first => log::warn!(
+                "a record could not be journaled (see the run summary): a kill before its JSON files are written loses it"
+            ),
+            _ => {}
         }
     }
 
@@ -510,11 +579,16 @@ impl Recorder {
             tensors: self.tensors.load(Relaxed),
             files: c.files.load(Relaxed),
             bytes: c.bytes.load(Relaxed),
-            dropped: self.dropped.load(Relaxed) + c.dropped.load(Relaxed),
+            dropped: c.dropped.load(Relaxed),
+            without_files: self.without_files.load(Relaxed),
+            files_dropped: self.files_dropped.load(Relaxed),
+            bytes_dropped: self.bytes_dropped.load(Relaxed),
             filtered: self.filtered.load(Relaxed),
             errors: c.errors.load(Relaxed),
             capture_ms: self.capture_ns.load(Relaxed) / 1_000_000,
             unjournaled: self.unjournaled.load(Relaxed),
+            files_lost: c.files_lost.load(Relaxed),
+            bytes_lost: c.bytes_lost.load(Relaxed),
         }
     }
 }
@@ -593,22 +667,26 @@ mod tests {
         assert!(journal().is_none(), "removed at a clean finish");
     }
 
+    /// A record holds no budget while it is built, so aborted records leave nothing behind; one
+    /// ended after the session finished is counted as dropped and gives its bytes back.
     #[test]
-    fn dropped_records_give_their_bytes_back() {
+    fn aborted_and_late_records_leave_no_budget_behind() {
         let t = tempfile::tempdir().unwrap();
         let rec = recorder(t.path(), Task::Tensor, 1 << 20);
         rec.start();
         let data = vec![0u8; 600 << 10];
         for i in 0..5 {
-            // Each aborted record reserved 600 KiB of a 1 MiB budget; without the release the
-            // second one would block forever.
             drop(tensor_record(&rec, &format!("Torch.a.{i}.forward"), &data));
+            assert_eq!(rec.budget().in_flight(), 0);
         }
-        assert_eq!(rec.budget().in_flight(), 0);
         let b = tensor_record(&rec, "Torch.a.9.forward", &data);
         rec.end(b);
-        rec.finish();
+        let late = tensor_record(&rec, "Torch.a.10.forward", &data);
+        let s = rec.finish().unwrap();
+        assert_eq!((s.records, s.dropped), (1, 0), "{s:?}");
+        rec.end(late);
         assert_eq!(rec.budget().in_flight(), 0);
+        assert_eq!(rec.summary().dropped, 1);
     }
 
     #[test]

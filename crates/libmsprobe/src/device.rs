@@ -38,7 +38,7 @@ impl std::fmt::Display for DeviceError {
 
 /// Waits for `stream` (the tool's own call, never captured).
 pub(crate) fn sync_stream(stream: *mut c_void) -> Result<(), DeviceError> {
-    let f = ACLRT_SYNC_STREAM.resolve(std::ptr::null_mut());
+    let f = ACLRT_SYNC_STREAM.resolve();
     if f.is_null() {
         return Err(DeviceError::Unresolved);
     }
@@ -54,7 +54,7 @@ pub(crate) fn sync_stream(stream: *mut c_void) -> Result<(), DeviceError> {
 
 /// Copies `len` device bytes at `src` into a new host buffer.
 pub(crate) fn copy_to_host(src: usize, len: usize) -> Result<Vec<u8>, DeviceError> {
-    if ACLRT_MEMCPY.resolve(std::ptr::null_mut()).is_null() {
+    if ACLRT_MEMCPY.resolve().is_null() {
         return Err(DeviceError::Unresolved);
     }
     // A huge or bogus size must fail this copy, not abort the process on allocation failure.
@@ -86,7 +86,7 @@ pub(crate) fn copy_to_host(src: usize, len: usize) -> Result<Vec<u8>, DeviceErro
 
 /// `HcclGetRankSize(comm)`.
 pub(crate) fn hccl_rank_size(comm: *mut c_void) -> Option<u32> {
-    if HCCL_GET_RANK_SIZE.resolve(std::ptr::null_mut()).is_null() {
+    if HCCL_GET_RANK_SIZE.resolve().is_null() {
         return None;
     }
     type F = unsafe extern "C" fn(*mut c_void, *mut u32) -> c_int;

@@ -27,7 +27,7 @@
 use crate::session::{forked_child, install, new_recorder, recorder};
 use msprobe_core::config;
 use msprobe_core::dtype::DType;
-use msprobe_core::json::{self, Json};
+use msprobe_core::json::Json;
 use msprobe_core::layout;
 use msprobe_core::record::{group_leaf, value_leaf, RecordBuilder, TensorRef};
 use msprobe_core::recorder::Recorder;
@@ -122,13 +122,20 @@ pub extern "C" fn msprobe_init(args_json: *const c_char) -> c_int {
         }
         // SAFETY: the header documents args_json as NULL or a NUL-terminated string.
         let args_text = unsafe { cstr(args_json) };
-        let args = match args_text.map(json::parse) {
+        // Bounded like a config file (size, nesting): a huge or deeply nested argument object
+        // is one error line, never a stack overflow.
+        let args = match args_text.map(config::parse_json) {
             None => None,
             Some(Ok(v)) => Some(v),
-            Some(Err(e)) => {
-                let msg = format!("invalid configuration in API argument: not valid JSON ({e})");
-                log::error!("{msg}");
-                set_error(&msg);
+            Some(Err(why)) => {
+                let e = config::ConfigError {
+                    source: config::Source::Argument,
+                    key: "args_json".into(),
+                    value: config::clip_text(args_text.unwrap_or_default()),
+                    allowed: format!("the argument object is refused: {why}"),
+                };
+                log::error!("{e}");
+                set_error(&e.to_string());
                 return MSPROBE_ERR_CONFIG;
             }
         };

@@ -92,6 +92,8 @@ pub struct MmapSink {
     grow: Mutex<()>,
     /// No more appends (the disk is full, or the mapping is used up).
     broken: AtomicBool,
+    /// The OS error of the allocation that failed (0: none).
+    errno: std::sync::atomic::AtomicI32,
     /// The file's blocks before this were given back (a page boundary; writer thread only).
     released: AtomicU64,
     sync: SyncPolicy,
@@ -162,6 +164,7 @@ impl MmapSink {
             populated: AtomicU64::new(0),
             grow: Mutex::new(()),
             broken: AtomicBool::new(false),
+            errno: std::sync::atomic::AtomicI32::new(0),
             released: AtomicU64::new(base),
             sync,
         })
@@ -181,11 +184,10 @@ impl MmapSink {
         // SAFETY: fallocate on our own descriptor; no memory is passed.
         let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, cur as libc::off_t, (new - cur) as libc::off_t) };
         if rc != 0 {
-            log::warn!(
-                "the crash journal {} cannot grow ({}); records from now on are not journaled",
-                self.path.display(),
-                errno()
-            );
+            // Said once, by the recorder (as the dump path's storage failure when it is one).
+            let e = errno();
+            log::debug!("the crash journal {} cannot grow ({e})", self.path.display());
+            self.errno.store(e.raw_os_error().unwrap_or(0), Relaxed);
             return false;
         }
         self.allocated.store(new, Release);
@@ -275,6 +277,24 @@ impl Sink for MmapSink {
             self.released.store(to, Relaxed);
         }
         false
+    }
+
+    fn failure(&self) -> Option<std::io::Error> {
+        let n = self.errno.load(Relaxed);
+        (n != 0).then(|| std::io::Error::from_raw_os_error(n))
+    }
+
+    fn discard(&self) -> bool {
+        let w = self.word.load(Acquire);
+        let tail = w & OFFSET_MASK;
+        if w >> INFLIGHT_SHIFT != 0 || tail <= self.base || self.broken.load(Relaxed) {
+            // An append is being written: its bytes lie before `tail` and must not be punched.
+            return false;
+        }
+        // Every entry before `tail` is complete. Should an append start meanwhile, `release`
+        // gives back only whole pages before `tail`, which the append (past `tail`) never touches.
+        self.release(tail);
+        true
     }
 
     fn prepare(&self) {

@@ -5,18 +5,37 @@ The recorder (Rust) owns the configuration: defaults < file (``config_path`` or
 ``MSPROBE_CONFIG``) < ``MSPROBE_*`` environment < explicit arguments. The Python layers only
 need ``level`` and ``task`` to decide what to hook; :func:`effective` reads them with the same
 precedence (a bad file is the recorder's to report).
+
+Nothing here may hang or crash the job on bad input: the config file is read only when it is a
+regular file of at most :data:`MAX_CONFIG_BYTES` (a FIFO would block, ``/dev/zero`` never ends),
+without blocking, and a file nested too deep for Python's json (``RecursionError``) is left to
+the recorder, which refuses it in one line. Values are quoted through a bounded ``repr``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import reprlib
+import stat
 from typing import Any, Optional
 
 from .errors import MsprobeException, logger
 
 TASKS = ("statistics", "tensor")
 LEVELS = ("L0", "L1", "mix", "L2")
+#: The recorder's limit on config text (``MAX_CONFIG_BYTES`` in crates/core/src/config.rs).
+MAX_CONFIG_BYTES = 16 << 20
+
+_repr = reprlib.Repr()
+_repr.maxlevel = 3
+_repr.maxstring = _repr.maxother = 80
+
+
+def show(value: Any) -> str:
+    """A value as an error message quotes it: bounded in depth and length (the ``repr`` of a
+    list nested 100000 deep raises RecursionError)."""
+    return _repr.repr(value)
 
 
 def _fail(msg: str) -> None:
@@ -29,16 +48,16 @@ def check_step(step: Any, key: str = "step") -> None:
         _fail(f"{key} is invalid, it should be a list")
     for s in step:
         if isinstance(s, bool) or not isinstance(s, (int, str)):
-            _fail(f"{key} element {s!r} must be an integer or string.")
+            _fail(f"{key} element {show(s)} must be an integer or string.")
         if isinstance(s, int) and s < 0:
             _fail(f"Each element of {key} must be non-negative, currently it is {s}.")
         if isinstance(s, str):
             parts = s.split("-")
             if len(parts) > 2 or not all(p.strip().isdigit() for p in parts):
-                _fail(f'{key} element {s!r} must be an integer or a range string like "3-5".')
+                _fail(f'{key} element {show(s)} must be an integer or a range string like "3-5".')
             if len(parts) == 2 and int(parts[0]) > int(parts[1]):
                 _fail(
-                    f"{key} element {s!r}: the left boundary ({parts[0]}) cannot be greater than "
+                    f"{key} element {show(s)}: the left boundary ({parts[0]}) cannot be greater than "
                     f"the right boundary ({parts[1]})."
                 )
 
@@ -51,7 +70,7 @@ def check_args(
         if not isinstance(config_path, str):
             _fail("config_path is invalid, it should be a string")
         if not os.path.isfile(config_path):
-            _fail(f"config_path {config_path!r} is not an existing file")
+            _fail(f"config_path {show(config_path)} is not an existing file")
     if task is not None and task not in TASKS:
         _fail(f"task is invalid, it should be one of {list(TASKS)}")
     if dump_path is not None and not isinstance(dump_path, str):
@@ -71,27 +90,46 @@ def init_args(framework: str, config_path: Optional[str] = None, **explicit: Any
     return json.dumps(args)
 
 
+def read_config(path: str) -> Optional[dict]:
+    """The config file's top-level object, or None when it cannot be used: not a regular file
+    (checked before opening, and again on the descriptor, opened non-blocking), larger than
+    MAX_CONFIG_BYTES, not UTF-8 JSON, nested too deep, or not an object. The recorder reports
+    why in one line and leaves capture off."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CONFIG_BYTES:
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            return None
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def _file_value(config_path: Optional[str], key: str) -> Optional[Any]:
     path = config_path if config_path is not None else os.environ.get("MSPROBE_CONFIG") or None
     if not path:
         return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        return data.get(key) if isinstance(data, dict) else None
-    except (OSError, ValueError):
-        return None
+    data = read_config(path)
+    return None if data is None else data.get(key)
 
 
 def effective(key: str, explicit: Optional[Any], config_path: Optional[str], default: Any) -> Any:
-    """explicit argument > MSPROBE_{KEY} > config file > default (the recorder's precedence)."""
+    """explicit argument > MSPROBE_{KEY} > config file > default (the recorder's precedence).
+    A file value that is not a string is ignored here (the recorder refuses it)."""
     if explicit is not None:
         return explicit
     env = os.environ.get("MSPROBE_" + key.upper(), "").strip()
     if env:
         return env
     v = _file_value(config_path, key)
-    return default if v is None else v
+    return v if isinstance(v, str) else default
 
 
 def read_support_list(path: str) -> dict[str, list[str]]:

@@ -10,7 +10,7 @@ from typing import Any, Optional
 import mindspore as ms
 from msprobe.core import config
 from msprobe.core.errors import MsprobeException
-from msprobe.core.native import init_recorder, last_error, lib
+from msprobe.core.native import init_recorder, lib
 
 from . import _hooks as H
 from ._record import State, logger
@@ -63,9 +63,8 @@ class PrecisionDebugger:
             config.init_args("mindspore", config_path, task=task, dump_path=dump_path, level=level, step=step)
         )
         # rc 1: a recorder already runs in this process (e.g. preloaded and started): share it.
+        # rc -1: the recorder has logged the one line saying why; capture stays off.
         self.ok = rc >= 0
-        if not self.ok:
-            logger.error(f"msprobe: configuration rejected, capture stays off: {last_error()}")
         self.model = model
         if self.level in ("L0", "L1", "mix") and os.environ.get("MSPROBE_MS_LAUNCH_BLOCKING", "1") != "0":
             _launch_blocking()

@@ -482,3 +482,41 @@ print("DONE")
     assert args[6] == {"type": "slice", "value": [int(sl.start), sl.stop, sl.step]}
     assert args[7] == {"type": type(s).__name__, "value": str(s)}
     assert args[8] is None
+
+
+def test_deep_or_fifo_config_fails_open_with_one_line(tmp_path):
+    """A config file nested too deep (RecursionError in Python's json) or a FIFO (a blocking
+    read): no exception, no hang, one error line from the recorder, and the job runs on."""
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"level": ' + "[" * 100000 + "]" * 100000 + "}")
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    code = (
+        PRELUDE
+        + """
+import sys
+kw = {"config_path": sys.argv[1]} if len(sys.argv) > 1 else {}
+dbg = PrecisionDebugger(**kw)
+net = nn.Dense(2, 2)
+dbg.start(model=net)
+net(Tensor(np.ones((1, 2), np.float32)))
+dbg.stop()
+dbg.step()
+print("ok", dbg.ok, "job finished")
+"""
+    )
+    script = tmp_path / "case.py"
+    script.write_text(code)
+    for args, extra, why in [([str(deep)], {}, "nests deeper"), ([], {"MSPROBE_CONFIG": str(fifo)}, "a FIFO")]:
+        p = subprocess.run(
+            [sys.executable, str(script), *args],
+            cwd=tmp_path,
+            env=_env(extra),
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert p.returncode == 0 and "ok False job finished" in p.stdout, p.stderr[-3000:]
+        errors = [line for line in (p.stdout + p.stderr).splitlines() if "[ERROR]" in line]
+        assert len(errors) == 1 and why in errors[0] and "config_path" in errors[0], errors
+    assert not (tmp_path / "dump").exists()

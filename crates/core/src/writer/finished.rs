@@ -31,11 +31,24 @@ pub struct Journaled {
 /// Counters shared with the recorder for the run summary.
 #[derive(Default, Debug)]
 pub struct Counters {
+    /// Records in dump.json files: counted when a write of their directory's dump.json that
+    /// holds them succeeded.
     pub records: AtomicU64,
     pub files: AtomicU64,
     pub bytes: AtomicU64,
+    /// Records not in dump.json: their directory could not be created, they reached the writer
+    /// after a storage failure, or no write of dump.json that held them succeeded.
     pub dropped: AtomicU64,
     pub errors: AtomicU64,
+    /// Tensor files the writer was given but did not write (write errors, a storage failure, a
+    /// directory that could not be created), and their bytes. Of a record in dump.json, such a
+    /// file is named (`data_name`) but absent.
+    pub files_lost: AtomicU64,
+    pub bytes_lost: AtomicU64,
     /// A step directory could not be created: the recorder turns capture off.
     pub dir_failed: AtomicBool,
+    /// The dump's file system refused a write (full, over quota, read-only, I/O error, see
+    /// `fsutil::is_storage_failure`): the recorder turns capture off and the writer writes
+    /// nothing new (records still queued are dropped), only the JSON files of what it holds.
+    pub storage_failed: AtomicBool,
 }

@@ -94,21 +94,36 @@ impl Writer {
     fn send_as(&self, m: Msg, urgent: bool) {
         self.sent.fetch_add(1, Relaxed);
         let Some(tx) = self.sender() else {
-            self.counters.dropped.fetch_add(1, Relaxed);
+            // Shut down (or the thread could not start): a record is lost, counted, and gives
+            // its budget back; other messages have nothing left to do.
+            if let Msg::Record { rec, .. } = m {
+                self.counters.dropped.fetch_add(1, Relaxed);
+                self.budget.release(rec.reserved);
+            }
             return;
         };
         if tx.is_full() {
             self.bell.ring();
         }
-        if tx.send(m).is_err() {
+        if let Err(e) = tx.send(m) {
             self.counters.errors.fetch_add(1, Relaxed);
+            if let Msg::Record { rec, .. } = e.0 {
+                self.budget.release(rec.reserved);
+            }
         }
         self.bell.after_send(urgent, tx.len());
     }
 
-    /// Whether a step directory could not be created (capture must stop).
-    pub fn dir_failed(&self) -> bool {
-        self.counters.dir_failed.load(Relaxed)
+    /// Whether a step directory could not be created or the storage failed (disk full, I/O
+    /// error): capture must stop.
+    pub fn failed(&self) -> bool {
+        self.counters.dir_failed.load(Relaxed) || self.counters.storage_failed.load(Relaxed)
+    }
+
+    /// An error writing under dump path `root` outside the writer (the crash journal): counted,
+    /// and, when the storage failed, capture stops with the one message that says so.
+    pub fn report_error(&self, root: &Path, what: &str, e: &std::io::Error) {
+        super::worker::report(&self.counters, root, what, e);
     }
 
     /// Opens `{root}/step{N}/rank{R}`: the writer creates it (the root must exist).

@@ -55,7 +55,9 @@ impl Journals {
         if a.ok {
             Ok(())
         } else {
-            Err(std::io::Error::other(format!("the journal {} is full or cannot be written", j.sink.path().display())))
+            Err(j.sink.failure().unwrap_or_else(|| {
+                std::io::Error::other(format!("the journal {} is full or cannot be written", j.sink.path().display()))
+            }))
         }
     }
 
@@ -71,6 +73,18 @@ impl Journals {
         if let Some(j) = self.by_root.get_mut(root_of(dir)) {
             j.keep = true;
         }
+    }
+
+    /// The disk is full: the journal of `dir`'s dump path gives its space back at once, for the
+    /// JSON files that hold the same texts once written (see `Worker::write`). Whether it did.
+    pub(super) fn discard(&mut self, dir: &Path) -> bool {
+        let Some(j) = self.by_root.get_mut(root_of(dir)) else { return false };
+        if !j.sink.discard() {
+            return false;
+        }
+        j.space = Space::new(j.sink.base());
+        j.keep = false;
+        true
     }
 
     /// `dir`'s JSON files were written: the journal is made durable when so configured.

@@ -15,7 +15,10 @@
 //! rebuild its JSON files. The JSON files
 //! are created with msprobe's skeleton when a step directory opens, kept open, and written in
 //! place (extended when they only gained entries, see `JsonFiles`) by the writer whenever it runs
-//! out of work, and at stop, step end and exit.
+//! out of work, and at stop, step end and exit. A write the file system refuses (disk full, over
+//! quota, read-only, I/O error) stops capture with one message (see `worker`): the JSON files keep
+//! their last valid text (see `JsonFiles`), a tensor file whose write failed is removed, records
+//! still queued are dropped, and the [`Counters`] say what was lost.
 //!
 //! How the pieces fit, from the capture side down (each uses only those after it):
 //! - `handle`: [`Writer`], the handle: sends messages, starts the thread with the first one,

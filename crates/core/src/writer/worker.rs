@@ -7,6 +7,7 @@ use super::dir_state::{parent_text, pretty, stack_text, DirState, RECORD_DEPTH};
 use super::finished::{Counters, Finished, Journaled, TENSOR_DIR};
 use super::in_place::JsonFiles;
 use super::journaling::{dir_entry, Journals};
+use super::json_files::JsonFile;
 use crate::budget::Budget;
 use crate::fsutil;
 use crate::header::Header;
@@ -54,6 +55,19 @@ struct OpenDir {
     /// The JSON files, open since the directory opened (None: they could not be, and are
     /// written through temporaries instead).
     files: Option<JsonFiles>,
+    /// Records stored in `state` since the directory opened, and how many of them the last
+    /// successful write of dump.json held: those are counted as records, the rest as dropped
+    /// when the directory closes.
+    added: u64,
+    covered: u64,
+}
+
+impl OpenDir {
+    /// dump.json was written with everything `state` holds: its new records are counted.
+    fn covered(&mut self, counters: &Counters) {
+        counters.records.fetch_add(self.added - self.covered, Relaxed);
+        self.covered = self.added;
+    }
 }
 
 /// The writer's state behind its lock: the open directories and what it knows of others, and
@@ -82,14 +96,36 @@ fn rel_of(dir: &Path) -> String {
     dir.strip_prefix(root_of(dir)).unwrap_or(dir).to_string_lossy().into_owned()
 }
 
-/// Counts a write error and logs the first few.
-fn report(counters: &Counters, what: &str, e: &dyn std::fmt::Display) {
+/// Counts a write error (`what`, under dump path `root`) and logs it. The first storage failure
+/// (disk full, over quota, read-only, I/O error: `fsutil::is_storage_failure`) stops capture,
+/// with one message naming the dump path and the error; after it, errors are only counted (each
+/// write left would fail the same way). Of other errors the first few are logged.
+pub(super) fn report(counters: &Counters, root: &Path, what: &str, e: &std::io::Error) {
     let n = counters.errors.fetch_add(1, Relaxed);
-    if n < 5 {
+    if fsutil::is_storage_failure(e) {
+        if !counters.storage_failed.swap(true, Relaxed) {
+            log::error!(
+                "cannot write to the dump path {} ({what}): {e}. Capture is off; the job continues uncaptured. The dump's JSON files stay valid; the run summary counts what was lost.",
+                root.display()
+            );
+        }
+    } else if counters.storage_failed.load(Relaxed) {
+    } else if n < 5 {
         log::error!("writer: {what}: {e}");
     } else if n == 5 {
         log::error!("writer: more errors; only counting them from now on");
     }
+}
+
+/// Counts tensor files that will not be written.
+fn lose(counters: &Counters, files: &[TensorFile]) {
+    counters.files_lost.fetch_add(files.len() as u64, Relaxed);
+    counters.bytes_lost.fetch_add(files.iter().map(|f| f.bytes.len() as u64).sum(), Relaxed);
+}
+
+/// `path` relative to the dump path `root`, for messages.
+fn rel<'a>(path: &'a Path, root: &Path) -> std::path::Display<'a> {
+    path.strip_prefix(root).unwrap_or(path).display()
 }
 
 /// The tensor files of one record, written outside the worker's lock: each file stands alone
@@ -102,28 +138,40 @@ pub(super) struct FileJob {
 }
 
 impl FileJob {
+    /// Writes the files; one that fails is removed (never an empty or cut-short file) and
+    /// counted as lost, as is every file once the storage failed (not even created). The
+    /// record keeps its dump.json entry: its statistics came from memory.
     pub(super) fn run(self, counters: &Counters, budget: &Budget) {
-        let mut ok = true;
+        let root = self.tdir.ancestors().nth(3).unwrap_or(Path::new("."));
         for f in &self.files {
+            if counters.storage_failed.load(Relaxed) {
+                lose(counters, std::slice::from_ref(f));
+                continue;
+            }
             // One O_EXCL create + write: never replaces a file. A file cut short by a kill is
             // detected and removed by `msprobe recover` (see `recover::complete`).
-            match fsutil::create_new(&self.tdir.join(&f.name)).and_then(|mut h| h.write_all(&f.bytes)) {
+            let path = self.tdir.join(&f.name);
+            let res = fsutil::create_new(&path).and_then(|mut h| {
+                let written = h.write_all(&f.bytes);
+                if written.is_err() {
+                    let _ = std::fs::remove_file(&path);
+                }
+                written
+            });
+            match res {
                 Ok(()) => {
                     counters.files.fetch_add(1, Relaxed);
                     counters.bytes.fetch_add(f.bytes.len() as u64, Relaxed);
                 }
                 Err(e) => {
-                    ok = false;
-                    report(counters, &format!("cannot write {}", f.name), &e);
+                    lose(counters, std::slice::from_ref(f));
+                    report(counters, root, &format!("writing {}", rel(&path, root)), &e);
                 }
             }
         }
         budget.release(self.reserved);
         for f in self.files {
             budget.give_buffer(f.bytes);
-        }
-        if ok {
-            counters.records.fetch_add(1, Relaxed);
         }
     }
 }
@@ -141,8 +189,24 @@ impl Worker {
         }
     }
 
-    fn error(&self, what: &str, e: &dyn std::fmt::Display) {
-        report(&self.counters, what, e);
+    /// Reports an error writing in `dir` (a rank directory).
+    fn error(&self, dir: &Path, what: &str, e: &std::io::Error) {
+        report(&self.counters, root_of(dir), what, e);
+    }
+
+    /// The storage failed: nothing new is written.
+    fn storage_failed(&self) -> bool {
+        self.counters.storage_failed.load(Relaxed)
+    }
+
+    /// A record that will not be written: dropped, counted, its budget given back.
+    fn drop_record(&self, rec: Finished) {
+        self.counters.dropped.fetch_add(1, Relaxed);
+        lose(&self.counters, &rec.files);
+        self.budget.release(rec.reserved);
+        for f in rec.files {
+            self.budget.give_buffer(f.bytes);
+        }
     }
 
     /// Creates `dir` (`{root}/step{N}/rank{R}`, made by the recorder, whose root exists). An
@@ -162,10 +226,18 @@ impl Worker {
                 true
             }
             Err(e) => {
-                log::error!(
-                    "cannot create the dump directory {}: {e}. Capture is off; the job continues. Set MSPROBE_DUMP_PATH (or dump_path) to a writable directory.",
-                    dir.display()
-                );
+                if fsutil::is_storage_failure(&e) {
+                    self.error(dir, &format!("creating {}", rel(dir, root)), &e);
+                } else if self.failed.iter().any(|d| root_of(d) == root) {
+                    // Once per dump root: each later step's directory there fails alike (its
+                    // records are dropped and counted in the run summary).
+                    log::debug!("cannot create the dump directory {}: {e}", dir.display());
+                } else {
+                    log::error!(
+                        "cannot create the dump directory {}: {e}. Capture is off; the job continues. Set MSPROBE_DUMP_PATH (or dump_path) to a writable directory.",
+                        dir.display()
+                    );
+                }
                 self.counters.dir_failed.store(true, Relaxed);
                 self.failed.insert(dir.to_path_buf());
                 self.journals.closed(dir);
@@ -175,11 +247,11 @@ impl Worker {
     }
 
     fn open(&mut self, dir: PathBuf, header: Header) {
-        if self.dirs.contains_key(&dir) {
+        if self.dirs.contains_key(&dir) || self.storage_failed() {
             return;
         }
         if let Err(e) = self.journals.ensure(&dir, &header) {
-            self.error(&format!("cannot create the journal in {}", root_of(&dir).display()), &e);
+            self.error(&dir, "creating the journal", &e);
         }
         // The directory is journaled before it is created and again, with its device and
         // inode, once it exists (or is opened again): `msprobe recover` completes it after a
@@ -198,13 +270,23 @@ impl Worker {
         let state = DirState { header: Some(header.clone()), dirty: true, ..Default::default() };
         let files = match JsonFiles::open(&dir, &state) {
             Ok(f) => Some(f),
+            Err(e) if fsutil::is_storage_failure(&e) => {
+                // Not even the skeleton fits: capture stops, and the directory this process
+                // created (now empty) goes too; its records are dropped, and counted.
+                self.error(&dir, &format!("creating the JSON files in {}", rel(&dir, root_of(&dir))), &e);
+                if self.claimed.remove(&dir) && std::fs::remove_dir(&dir).is_ok() {
+                    let _ = dir.parent().map(std::fs::remove_dir);
+                }
+                self.failed.insert(dir);
+                return;
+            }
             Err(e) => {
                 // Not fatal: each write then goes through a temporary (and reports its errors).
                 log::warn!("cannot keep the JSON files of {} open: {e}", dir.display());
                 None
             }
         };
-        self.dirs.insert(dir, OpenDir { state, tensor_dir: None, files });
+        self.dirs.insert(dir, OpenDir { state, tensor_dir: None, files, added: 0, covered: 0 });
     }
 
     /// Re-opens a closed directory for a record that began before its step ended: the written
@@ -242,7 +324,7 @@ impl Worker {
     /// their records themselves). Unbuffered: `_now` only says the entries must not wait.
     fn journal(&mut self, dir: &Path, entries: &[u8], _now: bool) {
         if let Err(e) = self.journals.append(dir, entries) {
-            self.error("cannot append to the journal", &e);
+            self.error(dir, "appending to the journal", &e);
         }
     }
 
@@ -252,10 +334,13 @@ impl Worker {
         if let Some(j) = &journaled {
             self.journals.processed(&dir, j.span);
         }
-        if self.failed.contains(&dir) {
-            self.journals.closed(&dir);
-            self.counters.dropped.fetch_add(1, Relaxed);
-            self.budget.release(rec.reserved);
+        if self.failed.contains(&dir) || self.storage_failed() {
+            // Its directory could not be created, or the storage failed (capture is off): the
+            // record is lost, and counted.
+            if self.failed.contains(&dir) {
+                self.journals.closed(&dir);
+            }
+            self.drop_record(rec);
             return None;
         }
         if !self.dirs.contains_key(&dir) {
@@ -265,8 +350,7 @@ impl Worker {
             }
             if !self.dirs.contains_key(&dir) {
                 // It could not be created (logged once): the record is lost, and counted.
-                self.counters.dropped.fetch_add(1, Relaxed);
-                self.budget.release(rec.reserved);
+                self.drop_record(rec);
                 return None;
             }
         }
@@ -294,6 +378,7 @@ impl Worker {
         };
         let od = self.dirs.get_mut(&dir).expect("opened above");
         od.state.add_text(&rec.name, text);
+        od.added += 1;
         if let Some(st) = stack {
             od.state.set_stack(rec.name.clone(), st);
         }
@@ -302,7 +387,6 @@ impl Worker {
         }
         if rec.files.is_empty() {
             self.budget.release(rec.reserved);
-            self.counters.records.fetch_add(1, Relaxed);
             return None;
         }
         let tdir = match od.tensor_dir.clone() {
@@ -315,7 +399,9 @@ impl Worker {
                 Some(FileJob { tdir, files: rec.files, reserved: rec.reserved })
             }
             Err(e) => {
-                self.error("cannot create dump_tensor_data", &e);
+                // The record keeps its entry (its statistics are from memory); its files are lost.
+                self.error(&dir, &format!("creating {}", rel(&dir.join(TENSOR_DIR), root_of(&dir))), &e);
+                lose(&self.counters, &rec.files);
                 self.budget.release(rec.reserved);
                 for f in rec.files {
                     self.budget.give_buffer(f.bytes);
@@ -326,7 +412,7 @@ impl Worker {
     }
 
     fn construct(&mut self, dir: PathBuf, name: String, parent: Option<String>) {
-        if !self.dirs.contains_key(&dir) {
+        if !self.dirs.contains_key(&dir) || self.storage_failed() {
             return;
         }
         let text = parent_text(&parent);
@@ -340,21 +426,42 @@ impl Worker {
     pub(super) fn write(&mut self, dir: &Path, close: bool) {
         let Some(od) = self.dirs.get_mut(dir) else { return };
         // Nothing changed since the last write (e.g. step end right after stop): keep the files.
-        let res = match (&mut od.files, od.state.dirty) {
+        let mut dump_written = false;
+        let mut res = match (&mut od.files, od.state.dirty) {
             (_, false) => Ok(()),
             (Some(f), true) => f.write(&mut od.state, true).map(drop),
-            (None, true) => od.state.write_files(dir),
+            (None, true) => replace_files(&od.state, dir, &mut dump_written),
         };
-        od.state.dirty = false;
+        let mut discarded = false;
+        if let (Err(e), Some(f)) = (&res, od.files.as_mut()) {
+            // The disk is full and the JSON files lack records: the journal holds the same
+            // texts (every record stored was journaled, unless the journal's own write failed),
+            // so giving its space back makes room for them. It is given back once they are
+            // written anyway; if they still do not fit, they are lost (counted) and the files
+            // keep what they had.
+            if fsutil::is_out_of_space(e) && self.journals.discard(dir) {
+                discarded = true;
+                res = f.write(&mut od.state, true).map(drop);
+            }
+        }
+        if dump_written || od.files.as_ref().is_some_and(|f| f.is_current(JsonFile::Dump, &od.state)) {
+            od.covered(&self.counters);
+        }
+        // A failed write is tried again at the next (stop, step end, exit).
+        od.state.dirty = res.is_err();
         match res {
             Ok(()) => self.journals.checkpoint(dir),
             Err(e) => {
-                self.error(&format!("cannot write the JSON files in {}", dir.display()), &e);
-                self.journals.keep(dir);
+                self.error(dir, &format!("writing the JSON files in {}", rel(dir, root_of(dir))), &e);
+                if !discarded {
+                    self.journals.keep(dir);
+                }
             }
         }
         if close {
             if let Some(od) = self.dirs.remove(dir) {
+                // Records that no write of dump.json held are lost.
+                self.counters.dropped.fetch_add(od.added - od.covered, Relaxed);
                 if let Some(h) = od.state.header {
                     self.closed.insert(dir.to_path_buf(), h);
                 }
@@ -368,10 +475,13 @@ impl Worker {
     /// Brings the kept-open JSON files of every open directory up to date; the writer thread
     /// does this when it runs out of work, so that a waiting `stop()` has only the records
     /// since to write. Must not run while tensor files are being written (the JSON files would
-    /// name files not yet on disk).
+    /// name files not yet on disk). Once the storage failed, only stop, step end and exit write.
     pub(super) fn refresh(&mut self) {
         self.journals.prepare();
         let Worker { dirs, journals, counters, .. } = self;
+        if counters.storage_failed.load(Relaxed) {
+            return;
+        }
         for (dir, od) in dirs.iter_mut() {
             let Some(f) = od.files.as_mut() else { continue };
             if !od.state.dirty {
@@ -380,11 +490,19 @@ impl Worker {
             match f.write(&mut od.state, false) {
                 Ok(current) => od.state.dirty = !current,
                 Err(e) => {
-                    report(counters, &format!("cannot write the JSON files in {}", dir.display()), &e);
-                    journals.keep(dir);
-                    // Later writes go through temporaries, at stop and step end only.
-                    od.files = None;
+                    let what = format!("writing the JSON files in {}", rel(dir, root_of(dir)));
+                    report(counters, root_of(dir), &what, &e);
+                    // The files are as they were, and written again at stop, step end or exit
+                    // (after a storage failure, only then). After another error, those writes
+                    // go through temporaries.
+                    if !fsutil::is_storage_failure(&e) {
+                        journals.keep(dir);
+                        od.files = None;
+                    }
                 }
+            }
+            if od.files.as_ref().is_some_and(|f| f.is_current(JsonFile::Dump, &od.state)) {
+                od.covered(counters);
             }
         }
     }
@@ -410,6 +528,16 @@ impl Worker {
         }
         self.journals.finish();
     }
+}
+
+/// Writes the JSON files of `dir` each through a temporary and a rename (files that could not be
+/// kept open), up to the first error; `dump_written` tells whether dump.json was.
+fn replace_files(state: &DirState, dir: &Path, dump_written: &mut bool) -> std::io::Result<()> {
+    for file in JsonFile::ALL {
+        fsutil::replace_file(&dir.join(file.name()), state.text(file).as_bytes())?;
+        *dump_written |= file == JsonFile::Dump;
+    }
+    Ok(())
 }
 
 /// A rank directory left by an earlier run is renamed, never overwritten or mixed with ours.

@@ -32,13 +32,8 @@ fn desc_tensor(desc: P, buf: P, role: Role) -> KArg {
     if desc.is_null() || buf.is_null() {
         return KArg::Missing(role);
     }
-    let null = std::ptr::null_mut();
-    let (t, nd, dim, addr) = (
-        GET_DESC_TYPE.resolve(null),
-        GET_DESC_NUM_DIMS.resolve(null),
-        GET_DESC_DIM_V2.resolve(null),
-        GET_BUF_ADDR.resolve(null),
-    );
+    let (t, nd, dim, addr) =
+        (GET_DESC_TYPE.resolve(), GET_DESC_NUM_DIMS.resolve(), GET_DESC_DIM_V2.resolve(), GET_BUF_ADDR.resolve());
     if t.is_null() || nd.is_null() || dim.is_null() || addr.is_null() {
         return KArg::Missing(role);
     }
@@ -61,7 +56,7 @@ fn desc_tensor(desc: P, buf: P, role: Role) -> KArg {
         }
         let a = std::mem::transmute::<P, unsafe extern "C" fn(P) -> P>(addr)(buf);
         // Never read past the data buffer: a descriptor larger than its buffer is recorded as null.
-        let size_fn = GET_BUF_SIZE.resolve(null);
+        let size_fn = GET_BUF_SIZE.resolve();
         if !size_fn.is_null() {
             let size = std::mem::transmute::<P, unsafe extern "C" fn(P) -> usize>(size_fn)(buf);
             let es = msprobe_core::dtype::DType::from_acl(dtype).map(|d| d.size()).unwrap_or(1) as u128;
@@ -332,8 +327,8 @@ pub(crate) mod exports {
 
     /// The real function behind an export: the address a client looked up through dlsym, else
     /// the loaded CANN libraries' definition (never our export itself).
-    fn real_of(slot: &Slot, own: P) -> P {
-        slot.resolve(own)
+    fn real_of(slot: &Slot) -> P {
+        slot.resolve()
     }
 
     pub(crate) fn is_export(p: P) -> bool {
@@ -353,7 +348,7 @@ pub(crate) mod exports {
     /// The aclop C contract.
     #[no_mangle]
     pub unsafe extern "C" fn aclopCreateAttr() -> P {
-        if real_of(&CREATE_ATTR, aclopCreateAttr as P).is_null() {
+        if real_of(&CREATE_ATTR).is_null() {
             return std::ptr::null_mut();
         }
         // SAFETY: the slot now holds the real function.
@@ -366,7 +361,7 @@ pub(crate) mod exports {
     /// The aclop C contract.
     #[no_mangle]
     pub unsafe extern "C" fn aclopDestroyAttr(attr: P) {
-        if real_of(&DESTROY_ATTR, aclopDestroyAttr as P).is_null() {
+        if real_of(&DESTROY_ATTR).is_null() {
             return;
         }
         // SAFETY: the slot now holds the real function.
@@ -393,7 +388,7 @@ pub(crate) mod exports {
         path: *const c_char,
         stream: P,
     ) -> c_int {
-        let real = real_of(&COMPILE_EXECUTE, aclopCompileAndExecute as P);
+        let real = real_of(&COMPILE_EXECUTE);
         if real.is_null() {
             return ACL_ERROR_INVALID_PARAM; // no CANN loaded
         }
@@ -410,7 +405,7 @@ pub(crate) mod exports {
     /// The aclop C contract.
     #[no_mangle]
     pub unsafe extern "C" fn aclopSetAttrInt(attr: P, name: *const c_char, v: i64) -> c_int {
-        if real_of(&SET_ATTR_INT, aclopSetAttrInt as P).is_null() {
+        if real_of(&SET_ATTR_INT).is_null() {
             return ACL_ERROR_INVALID_PARAM;
         }
         // SAFETY: the slot now holds the real setter.
@@ -423,7 +418,7 @@ pub(crate) mod exports {
     /// The aclop C contract.
     #[no_mangle]
     pub unsafe extern "C" fn aclopSetAttrBool(attr: P, name: *const c_char, v: u8) -> c_int {
-        if real_of(&SET_ATTR_BOOL, aclopSetAttrBool as P).is_null() {
+        if real_of(&SET_ATTR_BOOL).is_null() {
             return ACL_ERROR_INVALID_PARAM;
         }
         // SAFETY: the slot now holds the real setter.

@@ -4,6 +4,11 @@
 //! wrappers are handed out only when `MSPROBE_LEVEL=L2` or a config file is named. The full
 //! configuration is loaded at the first wrapper call ([`activate`]); until then and whenever
 //! capture is off, a wrapper costs one relaxed atomic load before the real call.
+//!
+//! Capture that a value turns off is never silent: a config whose level is not L2 says so at
+//! activation, and an `MSPROBE_LEVEL` other than `L2` (`L1`, `x`, `l2`) says so at the first
+//! CANN name the client looks up ([`lookup_while_off`]), so a preloaded process that never
+//! touches CANN (a shell, a compiler) prints nothing.
 
 use super::ops;
 use crate::session;
@@ -21,6 +26,8 @@ pub const DEAD: u8 = 4;
 
 pub static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 static WRAP: AtomicBool = AtomicBool::new(false);
+/// `MSPROBE_LEVEL` is set to something other than `L2`: say why capture is off, once.
+static REPORT_OFF: AtomicBool = AtomicBool::new(false);
 
 /// Ops filtered out by the configured list (set at activation; checked on the hot path).
 pub static OP_OFF: [AtomicBool; ops::N_OPS] = [const { AtomicBool::new(false) }; ops::N_OPS];
@@ -59,13 +66,21 @@ extern "C" fn init() {
     let level = unsafe { libc::getenv(c"MSPROBE_LEVEL".as_ptr()) };
     // SAFETY: as above.
     let cfg = unsafe { libc::getenv(c"MSPROBE_CONFIG".as_ptr()) };
-    let l2 = !level.is_null() && {
+    // SAFETY: getenv returned NULL or a NUL-terminated string owned by the environment.
+    let cfg_named = !cfg.is_null() && unsafe { *cfg } != 0;
+    // Surrounding blanks are ignored and an empty value counts as unset, as in the configuration.
+    let level: &[u8] = if level.is_null() {
+        b""
+    } else {
         // SAFETY: getenv returned a NUL-terminated string owned by the environment.
-        let v = unsafe { std::ffi::CStr::from_ptr(level) }.to_bytes();
-        v == b"L2"
+        unsafe { std::ffi::CStr::from_ptr(level) }.to_bytes().trim_ascii()
     };
+    let l2 = level == b"L2";
+    if !level.is_empty() && !l2 {
+        REPORT_OFF.store(true, Relaxed);
+    }
     // With only a config file named, the level is known after parsing it: wrap, decide later.
-    if l2 || (level.is_null() && !cfg.is_null()) {
+    if l2 || (level.is_empty() && cfg_named) {
         WRAP.store(true, Relaxed);
         // SAFETY: registering a plain extern "C" handler that only stores atomics; registered here
         // (not at activation) so a child forked before the first launch is covered too.
@@ -73,6 +88,48 @@ extern "C" fn init() {
             libc::pthread_atfork(None, None, Some(in_child));
         }
     }
+}
+
+/// The dlsym hook's call for a lookup while nothing is wrapped: one relaxed load, unless
+/// `MSPROBE_LEVEL` turned capture off and this is the first CANN name looked up, which logs the
+/// one line that says why. `name` is read only then (allocators look up other names).
+#[inline]
+pub fn lookup_while_off<'a>(name: impl FnOnce() -> &'a [u8]) {
+    if REPORT_OFF.load(Relaxed) {
+        let name = name();
+        let cann =
+            name.starts_with(b"Hccl") || (name.starts_with(b"acl") && name.get(3).is_some_and(u8::is_ascii_alphabetic));
+        if cann && REPORT_OFF.swap(false, Relaxed) {
+            report_off();
+        }
+    }
+}
+
+/// Why L2 capture is off, for a level that is not L2.
+fn not_l2(cfg: &config::Config) -> String {
+    let from = match &cfg.level_source {
+        Some(s) => format!("from {s}"),
+        None => "the default: neither MSPROBE_LEVEL nor a config file sets one".into(),
+    };
+    format!(
+        "libmsprobe.so is preloaded but the level is {} ({from}); kernel capture runs only at level L2 (MSPROBE_LEVEL=L2). Capture is off; the job runs uncaptured.",
+        cfg.level.as_str()
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn report_off() {
+    let _ = std::panic::catch_unwind(|| {
+        msprobe_core::logging::init();
+        let env = |k: &str| std::env::var(k).ok();
+        match config::load(&env, None) {
+            // MSPROBE_LEVEL (which beats the file) is valid but not L2.
+            Ok(cfg) => log::warn!("{}", not_l2(&cfg)),
+            // MSPROBE_LEVEL=x, l2, ... (or another invalid input): the error line names it.
+            Err(e) => log::error!("L2 kernel capture: {e}"),
+        }
+    });
 }
 
 #[cold]
@@ -104,6 +161,33 @@ static STEP_OP_HITS: AtomicU64 = AtomicU64::new(0);
 pub static UNBOUND_LAUNCHES: AtomicU64 = AtomicU64::new(0);
 pub static COPY_FAILURES: AtomicU64 = AtomicU64::new(0);
 pub static CAPTURED: AtomicU64 = AtomicU64::new(0);
+/// Launches whose stream could not be synchronised before (index 0) / after (1) the kernel.
+static SYNC_FAILURES: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+/// Tensors recorded as null because their stream could not be synchronised.
+pub static NOT_SYNCED_TENSORS: AtomicU64 = AtomicU64::new(0);
+
+/// Which side of a launch the tool's copies are for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// Inputs, copied before the kernel.
+    Before,
+    /// Outputs, copied after it.
+    After,
+}
+
+/// Counts a stream synchronisation that failed around `record`'s launch (its tensors on that side
+/// are recorded as null); the first one is logged as a warning.
+pub(crate) fn note_sync_failure(side: Side, record: &str, e: impl std::fmt::Display) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    SYNC_FAILURES[side as usize].fetch_add(1, Relaxed);
+    let when = if side == Side::Before { "before" } else { "after" };
+    ONCE.call_once(|| {
+        log::warn!(
+            "aclrtSynchronizeStream {when} the launch of {record} failed ({e}); tensors that may not be ready are \
+             recorded as null, not copied, and counted in the run summary"
+        )
+    });
+}
 
 pub(crate) fn l2() -> Option<Arc<L2>> {
     L2_STATE.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -120,7 +204,7 @@ fn activate() -> bool {
         }
     };
     if cfg.level != Level::L2 {
-        log::debug!("libmsprobe preloaded with level {}: kernel capture stays off", cfg.level.as_str());
+        log::warn!("{}", not_l2(&cfg));
         return false;
     }
     if session::recorder().is_none() {
@@ -131,11 +215,14 @@ fn activate() -> bool {
         log::warn!("a recorder with level {} exists already; kernel capture stays off", rec.config().level.as_str());
         return false;
     }
-    for var in ["RANK_ID", "RANK"] {
-        if let Some(r) = env(var).and_then(|v| v.trim().parse::<u64>().ok()) {
-            rec.set_rank(r);
-            break;
-        }
+    let ranks: Vec<(&str, String)> = ["RANK_ID", "RANK"].into_iter().filter_map(|k| env(k).map(|v| (k, v))).collect();
+    if let Some(r) = ranks.iter().find_map(|(_, v)| v.trim().parse::<u64>().ok()) {
+        rec.set_rank(r);
+    } else if let Some((var, v)) = ranks.first() {
+        log::warn!(
+            "environment variable {var} has value {:?}, not a rank number: it is ignored (the rank comes from HCCL if the job initialises it)",
+            config::clip_text(v)
+        );
     }
     // Op-level filter: an op none of whose records can match the list is skipped at the fast
     // path. Launch-count step boundaries need every launch, so they disable it.
@@ -192,11 +279,17 @@ extern "C" fn at_exit() {
             log::info!(
                 concat!(
                     "L2 run summary:\n  launches captured: {}\n  ops passed through uncaptured: {}\n",
-                    "  launches without phase-1 binding (not captured): {}\n  device copies failed: {}\n{}"
+                    "  launches without phase-1 binding (not captured): {}\n",
+                    "  stream syncs failed: {} before launches, {} after launches\n",
+                    "  tensors not copied, stream not synchronised (recorded as null): {}\n",
+                    "  device copies failed (recorded as null): {}\n{}"
                 ),
                 CAPTURED.load(Relaxed),
                 uncaptured_names(),
                 UNBOUND_LAUNCHES.load(Relaxed),
+                SYNC_FAILURES[Side::Before as usize].load(Relaxed),
+                SYNC_FAILURES[Side::After as usize].load(Relaxed),
+                NOT_SYNCED_TENSORS.load(Relaxed),
                 COPY_FAILURES.load(Relaxed),
                 s,
             );

@@ -1,7 +1,11 @@
 //! One kernel launch captured: inputs copied off the device before the real launch, outputs
 //! after it, each through the tool's own (real) `aclrtSynchronizeStream` + `aclrtMemcpy`.
+//!
+//! A side's copies are made only once its stream synchronisation succeeded: a copy made without it
+//! could read the device before the kernels that write it ran. A sync or copy that fails is
+//! counted (the run summary) and its tensors are recorded as null, never as stale bytes.
 
-use super::activation::{self, CAPTURED, COPY_FAILURES, L2, UNBOUND_LAUNCHES};
+use super::activation::{self, Side, CAPTURED, COPY_FAILURES, L2, NOT_SYNCED_TENSORS, UNBOUND_LAUNCHES};
 use super::meta::{self, Bound, Role, TensorMeta};
 use crate::device::{self, DeviceError};
 use msprobe_core::dtype::DType;
@@ -75,8 +79,20 @@ fn warn_copy_failure(e: DeviceError) {
     ONCE.call_once(|| log::warn!("a device-to-host copy failed ({e}); the tensor is recorded as null and counted"));
 }
 
-/// Copies a view's span off the device and adds it as a tensor leaf.
-fn add_device_tensor(b: &mut RecordBuilder, l2: &L2, t: &TensorMeta) {
+/// Synchronises `stream` before one side's copies; false (counted, warned once) if it failed.
+fn sync_for(stream: *mut c_void, side: Side, record: &str) -> bool {
+    match device::sync_stream(stream) {
+        Ok(()) => true,
+        Err(e) => {
+            activation::note_sync_failure(side, record, e);
+            false
+        }
+    }
+}
+
+/// Copies a view's span off the device and adds it as a tensor leaf; with `synced` false (its
+/// stream could not be synchronised) the leaf is null and counted, nothing is copied.
+fn add_device_tensor(b: &mut RecordBuilder, l2: &L2, t: &TensorMeta, synced: bool) {
     let Some(dtype) = DType::from_acl(t.dtype) else {
         let _ = b.add_value(None, Json::Null);
         return;
@@ -90,6 +106,11 @@ fn add_device_tensor(b: &mut RecordBuilder, l2: &L2, t: &TensorMeta) {
             return;
         }
     };
+    if !synced {
+        NOT_SYNCED_TENSORS.fetch_add(1, Relaxed);
+        let _ = b.add_value(None, Json::Null);
+        return;
+    }
     let (lo, hi) = span.unwrap_or((t.offset as u128, t.offset as u128));
     let host = match device::copy_to_host(t.addr + lo as usize * es, (hi - lo) as usize * es) {
         Ok(h) => h,
@@ -113,15 +134,16 @@ fn add_device_tensor(b: &mut RecordBuilder, l2: &L2, t: &TensorMeta) {
     }
 }
 
-fn add_side(b: &mut RecordBuilder, l2: &L2, args: &[KArg], before: bool) {
+fn add_side(b: &mut RecordBuilder, l2: &L2, args: &[KArg], side: Side, synced: bool) {
+    let before = side == Side::Before;
     let keep = |r: Role| if before { r != Role::Out } else { r != Role::In };
     for a in args {
         match a {
-            KArg::Tensor(t, r) if keep(*r) => add_device_tensor(b, l2, t),
+            KArg::Tensor(t, r) if keep(*r) => add_device_tensor(b, l2, t, synced),
             KArg::List(ts, r) if keep(*r) => {
                 let _ = b.open(None, false);
                 for t in ts {
-                    add_device_tensor(b, l2, t);
+                    add_device_tensor(b, l2, t, synced);
                 }
                 let _ = b.close();
             }
@@ -163,9 +185,9 @@ pub(crate) fn kernel_launch(
     let t0 = Instant::now();
     BUSY.with(|c| c.set(true));
     let pre = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let _ = device::sync_stream(stream);
         if matches!(b.section("input_args"), Ok(true)) {
-            add_side(&mut b, l2, &args, true);
+            let synced = sync_for(stream, Side::Before, &b.name);
+            add_side(&mut b, l2, &args, Side::Before, synced);
         }
         let _ = b.section("input_kwargs");
     }));
@@ -174,11 +196,10 @@ pub(crate) fn kernel_launch(
     let kernel_time = kernel_start.elapsed();
     let post = pre.is_ok()
         && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if rc == 0 {
-                let _ = device::sync_stream(stream);
-                if matches!(b.section("output"), Ok(true)) {
-                    add_side(&mut b, l2, &args, false);
-                }
+            // Outputs are copied only once the kernel is known to have run (the sync succeeded).
+            if rc == 0 && matches!(b.section("output"), Ok(true)) {
+                let synced = sync_for(stream, Side::After, &b.name);
+                add_side(&mut b, l2, &args, Side::After, synced);
             }
         }))
         .is_ok();

@@ -1,7 +1,10 @@
 //! The dlsym hook's dispatch: for a name a client looks up, our wrapper, or the real address
 //! unchanged. Each library's hooked names are declared once, in its own module's hook table.
+//! The real function behind each recognised name is also noted ([`note_cann`]): its object is
+//! where the tool's own runtime calls are looked up, whatever path the client opened CANN by.
 
 use super::{aclnn, aclop, activation, hccl, ops};
+use crate::hook::{note_cann, Family};
 use std::ffi::c_void;
 
 /// Our wrapper for `name`, or `found` unchanged. Allocates nothing and takes no lock (allocators
@@ -11,10 +14,14 @@ pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> *mut c_void {
     if let Some(s) = crate::device::OBSERVED.iter().chain(aclop::OBSERVED.iter()).find(|s| s.name().to_bytes() == name)
     {
         s.observe(found);
+        note_cann(Family::Runtime, found);
         return found;
     }
     if name.starts_with(b"aclnn") {
         if let Some(w) = ops::find(name).and_then(|(k, phase)| aclnn::wrap_op(k, phase, found)) {
+            if w != found {
+                note_cann(Family::Aclnn, found);
+            }
             return w;
         }
         if name.ends_with(b"GetWorkspaceSize") {
@@ -22,12 +29,19 @@ pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> *mut c_void {
         }
         return found;
     }
-    let w = if name.starts_with(b"aclop") {
-        aclop::wrap(name, found)
+    let (w, family) = if name.starts_with(b"aclop") {
+        (aclop::wrap(name, found), Family::Aclop)
     } else if name.starts_with(b"Hccl") {
-        hccl::wrap(name, found)
+        (hccl::wrap(name, found), Family::Hccl)
     } else {
-        aclnn::wrap_nnopbase(name, found)
+        (aclnn::wrap_nnopbase(name, found), Family::Nnopbase)
     };
-    w.unwrap_or(found)
+    match w {
+        // A wrapper handed out: `found` is the real function (not our export, not another wrapper).
+        Some(w) if w != found => {
+            note_cann(family, found);
+            w
+        }
+        _ => found,
+    }
 }

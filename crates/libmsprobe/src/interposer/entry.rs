@@ -4,7 +4,9 @@
 //! original caller (whose position defines "next"); every other lookup goes to [`lookup`],
 //! which calls the real dlsym and, for names we wrap, returns a wrapper. `lookup` allocates
 //! nothing, takes no lock and logs nothing (allocators call dlsym during their own init), and
-//! returns NULL results untouched so `dlerror()` stays the client's.
+//! returns NULL results untouched so `dlerror()` stays the client's. The one exception is the
+//! first CANN name looked up while a bad `MSPROBE_LEVEL` keeps capture off: that lookup logs
+//! why (`activation::lookup_while_off`); allocators never look up CANN names.
 
 use crate::hook::{real_dlsym, resolve, MSPROBE_REAL_DLSYM};
 use std::ffi::{c_char, c_void, CStr};
@@ -68,7 +70,13 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
 unsafe extern "C" fn lookup(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
     // SAFETY: forwarding the caller's arguments to glibc's dlsym.
     let found = unsafe { real_dlsym()(handle, symbol) };
-    if found.is_null() || symbol.is_null() || !super::activation::wrapping() {
+    if found.is_null() || symbol.is_null() {
+        return found;
+    }
+    if !super::activation::wrapping() {
+        // SAFETY: dlsym found the symbol, so `symbol` is a valid NUL-terminated string, read
+        // only during this call.
+        super::activation::lookup_while_off(|| unsafe { CStr::from_ptr(symbol) }.to_bytes());
         return found;
     }
     // SAFETY: dlsym found the symbol, so `symbol` is a valid NUL-terminated string.
