@@ -162,3 +162,23 @@ def test_aclop_errors(acl):
     )
     assert compile_(b"MatMul", 0, None, 0, None, None, 0, 0, None) == 0
     assert compile_(b"Nope", 0, None, 0, None, None, 0, 0, None) == 100024
+
+
+def test_successful_setters_keep_the_recent_error(acl):
+    """A successful descriptor setter must not record an error (the failure message is built lazily)."""
+    f, rt = acl.fn, acl.rt
+    d = f(rt, "aclCreateTensorDesc", VP, [C.c_int, C.c_int, VP, C.c_int])(
+        cs.ACL_FLOAT, 1, (C.c_int64 * 1)(4), cs.ACL_FORMAT_ND
+    )
+    assert f(rt, "aclDestroyDataBuffer", C.c_int, [VP])(VP(0x1234)) == 100000
+    before = acl.errmsg()
+    assert "aclDataBuffer" in before
+    host = (C.c_float * 4)(1, 2, 3, 4)
+    assert f(rt, "aclSetTensorPlaceMent", C.c_int, [VP, C.c_int])(d, 1) == 0
+    assert f(rt, "aclSetTensorConst", C.c_int, [VP, VP, C.c_size_t])(d, C.cast(host, VP), 16) == 0
+    assert f(rt, "aclSetTensorFormat", C.c_int, [VP, C.c_int])(d, cs.ACL_FORMAT_ND) == 0
+    assert f(rt, "aclSetTensorShape", C.c_int, [VP, C.c_int, VP])(d, 1, (C.c_int64 * 1)(4)) == 0
+    assert acl.errmsg() == before
+    # and a failing setter does record its own message
+    assert f(rt, "aclSetTensorPlaceMent", C.c_int, [VP, C.c_int])(VP(0x1234), 1) == 100000
+    assert "aclTensorDesc" in acl.errmsg()
