@@ -13,6 +13,7 @@ pub mod kernels;
 pub mod mem;
 pub mod nnop;
 pub mod ops;
+pub mod ops_ext;
 pub mod stream;
 pub mod tensor;
 pub mod trace;

@@ -401,6 +401,23 @@ fn exec(
             None => return fail(ACL_ERROR_INVALID_PARAM, "not a live aclopAttr"),
         }
     };
+    if crate::log_enabled() {
+        let show = |v: &[IoT]| {
+            v.iter()
+                .map(|x| {
+                    format!(
+                        "{}{:?}@{}{}",
+                        x.desc.dtype,
+                        x.desc.dims,
+                        if x.desc.placement == 1 { "host" } else { "dev" },
+                        if x.desc.const_data.is_some() { "+const" } else { "" }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        crate::simlog!("{entry} {t}: in [{}] out [{}] attrs {:?}", show(&i), show(&o), a);
+    }
     op::execute(entry, &t, &i, &o, &a, stream as usize)
 }
 

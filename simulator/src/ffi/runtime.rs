@@ -769,11 +769,70 @@ ok_stub! {
     aclrtSetDeviceSatMode(m: i32);
     aclrtCtxSetSysParamOpt(o: i32, v: i64);
     aclrtSetSysParamOpt(o: i32, v: i64);
-    aclSetCompileopt(o: i32, v: *const c_char);
     aclopSetCompileFlag(f: i32);
     aclmdlInitDump();
     aclmdlSetDump(p: *const c_char);
     aclmdlFinalizeDump();
+}
+
+// ---- compile options (libacl_op_compiler): aclSetCompileopt / aclGetCompileoptSize / aclGetCompileopt
+
+/// Number of `aclCompileOpt` values (ACL_PRECISION_MODE = 0 .. ACL_OP_DEBUG_OPTION = 16).
+const COMPILE_OPTS: i32 = 17;
+const ACL_OP_JIT_COMPILE: i32 = 10;
+
+fn compile_opts() -> std::sync::MutexGuard<'static, std::collections::HashMap<i32, String>> {
+    static M: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<i32, String>>> =
+        std::sync::OnceLock::new();
+    M.get_or_init(|| {
+        // The Ascend910B defaults: binary (pre-compiled) kernels, no just-in-time compilation.
+        std::sync::Mutex::new(std::collections::HashMap::from([(ACL_OP_JIT_COMPILE, "disable".to_string())]))
+    })
+    .lock()
+    .unwrap_or_else(|e| e.into_inner())
+}
+
+#[no_mangle]
+pub extern "C" fn aclSetCompileopt(opt: i32, value: *const c_char) -> AclError {
+    guard(ACL_ERROR_INTERNAL_ERROR, || {
+        if !(0..COMPILE_OPTS).contains(&opt) {
+            return fail(ACL_ERROR_INVALID_PARAM, format!("aclCompileOpt {opt} is invalid"));
+        }
+        let Some(v) = crate::ffi::cstr(value) else { return fail(ACL_ERROR_INVALID_PARAM, "value is NULL") };
+        compile_opts().insert(opt, v);
+        ACL_SUCCESS
+    })
+}
+
+/// Size of the option's value including the terminating NUL (0 for an invalid option).
+#[no_mangle]
+pub extern "C" fn aclGetCompileoptSize(opt: i32) -> usize {
+    guard(0, || {
+        if !(0..COMPILE_OPTS).contains(&opt) {
+            fail(ACL_ERROR_INVALID_PARAM, format!("aclCompileOpt {opt} is invalid"));
+            return 0;
+        }
+        compile_opts().get(&opt).map(|v| v.len()).unwrap_or(0) + 1
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclGetCompileopt(opt: i32, value: *mut c_char, length: usize) -> AclError {
+    guard(ACL_ERROR_INTERNAL_ERROR, || {
+        if !(0..COMPILE_OPTS).contains(&opt) {
+            return fail(ACL_ERROR_INVALID_PARAM, format!("aclCompileOpt {opt} is invalid"));
+        }
+        let v = compile_opts().get(&opt).cloned().unwrap_or_default();
+        if value.is_null() || length < v.len() + 1 {
+            return fail(ACL_ERROR_INVALID_PARAM, format!("value buffer of {length} bytes is too small"));
+        }
+        // SAFETY: the caller provides `length` writable bytes at `value`; we write v.len() + 1 <= length.
+        unsafe {
+            std::ptr::copy_nonoverlapping(v.as_ptr(), value as *mut u8, v.len());
+            *value.add(v.len()) = 0;
+        }
+        ACL_SUCCESS
+    })
 }
 
 #[no_mangle]

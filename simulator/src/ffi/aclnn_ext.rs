@@ -1,0 +1,264 @@
+//! aclnn operators of `ops_ext.rs` (the C signatures of CANN's aclnn headers; argument order as
+//! torch_npu's op-plugin passes them).
+use super::aclnn::{p1, scalar, u};
+use crate::consts::*;
+use crate::errmsg::fail;
+use crate::nnop::{self, Args, Obj};
+use crate::ops::Op;
+use crate::ops_ext::{ExtOp, FKind};
+use crate::trace::Role::{InOut, Input as In, Output as Out};
+use std::os::raw::c_void;
+
+type Status = i32;
+type H = *mut c_void;
+
+fn ext(e: ExtOp) -> Op {
+    Op::Ext(Box::new(e))
+}
+
+fn scalar_list(h: H, what: &str) -> Result<Vec<f64>, i32> {
+    match nnop::get(h as usize) {
+        Some(Obj::ScalarList(v)) => v.into_iter().map(|s| scalar(s as H, what)).collect(),
+        _ => Err(fail(
+            if h.is_null() { ACLNN_ERR_PARAM_NULLPTR } else { ACLNN_ERR_PARAM_INVALID },
+            format!("{what}: not a live aclScalarList"),
+        )),
+    }
+}
+
+crate::phase2!(
+    aclnnArange,
+    aclnnTril,
+    aclnnTriu,
+    aclnnInplaceTril,
+    aclnnInplaceTriu,
+    aclnnLogicalNot,
+    aclnnInplaceLogicalNot,
+    aclnnBitwiseNot,
+    aclnnInplaceMaskedFillScalar,
+    aclnnAddcdiv,
+    aclnnInplaceAddcdiv,
+    aclnnAddcmul,
+    aclnnInplaceAddcmul,
+    aclnnForeachAddScalarV2,
+    aclnnForeachMulScalarV2,
+    aclnnForeachDivScalarV2,
+    aclnnForeachAddListV2,
+    aclnnForeachMulList,
+    aclnnForeachDivList,
+    aclnnForeachLerpScalar,
+    aclnnForeachAddcmulScalarV2,
+    aclnnForeachAddcdivScalarV2,
+    aclnnForeachSqrt,
+    aclnnForeachAddScalarList,
+    aclnnForeachMulScalarList,
+    aclnnForeachDivScalarList,
+);
+
+#[no_mangle]
+pub extern "C" fn aclnnArangeGetWorkspaceSize(start: H, end: H, step: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnArange", ws, ex, || {
+        let (start, end, step) = (scalar(start, "start")?, scalar(end, "end")?, scalar(step, "step")?);
+        let mut a = Args::new();
+        a.t(Out, "out", u(out))?;
+        Ok((ext(ExtOp::Arange { start, end, step }), a))
+    })
+}
+
+macro_rules! tri {
+    ($name:ident, $p2:literal, $upper:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(self_: H, diagonal: i64, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                let mut a = Args::new();
+                a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+                Ok((ext(ExtOp::Tri { diag: diagonal, upper: $upper }), a))
+            })
+        }
+    };
+}
+tri!(aclnnTrilGetWorkspaceSize, "aclnnTril", false);
+tri!(aclnnTriuGetWorkspaceSize, "aclnnTriu", true);
+
+macro_rules! inplace_tri {
+    ($name:ident, $p2:literal, $upper:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(self_ref: H, diagonal: i64, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                let mut a = Args::new();
+                a.t(InOut, "selfRef", u(self_ref))?;
+                Ok((ext(ExtOp::Tri { diag: diagonal, upper: $upper }), a))
+            })
+        }
+    };
+}
+inplace_tri!(aclnnInplaceTrilGetWorkspaceSize, "aclnnInplaceTril", false);
+inplace_tri!(aclnnInplaceTriuGetWorkspaceSize, "aclnnInplaceTriu", true);
+
+#[no_mangle]
+pub extern "C" fn aclnnLogicalNotGetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnLogicalNot", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((ext(ExtOp::LogicalNot), a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnBitwiseNotGetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnBitwiseNot", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((ext(ExtOp::BitwiseNot), a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnInplaceLogicalNotGetWorkspaceSize(self_ref: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnInplaceLogicalNot", ws, ex, || {
+        let mut a = Args::new();
+        a.t(InOut, "selfRef", u(self_ref))?;
+        Ok((ext(ExtOp::LogicalNot), a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnInplaceMaskedFillScalarGetWorkspaceSize(
+    self_ref: H,
+    mask: H,
+    value: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnInplaceMaskedFillScalar", ws, ex, || {
+        let value = scalar(value, "value")?;
+        let mut a = Args::new();
+        a.t(InOut, "selfRef", u(self_ref))?.t(In, "mask", u(mask))?;
+        Ok((ext(ExtOp::MaskedFill { value }), a))
+    })
+}
+
+macro_rules! addc {
+    ($name:ident, $p2:literal, $div:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(self_: H, t1: H, t2: H, value: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                let value = scalar(value, "value")?;
+                let mut a = Args::new();
+                a.t(In, "self", u(self_))?.t(In, "tensor1", u(t1))?.t(In, "tensor2", u(t2))?.t(Out, "out", u(out))?;
+                Ok((ext(ExtOp::Addc { value, div: $div }), a))
+            })
+        }
+    };
+}
+addc!(aclnnAddcdivGetWorkspaceSize, "aclnnAddcdiv", true);
+addc!(aclnnAddcmulGetWorkspaceSize, "aclnnAddcmul", false);
+
+macro_rules! inplace_addc {
+    ($name:ident, $p2:literal, $div:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(self_ref: H, t1: H, t2: H, value: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                let value = scalar(value, "value")?;
+                let mut a = Args::new();
+                a.t(InOut, "selfRef", u(self_ref))?.t(In, "tensor1", u(t1))?.t(In, "tensor2", u(t2))?;
+                Ok((ext(ExtOp::Addc { value, div: $div }), a))
+            })
+        }
+    };
+}
+inplace_addc!(aclnnInplaceAddcdivGetWorkspaceSize, "aclnnInplaceAddcdiv", true);
+inplace_addc!(aclnnInplaceAddcmulGetWorkspaceSize, "aclnnInplaceAddcmul", false);
+
+// ---- Foreach (x: aclTensorList inputs, out: aclTensorList; the V2 forms take an aclScalar)
+
+fn foreach(kind: FKind, lists: &[(&'static str, H)], out: H, scalars: Vec<f64>) -> Result<(Op, Args), i32> {
+    let mut a = Args::new();
+    for (nm, h) in lists {
+        // An in-place call passes the first input list again as `out`.
+        a.list(if *h == out { InOut } else { In }, nm, u(*h))?;
+    }
+    a.list(Out, "out", u(out))?;
+    Ok((ext(ExtOp::Foreach { kind, scalars }), a))
+}
+
+macro_rules! foreach_scalar {
+    ($name:ident, $p2:literal, $kind:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(x: H, scalar_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || foreach($kind, &[("x", x)], out, vec![scalar(scalar_, "scalar")?]))
+        }
+    };
+}
+foreach_scalar!(aclnnForeachAddScalarV2GetWorkspaceSize, "aclnnForeachAddScalarV2", FKind::AddScalar);
+foreach_scalar!(aclnnForeachMulScalarV2GetWorkspaceSize, "aclnnForeachMulScalarV2", FKind::MulScalar);
+foreach_scalar!(aclnnForeachDivScalarV2GetWorkspaceSize, "aclnnForeachDivScalarV2", FKind::DivScalar);
+
+macro_rules! foreach_scalar_list {
+    ($name:ident, $p2:literal, $kind:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(x: H, scalars: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || foreach($kind, &[("x", x)], out, scalar_list(scalars, "scalars")?))
+        }
+    };
+}
+foreach_scalar_list!(aclnnForeachAddScalarListGetWorkspaceSize, "aclnnForeachAddScalarList", FKind::AddScalar);
+foreach_scalar_list!(aclnnForeachMulScalarListGetWorkspaceSize, "aclnnForeachMulScalarList", FKind::MulScalar);
+foreach_scalar_list!(aclnnForeachDivScalarListGetWorkspaceSize, "aclnnForeachDivScalarList", FKind::DivScalar);
+
+#[no_mangle]
+pub extern "C" fn aclnnForeachAddListV2GetWorkspaceSize(
+    x1: H,
+    x2: H,
+    alpha: H,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnForeachAddListV2", ws, ex, || {
+        foreach(FKind::AddList, &[("x1", x1), ("x2", x2)], out, vec![scalar(alpha, "alpha")?])
+    })
+}
+
+macro_rules! foreach_list {
+    ($name:ident, $p2:literal, $kind:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(x1: H, x2: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || foreach($kind, &[("x1", x1), ("x2", x2)], out, vec![1.0]))
+        }
+    };
+}
+foreach_list!(aclnnForeachMulListGetWorkspaceSize, "aclnnForeachMulList", FKind::MulList);
+foreach_list!(aclnnForeachDivListGetWorkspaceSize, "aclnnForeachDivList", FKind::DivList);
+
+#[no_mangle]
+pub extern "C" fn aclnnForeachLerpScalarGetWorkspaceSize(
+    x1: H,
+    x2: H,
+    weight: H,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnForeachLerpScalar", ws, ex, || {
+        foreach(FKind::LerpScalar, &[("x1", x1), ("x2", x2)], out, vec![scalar(weight, "weight")?])
+    })
+}
+
+macro_rules! foreach_addc {
+    ($name:ident, $p2:literal, $kind:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(x1: H, x2: H, x3: H, scalar_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                foreach($kind, &[("x1", x1), ("x2", x2), ("x3", x3)], out, vec![scalar(scalar_, "scalar")?])
+            })
+        }
+    };
+}
+foreach_addc!(aclnnForeachAddcmulScalarV2GetWorkspaceSize, "aclnnForeachAddcmulScalarV2", FKind::AddcmulScalar);
+foreach_addc!(aclnnForeachAddcdivScalarV2GetWorkspaceSize, "aclnnForeachAddcdivScalarV2", FKind::AddcdivScalar);
+
+#[no_mangle]
+pub extern "C" fn aclnnForeachSqrtGetWorkspaceSize(x: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnForeachSqrt", ws, ex, || foreach(FKind::Sqrt, &[("x", x)], out, vec![0.0]))
+}
