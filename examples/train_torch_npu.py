@@ -141,7 +141,7 @@ def main():
         opt_ctor = lambda p: torch.optim.AdamW(p, lr=a.lr or 1e-3)  # noqa: E731
     else:
         model = CNN()
-        opt_ctor = lambda p: torch.optim.SGD(p, lr=a.lr or 0.05, momentum=0.9)  # noqa: E731
+        opt_ctor = lambda p: torch.optim.SGD(p, lr=a.lr or 0.01, momentum=0.9)  # noqa: E731
     model = model.to(dev)
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel as DDP

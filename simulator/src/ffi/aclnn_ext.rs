@@ -1,11 +1,11 @@
 //! aclnn operators of `ops_ext.rs` (the C signatures of CANN's aclnn headers; argument order as
 //! torch_npu's op-plugin passes them).
-use super::aclnn::{p1, scalar, u};
+use super::aclnn::{bool_array, cube, int_array, p1, scalar, u};
 use crate::consts::*;
 use crate::errmsg::fail;
 use crate::nnop::{self, Args, Obj};
 use crate::ops::Op;
-use crate::ops_ext::{ExtOp, FKind};
+use crate::ops_ext::{ConvGeom, ExtOp, FKind, PoolGeom};
 use crate::trace::Role::{InOut, Input as In, Output as Out};
 use std::os::raw::c_void;
 
@@ -53,6 +53,14 @@ crate::phase2!(
     aclnnForeachAddScalarList,
     aclnnForeachMulScalarList,
     aclnnForeachDivScalarList,
+    aclnnConvolution,
+    aclnnConvolutionBackward,
+    aclnnBatchNorm,
+    aclnnBatchNormBackward,
+    aclnnMaxPool2dWithMask,
+    aclnnMaxPool2dWithIndices,
+    aclnnMaxPool2dWithMaskBackward,
+    aclnnMaxPool2dWithIndicesBackward,
 );
 
 #[no_mangle]
@@ -262,3 +270,226 @@ foreach_addc!(aclnnForeachAddcdivScalarV2GetWorkspaceSize, "aclnnForeachAddcdivS
 pub extern "C" fn aclnnForeachSqrtGetWorkspaceSize(x: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
     p1("aclnnForeachSqrt", ws, ex, || foreach(FKind::Sqrt, &[("x", x)], out, vec![0.0]))
 }
+
+// ---- convolution, batch norm, max pooling
+
+fn conv_geom(
+    stride: H,
+    padding: H,
+    dilation: H,
+    transposed: bool,
+    output_padding: H,
+    groups: i64,
+) -> Result<ConvGeom, i32> {
+    if transposed {
+        return Err(fail(ACLNN_ERR_PARAM_INVALID, "transposed convolution is not supported by the simulator"));
+    }
+    if !output_padding.is_null() && int_array(output_padding, "outputPadding")?.iter().any(|&v| v != 0) {
+        return Err(fail(ACLNN_ERR_PARAM_INVALID, "outputPadding must be 0 for a non-transposed convolution"));
+    }
+    ConvGeom::new(
+        &int_array(stride, "stride")?,
+        &int_array(padding, "padding")?,
+        &int_array(dilation, "dilation")?,
+        groups,
+    )
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnConvolutionGetWorkspaceSize(
+    input: H,
+    weight: H,
+    bias: H,
+    stride: H,
+    padding: H,
+    dilation: H,
+    transposed: bool,
+    output_padding: H,
+    groups: i64,
+    output: H,
+    cube_math_type: i8,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnConvolution", ws, ex, || {
+        cube(cube_math_type)?;
+        let g = conv_geom(stride, padding, dilation, transposed, output_padding, groups)?;
+        let mut a = Args::new();
+        a.t(In, "input", u(input))?.t(In, "weight", u(weight))?.t(In, "bias", u(bias))?.t(Out, "output", u(output))?;
+        Ok((ext(ExtOp::Conv2d(g)), a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnConvolutionBackwardGetWorkspaceSize(
+    grad_output: H,
+    input: H,
+    weight: H,
+    _bias_sizes: H,
+    stride: H,
+    padding: H,
+    dilation: H,
+    transposed: bool,
+    output_padding: H,
+    groups: i64,
+    output_mask: H,
+    cube_math_type: i8,
+    grad_input: H,
+    grad_weight: H,
+    grad_bias: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnConvolutionBackward", ws, ex, || {
+        cube(cube_math_type)?;
+        let geom = conv_geom(stride, padding, dilation, transposed, output_padding, groups)?;
+        let m = bool_array(output_mask, "outputMask")?;
+        if m.len() != 3 {
+            return Err(fail(ACLNN_ERR_PARAM_INVALID, "outputMask must have 3 elements"));
+        }
+        let mask = [m[0], m[1], m[2]];
+        let mut a = Args::new();
+        a.t(In, "gradOutput", u(grad_output))?
+            .t(In, "input", u(input))?
+            .t(In, "weight", u(weight))?
+            .t(Out, "gradInput", u(if mask[0] { grad_input } else { std::ptr::null_mut() }))?
+            .t(Out, "gradWeight", u(if mask[1] { grad_weight } else { std::ptr::null_mut() }))?
+            .t(Out, "gradBias", u(if mask[2] { grad_bias } else { std::ptr::null_mut() }))?;
+        Ok((ext(ExtOp::Conv2dBackward { geom, mask }), a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnBatchNormGetWorkspaceSize(
+    input: H,
+    weight: H,
+    bias: H,
+    running_mean: H,
+    running_var: H,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+    output: H,
+    save_mean: H,
+    save_invstd: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnBatchNorm", ws, ex, || {
+        let running = if training { InOut } else { In };
+        let mut a = Args::new();
+        a.t(In, "input", u(input))?
+            .t(In, "weight", u(weight))?
+            .t(In, "bias", u(bias))?
+            .t(running, "runningMean", u(running_mean))?
+            .t(running, "runningVar", u(running_var))?
+            .t(Out, "output", u(output))?
+            .t(Out, "saveMean", u(save_mean))?
+            .t(Out, "saveInvstd", u(save_invstd))?;
+        Ok((ext(ExtOp::BatchNorm { training, momentum, eps }), a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnBatchNormBackwardGetWorkspaceSize(
+    grad_out: H,
+    input: H,
+    weight: H,
+    running_mean: H,
+    running_var: H,
+    save_mean: H,
+    save_invstd: H,
+    training: bool,
+    eps: f64,
+    output_mask: H,
+    grad_input: H,
+    grad_weight: H,
+    grad_bias: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnBatchNormBackward", ws, ex, || {
+        let mask = bool_array(output_mask, "outputMask")?;
+        let mut a = Args::new();
+        a.t(In, "gradOut", u(grad_out))?
+            .t(In, "input", u(input))?
+            .t(In, "weight", u(weight))?
+            .t(In, "runningMean", u(running_mean))?
+            .t(In, "runningVar", u(running_var))?
+            .t(In, "saveMean", u(save_mean))?
+            .t(In, "saveInvstd", u(save_invstd))?
+            .t(Out, "gradInput", u(grad_input))?
+            .t(Out, "gradWeight", u(grad_weight))?
+            .t(Out, "gradBias", u(grad_bias))?;
+        Ok((ext(ExtOp::BatchNormBackward { training, eps, mask }), a))
+    })
+}
+
+fn pool_geom(k: H, stride: H, padding: H, dilation: H, ceil: bool) -> Result<PoolGeom, i32> {
+    PoolGeom::new(
+        &int_array(k, "kernelSize")?,
+        &int_array(stride, "stride")?,
+        &int_array(padding, "padding")?,
+        &int_array(dilation, "dilation")?,
+        ceil,
+    )
+}
+
+macro_rules! maxpool {
+    ($name:ident, $p2:literal, $mask:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(
+            self_: H,
+            kernel_size: H,
+            stride: H,
+            padding: H,
+            dilation: H,
+            ceil_mode: bool,
+            out: H,
+            indices: H,
+            ws: *mut u64,
+            ex: *mut H,
+        ) -> Status {
+            p1($p2, ws, ex, || {
+                let geom = pool_geom(kernel_size, stride, padding, dilation, ceil_mode)?;
+                let mut a = Args::new();
+                a.t(In, "self", u(self_))?.t(Out, "out", u(out))?.t(Out, "indices", u(indices))?;
+                Ok((ext(ExtOp::MaxPool2d { geom, mask: $mask }), a))
+            })
+        }
+    };
+}
+maxpool!(aclnnMaxPool2dWithMaskGetWorkspaceSize, "aclnnMaxPool2dWithMask", true);
+maxpool!(aclnnMaxPool2dWithIndicesGetWorkspaceSize, "aclnnMaxPool2dWithIndices", false);
+
+macro_rules! maxpool_bwd {
+    ($name:ident, $p2:literal, $mask:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(
+            grad_output: H,
+            self_: H,
+            indices: H,
+            kernel_size: H,
+            stride: H,
+            padding: H,
+            dilation: H,
+            ceil_mode: bool,
+            grad_input: H,
+            ws: *mut u64,
+            ex: *mut H,
+        ) -> Status {
+            p1($p2, ws, ex, || {
+                let geom = pool_geom(kernel_size, stride, padding, dilation, ceil_mode)?;
+                let mut a = Args::new();
+                a.t(In, "gradOutput", u(grad_output))?.t(In, "self", u(self_))?.t(In, "indices", u(indices))?.t(
+                    Out,
+                    "gradInput",
+                    u(grad_input),
+                )?;
+                Ok((ext(ExtOp::MaxPool2dBackward { geom, mask: $mask }), a))
+            })
+        }
+    };
+}
+maxpool_bwd!(aclnnMaxPool2dWithMaskBackwardGetWorkspaceSize, "aclnnMaxPool2dWithMaskBackward", true);
+maxpool_bwd!(aclnnMaxPool2dWithIndicesBackwardGetWorkspaceSize, "aclnnMaxPool2dWithIndicesBackward", false);
