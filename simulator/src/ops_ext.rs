@@ -55,6 +55,10 @@ pub enum ExtOp {
     LogicalNot,
     /// slots: self, out. Bool: logical not; integers: two's-complement bitwise not.
     BitwiseNot,
+    /// slots: selfRef, value (a one-element tensor)
+    FillTensor,
+    /// slots: x, y, value? (one element; default 0). Constant padding with `before[d]` elements before dim d.
+    PadConstant { before: Vec<i64> },
     /// slots: selfRef, mask
     MaskedFill { value: f64 },
     /// slots: self, tensor1, tensor2, out (in-place form: no out). out = self + value * t1 (/ or *) t2
@@ -361,6 +365,27 @@ impl ExtOp {
                 }
                 Ok(0)
             }
+            ExtOp::PadConstant { before } => {
+                let (x, y) = (t(s, 0)?, t(s, 1)?);
+                if opt(s, 2).is_some_and(|v| v.numel() != 1)
+                    || before.len() != x.shape.len()
+                    || y.shape.len() != x.shape.len()
+                {
+                    return Err(inv("pad: rank or value mismatch"));
+                }
+                for d in 0..x.shape.len() {
+                    if before[d] < 0 || before[d] + x.shape[d] > y.shape[d] {
+                        return Err(inv(format!("pad: {:?} padded by {before:?} does not fit {:?}", x.shape, y.shape)));
+                    }
+                }
+                Ok(0)
+            }
+            ExtOp::FillTensor => {
+                if t(s, 1)?.numel() != 1 {
+                    return Err(inv("fill value must be a one-element tensor"));
+                }
+                t(s, 0).map(|_| 0)
+            }
             ExtOp::MaskedFill { .. } => {
                 let (a, m) = (t(s, 0)?, t(s, 1)?);
                 if m.dtype != crate::dtype::DType::Bool {
@@ -545,6 +570,33 @@ impl ExtOp {
                     a.read_i64()?.iter().map(|&v| !v as f64).collect()
                 };
                 o.write_f64(&y)
+            }
+            ExtOp::PadConstant { before } => {
+                let (x, y) = (t(s, 0)?, t(s, 1)?);
+                let v = match opt(s, 2) {
+                    Some(v) => v.read_f64()?[0],
+                    None => 0.0,
+                };
+                let xv = x.read_f64()?;
+                let mut out = vec![v; y.numel()];
+                let ys = crate::tensor::contiguous_strides(&y.shape);
+                let mut idx = vec![0i64; x.shape.len()];
+                for &val in &xv {
+                    let o: i64 = (0..idx.len()).map(|d| (idx[d] + before[d]) * ys[d]).sum();
+                    out[o as usize] = val;
+                    for d in (0..idx.len()).rev() {
+                        idx[d] += 1;
+                        if idx[d] < x.shape[d] {
+                            break;
+                        }
+                        idx[d] = 0;
+                    }
+                }
+                y.write_f64(&out)
+            }
+            ExtOp::FillTensor => {
+                let (a, v) = (t(s, 0)?, t(s, 1)?.read_f64()?[0]);
+                a.write_f64(&vec![v; a.numel()])
             }
             ExtOp::MaskedFill { value } => {
                 let a = t(s, 0)?;

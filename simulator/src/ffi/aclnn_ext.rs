@@ -36,6 +36,7 @@ crate::phase2!(
     aclnnInplaceLogicalNot,
     aclnnBitwiseNot,
     aclnnInplaceMaskedFillScalar,
+    aclnnInplaceFillTensor,
     aclnnAddcdiv,
     aclnnInplaceAddcdiv,
     aclnnAddcmul,
@@ -127,6 +128,15 @@ pub extern "C" fn aclnnInplaceLogicalNotGetWorkspaceSize(self_ref: H, ws: *mut u
         let mut a = Args::new();
         a.t(InOut, "selfRef", u(self_ref))?;
         Ok((ext(ExtOp::LogicalNot), a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnInplaceFillTensorGetWorkspaceSize(self_ref: H, value: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnInplaceFillTensor", ws, ex, || {
+        let mut a = Args::new();
+        a.t(InOut, "selfRef", u(self_ref))?.t(In, "value", u(value))?;
+        Ok((ext(ExtOp::FillTensor), a))
     })
 }
 
