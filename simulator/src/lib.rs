@@ -14,6 +14,7 @@ pub mod mem;
 pub mod nnop;
 pub mod ops;
 pub mod ops_ext;
+pub mod stats;
 pub mod stream;
 pub mod tensor;
 pub mod trace;
