@@ -158,6 +158,8 @@ SIGS = {
     "ConvolutionBackward": "TTTIIII?IlBbTTT",
     "BatchNorm": "TTTTT?ddTTT",
     "BatchNormBackward": "TTTTTTT?dBTTT",
+    "DropoutGenMaskV2": "IdlliT",
+    "DropoutDoMask": "TTdT",
     "MaxPool2dWithMask": "TIIII?TT",
     "MaxPool2dWithIndices": "TIIII?TT",
     "MaxPool2dWithMaskBackward": "TTTIIII?T",

@@ -65,6 +65,11 @@ pub enum ExtOp {
     Addc { value: f64, div: bool },
     /// slots: the input lists, then the output list. `scalars` has one value per tensor (or one for all).
     Foreach { kind: FKind, scalars: Vec<f64> },
+    /// slots: mask (uint8, ceil(numel/128)*16 bytes). Bit i (byte i/8, bit i%8) = keep element i, with
+    /// probability 1 - p, from the simulator's counter-based generator over (seed, offset, i).
+    DropoutGenMask { numel: usize, p: f64, seed: i64, offset: i64 },
+    /// slots: self, mask, out. out = keep ? self / (1 - p) : 0
+    DropoutDoMask { p: f64 },
     /// slots: input [N,C,H,W], weight [O,C/g,kH,kW], bias? [O], output. 2-D, not transposed.
     Conv2d(ConvGeom),
     /// slots: gradOutput, input, weight, gradInput?, gradWeight?, gradBias? (outputMask selects)
@@ -298,6 +303,21 @@ fn same_shape(a: &TView, b: &TView, what: &str) -> Result<(), i32> {
     }
 }
 
+/// Bytes of a dropout bit mask for `numel` elements (128-bit aligned, as aclnnDropoutGenMaskV2).
+pub fn dropout_mask_bytes(numel: usize) -> usize {
+    numel.div_ceil(128) * 16
+}
+
+/// Uniform [0, 1) from (seed, offset, i): splitmix64 of a counter (the simulator's generator).
+fn uniform(seed: i64, offset: i64, i: usize) -> f64 {
+    let mut z = (seed as u64) ^ (offset as u64).wrapping_add(i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// Number of elements of `arange(start, end, step)` (torch semantics), or an error.
 pub fn arange_len(start: f64, end: f64, step: f64) -> Result<usize, i32> {
     if step == 0.0 || !start.is_finite() || !end.is_finite() {
@@ -425,6 +445,28 @@ impl ExtOp {
                     }
                 }
                 let _ = out;
+                Ok(0)
+            }
+            ExtOp::DropoutGenMask { numel, p, .. } => {
+                let m = t(s, 0)?;
+                if !(0.0..=1.0).contains(p) {
+                    return Err(inv(format!("dropout probability {p} is not in [0, 1]")));
+                }
+                if m.dtype != crate::dtype::DType::U8 || m.numel() != dropout_mask_bytes(*numel) {
+                    return Err(inv(format!("mask must be uint8[{}]", dropout_mask_bytes(*numel))));
+                }
+                Ok(0)
+            }
+            ExtOp::DropoutDoMask { p } => {
+                let (x, m, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                float(x, "self")?;
+                same_shape(x, o, "out")?;
+                if !(0.0..=1.0).contains(p) {
+                    return Err(inv(format!("dropout probability {p} is not in [0, 1]")));
+                }
+                if m.dtype != crate::dtype::DType::U8 || m.numel() * 8 < x.numel() {
+                    return Err(inv("mask must be uint8 with a bit per element"));
+                }
                 Ok(0)
             }
             ExtOp::Conv2d(g) => {
@@ -628,6 +670,28 @@ impl ExtOp {
                     o.write_f64(&y)?;
                 }
                 Ok(())
+            }
+            ExtOp::DropoutGenMask { numel, p, seed, offset } => {
+                let m = t(s, 0)?;
+                let mut bytes = vec![0f64; m.numel()];
+                for i in 0..*numel {
+                    if uniform(*seed, *offset, i) >= *p {
+                        let b = bytes[i / 8] as u8 | (1u8 << (i % 8));
+                        bytes[i / 8] = b as f64;
+                    }
+                }
+                m.write_f64(&bytes)
+            }
+            ExtOp::DropoutDoMask { p } => {
+                let (x, m, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let (xv, mv) = (x.read_f64()?, m.read_f64()?);
+                let scale = if *p < 1.0 { 1.0 / (1.0 - p) } else { 0.0 };
+                let y: Vec<f64> = xv
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| if (mv[i / 8] as u8) & (1u8 << (i % 8)) != 0 { v * scale } else { 0.0 })
+                    .collect();
+                o.write_f64(&y)
             }
             ExtOp::Conv2d(g) => {
                 let (x, w, o) = (t(s, 0)?, t(s, 1)?, t(s, 3)?);

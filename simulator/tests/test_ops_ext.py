@@ -199,3 +199,23 @@ def test_max_pool2d_forward_backward(env, dt, mask):
         ref[n, c, 2 * i + k // 2, 2 * j + k % 2] += g[n, c, i, j]
     e.check(gi, ref)
     assert q(ref, dt).any()
+
+
+@ALL
+def test_dropout_gen_mask_and_do_mask(env, dt):
+    e = env(dt)
+    n, p = 1000, 0.3
+    nbytes = (n + 127) // 128 * 16
+    m1, m2, m3 = (e.acl.tensor(shape=(nbytes,), dtype=cs.ACL_UINT8) for _ in range(3))
+    e.run("DropoutGenMaskV2", [10, 100], p, 42, 7, e.dt, m1)
+    e.run("DropoutGenMaskV2", [10, 100], p, 42, 7, e.dt, m2)
+    e.run("DropoutGenMaskV2", [10, 100], p, 42, 8, e.dt, m3)
+    b1, b2, b3 = (np.unpackbits(m.numpy(e.stream), bitorder="little")[:n].astype(bool) for m in (m1, m2, m3))
+    assert (b1 == b2).all() and (b1 != b3).any()  # a function of (seed, offset)
+    assert abs(b1.mean() - (1 - p)) < 0.05
+    x = e.rand(10, 100)
+    y = e.out(10, 100)
+    e.run("DropoutDoMask", e.t(x), m1, p, y)
+    e.check(y, np.where(b1.reshape(10, 100), x / (1 - p), 0.0))
+    with pytest.raises(cs.AclError):
+        e.run("DropoutGenMaskV2", [10, 100], p, 42, 7, e.dt, e.acl.tensor(shape=(8,), dtype=cs.ACL_UINT8))

@@ -54,6 +54,8 @@ crate::phase2!(
     aclnnForeachAddScalarList,
     aclnnForeachMulScalarList,
     aclnnForeachDivScalarList,
+    aclnnDropoutGenMaskV2,
+    aclnnDropoutDoMask,
     aclnnConvolution,
     aclnnConvolutionBackward,
     aclnnBatchNorm,
@@ -279,6 +281,47 @@ foreach_addc!(aclnnForeachAddcdivScalarV2GetWorkspaceSize, "aclnnForeachAddcdivS
 #[no_mangle]
 pub extern "C" fn aclnnForeachSqrtGetWorkspaceSize(x: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
     p1("aclnnForeachSqrt", ws, ex, || foreach(FKind::Sqrt, &[("x", x)], out, vec![0.0]))
+}
+
+// ---- dropout
+
+#[no_mangle]
+pub extern "C" fn aclnnDropoutGenMaskV2GetWorkspaceSize(
+    shape: H,
+    prob: f64,
+    seed: i64,
+    offset: i64,
+    _prob_data_type: i32,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnDropoutGenMaskV2", ws, ex, || {
+        let sh = int_array(shape, "shape")?;
+        if sh.iter().any(|&d| d < 0) {
+            return Err(fail(ACLNN_ERR_PARAM_INVALID, format!("negative shape {sh:?}")));
+        }
+        let numel = sh.iter().product::<i64>() as usize;
+        let mut a = Args::new();
+        a.t(Out, "out", u(out))?;
+        Ok((ext(ExtOp::DropoutGenMask { numel, p: prob, seed, offset }), a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnDropoutDoMaskGetWorkspaceSize(
+    self_: H,
+    mask: H,
+    prob: f64,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnDropoutDoMask", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(In, "mask", u(mask))?.t(Out, "out", u(out))?;
+        Ok((ext(ExtOp::DropoutDoMask { p: prob }), a))
+    })
 }
 
 // ---- convolution, batch norm, max pooling
