@@ -43,8 +43,8 @@ pub enum Wait {
 
 struct State {
     waits: BTreeMap<i64, Waits>,
-    /// (library, operator) -> launches
-    kernels: BTreeMap<(&'static str, String), u64>,
+    /// library -> operator -> launches
+    kernels: BTreeMap<&'static str, BTreeMap<String, u64>>,
 }
 
 fn state() -> std::sync::MutexGuard<'static, State> {
@@ -116,7 +116,14 @@ pub fn launch(op: &str) {
     } else {
         "aclop"
     };
-    *state().kernels.entry((lib, op.to_string())).or_insert(0) += 1;
+    let mut st = state();
+    let ops = st.kernels.entry(lib).or_default();
+    match ops.get_mut(op) {
+        Some(n) => *n += 1,
+        None => {
+            ops.insert(op.to_string(), 1);
+        }
+    }
 }
 
 /// Reset every counter (cannsimStatsReset).
@@ -172,17 +179,13 @@ pub fn json() -> String {
             )
         })
         .collect();
-    let mut per_lib: BTreeMap<&str, (u64, Vec<String>)> = BTreeMap::new();
-    for ((lib, op), n) in &st.kernels {
-        let e = per_lib.entry(lib).or_default();
-        e.0 += n;
-        e.1.push(format!("{}:{n}", esc(op)));
-    }
     let kernels: Vec<String> = ["aclnn", "aclop", "hccl"]
         .iter()
         .map(|lib| {
-            let (total, ops) = per_lib.get(lib).cloned().unwrap_or_default();
-            format!("\"{lib}\":{{\"launches\":{total},\"ops\":{{{}}}}}", ops.join(","))
+            let ops = st.kernels.get(lib).cloned().unwrap_or_default();
+            let total: u64 = ops.values().sum();
+            let list: Vec<String> = ops.iter().map(|(op, n)| format!("{}:{n}", esc(op))).collect();
+            format!("\"{lib}\":{{\"launches\":{total},\"ops\":{{{}}}}}", list.join(","))
         })
         .collect();
     format!(
