@@ -817,8 +817,9 @@ pub extern "C" fn cannsimStatsReset() {
 
 // ---- compile options (libacl_op_compiler): aclSetCompileopt / aclGetCompileoptSize / aclGetCompileopt
 
-/// Number of `aclCompileOpt` values (ACL_PRECISION_MODE = 0 .. ACL_OP_DEBUG_OPTION = 16).
-const COMPILE_OPTS: i32 = 17;
+/// `aclCompileOpt` values: ACL_PRECISION_MODE = 0 .. ACL_OP_DEBUG_OPTION = 16 in the 8.x headers; later
+/// values are accepted too (newer toolkits append options).
+const COMPILE_OPTS: i32 = 64;
 const ACL_OP_JIT_COMPILE: i32 = 10;
 
 fn compile_opts() -> std::sync::MutexGuard<'static, std::collections::HashMap<i32, String>> {
