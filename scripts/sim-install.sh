@@ -73,4 +73,28 @@ pysite=$prefix/latest/python/site-packages
 mkdir -p "$pysite/hccl"
 [ -f "$pysite/hccl/__init__.py" ] || echo '"""HCCL Python package of the CANN simulator (version information only)."""' > "$pysite/hccl/__init__.py"
 [ -f "$pysite/hccl/sys_version.py" ] || echo '__sys_version__ = "8.3.RC1"' > "$pysite/hccl/sys_version.py"
+# The CANN toolkit layout and version files that clients check (torch_npu's _cann_package_check needs
+# $ASCEND_HOME_PATH/runtime, $ASCEND_HOME_PATH/compiler and $ASCEND_OPP_PATH; its get_cann_version reads the
+# `version=` line of the first ascend_*_install.info under $ASCEND_HOME_PATH), and set_env.sh as in a
+# real toolkit (one level above latest/).
+cann_version=8.3.RC1
+root=$prefix/latest
+arch=$(uname -m)-linux
+mkdir -p "$root/runtime" "$root/compiler" "$root/opp/vendors" "$root/$arch"
+for part in runtime compiler opp; do
+  printf 'Version=%s\nversion_dir=%s\n' "$cann_version" "$cann_version" > "$root/$part/.version.info.tmp"
+  mv -f "$root/$part/.version.info.tmp" "$root/$part/version.info"
+done
+printf 'package_name=Ascend-cann-toolkit\nversion=%s\ninnerversion=V100R001C23SPC001B001\narch=%s\nos=linux\npath=%s\n' \
+  "$cann_version" "$(uname -m)" "$root" > "$root/$arch/.install.tmp"
+mv -f "$root/$arch/.install.tmp" "$root/$arch/ascend_toolkit_install.info"
+cat > "$prefix/.set_env.sh.tmp" <<SETENV
+# Environment of the CANN simulator toolkit (like <ascend-toolkit>/set_env.sh): source it.
+export ASCEND_TOOLKIT_HOME=$root
+export ASCEND_HOME_PATH=$root
+export ASCEND_OPP_PATH=$root/opp
+export LD_LIBRARY_PATH=$lib64\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
+export PYTHONPATH=$pysite\${PYTHONPATH:+:\$PYTHONPATH}
+SETENV
+mv -f "$prefix/.set_env.sh.tmp" "$prefix/set_env.sh"
 echo "$lib64"

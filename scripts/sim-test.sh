@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/setup-torchnpu.sh
 PY=${PYTHON:-.venv/bin/python}
 lib64=$(bash scripts/sim-install.sh | tail -n 1)
 export CANNSIM_LIB64=$lib64

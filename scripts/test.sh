@@ -9,6 +9,8 @@ cargo fmt --all --check
 bash scripts/lint-python.sh
 cargo clippy -q --release --workspace --all-targets -- -D warnings
 cargo test -q --release --workspace
+# torch_npu 2.14 venv for simulator/tests/test_torch_npu.py (idempotent; see scripts/setup-torchnpu.sh)
+bash scripts/setup-torchnpu.sh
 .venv/bin/python -m pytest -q tests/python tests/python/pytorch simulator/tests --ignore=tests/python/mindspore --ignore=tests/python/test_ms_ascend.py
 # MindSpore layer: its own venv (MindSpore 2.10 needs numpy<2), see scripts/setup-ms.sh
 bash scripts/setup-ms.sh

@@ -84,6 +84,95 @@ impl IoT {
     }
 }
 
+/// aclMemType values of `aclSetTensorPlaceMent`.
+const ACL_MEMTYPE_HOST: i32 = 1;
+const ACL_MEMTYPE_HOST_COMPILE_INDEPENDENT: i32 = 2;
+
+/// Simulator-owned device buffers holding staged host inputs; freed when the kernel task is done
+/// (or dropped without running).
+struct Staged(Vec<usize>);
+impl Drop for Staged {
+    fn drop(&mut self) {
+        free_all(&self.0);
+    }
+}
+
+/// The bytes of a host-placed (`aclSetTensorPlaceMent(ACL_MEMTYPE_HOST)`) or constant
+/// (`aclSetTensorConst`) input, read when the op is called (as the real runtime stages them).
+fn host_bytes(x: &IoT) -> Result<Option<Vec<u8>>, i32> {
+    let n = DType::from_acl(x.desc.dtype)
+        .map(|d| crate::tensor::numel(&x.desc.dims) * d.size())
+        .ok_or_else(|| fail(ACL_ERROR_UNSUPPORTED_DATA_TYPE, format!("unsupported dtype {}", x.desc.dtype)))?;
+    if let Some(c) = &x.desc.const_data {
+        if c.len() < n {
+            return Err(fail(ACL_ERROR_INVALID_PARAM, format!("const data of {} bytes, {n} needed", c.len())));
+        }
+        return Ok(Some(c[..n].to_vec()));
+    }
+    if !matches!(x.desc.placement, ACL_MEMTYPE_HOST | ACL_MEMTYPE_HOST_COMPILE_INDEPENDENT)
+        || crate::mem::is_device(x.addr)
+    {
+        return Ok(None);
+    }
+    if n > 0 && (x.addr == 0 || x.size < n) {
+        return Err(fail(ACL_ERROR_INVALID_PARAM, format!("host input: buffer of {} bytes, {n} needed", x.size)));
+    }
+    if n == 0 {
+        return Ok(Some(Vec::new()));
+    }
+    // SAFETY: a host-placed aclop input: the caller guarantees `size` (>= n) readable bytes at `addr`
+    // for the duration of the call, which is when they are read.
+    Ok(Some(unsafe { std::slice::from_raw_parts(x.addr as *const u8, n) }.to_vec()))
+}
+
+/// Inputs with host-placed and constant ones copied into simulator-owned device buffers (returned
+/// separately, to be freed after the kernel ran).
+fn stage_inputs(ins: &[IoT]) -> Result<(Vec<IoT>, Vec<usize>), i32> {
+    let mut staged = Vec::new();
+    let mut out = Vec::with_capacity(ins.len());
+    for x in ins {
+        match host_bytes(x) {
+            Ok(Some(b)) => {
+                let dev = match crate::mem::alloc(b.len().max(1)) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        free_all(&staged);
+                        return Err(fail(e, "no device memory to stage a host input"));
+                    }
+                };
+                staged.push(dev);
+                if let Err(e) = crate::mem::write(dev, &b) {
+                    free_all(&staged);
+                    return Err(e);
+                }
+                let mut desc = x.desc.clone();
+                desc.const_data = None;
+                out.push(IoT { desc, addr: dev, size: b.len() });
+            }
+            Ok(None) => out.push(IoT { desc: x.desc.clone(), addr: x.addr, size: x.size }),
+            Err(e) => {
+                free_all(&staged);
+                return Err(e);
+            }
+        }
+    }
+    Ok((out, staged))
+}
+
+fn free_all(v: &[usize]) {
+    for &a in v {
+        let _ = crate::mem::free(a);
+    }
+}
+
+/// The single value of a one-element input (e.g. Fill's value, Range's bounds), as f64.
+fn scalar_in(v: &TView) -> Result<f64, i32> {
+    if v.numel() != 1 {
+        return Err(fail(ACL_ERROR_INVALID_PARAM, format!("scalar input has {} elements", v.numel())));
+    }
+    Ok(v.read_f64()?[0])
+}
+
 fn abool(a: &Attr, k: &str) -> bool {
     matches!(a.get(k), Some(AttrVal::Bool(true))) || matches!(a.get(k), Some(AttrVal::Int(v)) if *v != 0)
 }
@@ -124,6 +213,9 @@ pub const OP_TYPES: &[&str] = &[
     "Relu",
     "SoftmaxV2",
     "Identity",
+    "Fill",
+    "Range",
+    "PadV3",
 ];
 
 /// Build the kernel steps for an aclop op. Returns (steps, trace args).
@@ -137,6 +229,8 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
     let (nin, nout): (&[usize], usize) = match op_type {
         "MatMul" | "MatMulV2" | "BatchMatMul" | "BatchMatMulV2" => (&[2, 3], 1),
         "Cast" | "Relu" | "ReduceSumD" | "SoftmaxV2" | "Identity" => (&[1], 1),
+        "Range" => (&[3], 1),
+        "PadV3" => (&[2, 3], 1),
         _ => (&[2], 1),
     };
     if !nin.contains(&ins.len()) {
@@ -237,6 +331,57 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
             }
             steps.push((Op::Binary { op: Bin::Add, alpha: 1.0 }, vec![t(x), t(&b), t(y)]));
         }
+        "Fill" => {
+            // Fill(dims, value) -> y: y has the shape given by the dims input, every element = value.
+            let dims = ins[0].ints()?;
+            if dims != y.shape {
+                return Err(fail(ACL_ERROR_INVALID_PARAM, format!("Fill: dims {dims:?} differ from y {:?}", y.shape)));
+            }
+            let value = scalar_in(&iv[1])?;
+            steps.push((Op::InplaceFill { value }, vec![t(y)]));
+        }
+        "PadV3" => {
+            // PadV3(x, paddings, constant_values?) -> y; mode "constant" only. paddings_contiguous
+            // (default true): [d0_begin, d0_end, d1_begin, ...]; else [d0_begin, d1_begin, ..., d0_end, ...].
+            match attr.get("mode") {
+                None => {}
+                Some(AttrVal::Str(m)) if m == "constant" => {}
+                Some(m) => {
+                    return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, format!("PadV3: mode {m:?} is not supported")))
+                }
+            }
+            let p = ins[1].ints()?;
+            let r = iv[0].shape.len();
+            if p.len() != 2 * r {
+                return Err(fail(ACL_ERROR_INVALID_PARAM, format!("PadV3: {} paddings for rank {r}", p.len())));
+            }
+            let contiguous = !matches!(attr.get("paddings_contiguous"), Some(AttrVal::Bool(false)));
+            let before: Vec<i64> = (0..r).map(|d| if contiguous { p[2 * d] } else { p[d] }).collect();
+            let after: Vec<i64> = (0..r).map(|d| if contiguous { p[2 * d + 1] } else { p[r + d] }).collect();
+            let want: Vec<i64> = (0..r).map(|d| iv[0].shape[d] + before[d] + after[d]).collect();
+            if want != y.shape {
+                return Err(fail(ACL_ERROR_INVALID_PARAM, format!("PadV3: y {:?}, {want:?} expected", y.shape)));
+            }
+            let e = crate::ops_ext::ExtOp::PadConstant { before };
+            let mut sv = vec![t(&iv[0]), t(y)];
+            if let Some(v) = iv.get(2) {
+                sv.push(t(v));
+            }
+            steps.push((Op::Ext(Box::new(e)), sv));
+        }
+        "Range" => {
+            // Range(start, limit, delta) -> y
+            let (start, end, step) = (scalar_in(&iv[0])?, scalar_in(&iv[1])?, scalar_in(&iv[2])?);
+            let n = crate::ops_ext::arange_len(start, end, step).map_err(opfail)?;
+            if y.numel() != n {
+                return Err(fail(
+                    ACL_ERROR_INVALID_PARAM,
+                    format!("Range: y has {} elements, {n} expected", y.numel()),
+                ));
+            }
+            let e = crate::ops_ext::ExtOp::Arange { start, end, step };
+            steps.push((Op::Ext(Box::new(e)), vec![t(y)]));
+        }
         _ => unreachable!(),
     }
     for (op, sv) in &steps {
@@ -248,32 +393,19 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
     Ok((steps, args))
 }
 
-/// Validate and enqueue an aclop execution. `staged` are device copies of host-placed and const
-/// inputs, freed once the kernel ran (or at once if the launch is rejected).
-pub fn execute(
-    entry: &str,
-    op_type: &str,
-    ins: &[IoT],
-    outs: &[IoT],
-    attr: &Attr,
-    stream: usize,
-    staged: Vec<usize>,
-) -> i32 {
-    let free = |staged: Vec<usize>| {
-        for d in staged {
-            let _ = crate::mem::free(d);
-        }
-    };
+/// Validate and enqueue an aclop execution.
+pub fn execute(entry: &str, op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr, stream: usize) -> i32 {
     let Some(st) = crate::stream::get(stream) else {
-        free(staged);
         return fail(ACL_ERROR_INVALID_PARAM, format!("invalid stream {stream:#x}"));
     };
-    let (steps, args) = match plan(op_type, ins, outs, attr) {
+    let (ins, staged) = match stage_inputs(ins) {
         Ok(x) => x,
-        Err(e) => {
-            free(staged);
-            return e;
-        }
+        Err(e) => return e,
+    };
+    let staged = Staged(staged);
+    let (steps, args) = match plan(op_type, &ins, outs, attr) {
+        Ok(x) => x,
+        Err(e) => return e,
     };
     let name = format!("{entry}:{op_type}");
     let sid = st.id;
@@ -285,7 +417,7 @@ pub fn execute(
             }
             Ok(())
         });
-        free(staged);
+        drop(staged);
         r
     }));
     match r {

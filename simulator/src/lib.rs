@@ -13,6 +13,8 @@ pub mod kernels;
 pub mod mem;
 pub mod nnop;
 pub mod ops;
+pub mod ops_ext;
+pub mod stats;
 pub mod stream;
 pub mod tensor;
 pub mod trace;

@@ -167,6 +167,8 @@ pub enum Op {
     Cat {
         dim: i64,
     },
+    /// The operators of `ops_ext.rs`.
+    Ext(Box<crate::ops_ext::ExtOp>),
 }
 
 /// The value of one executor slot at launch time.
@@ -341,6 +343,7 @@ impl Op {
     /// Phase 1: validate the arguments; returns the workspace size.
     pub fn validate(&self, s: &[SV]) -> Result<u64, i32> {
         match self {
+            Op::Ext(e) => e.validate(s),
             Op::Binary { .. } => {
                 let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
                 let bs = k::broadcast_shape(&a.shape, &b.shape)
@@ -631,6 +634,7 @@ impl Op {
     /// Run the kernel (called on the stream worker, after `validate`).
     pub fn exec(&self, s: &[SV]) -> Result<(), i32> {
         match self {
+            Op::Ext(e) => e.exec(s),
             Op::Binary { op, alpha } => {
                 let o = t(s, 2)?;
                 let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;

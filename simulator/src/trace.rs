@@ -80,6 +80,7 @@ fn ints(v: &[i64]) -> String {
 
 /// Run `f` (the kernel) with tracing of `args` around it when tracing is enabled.
 pub fn run_traced(op: &str, stream: usize, args: &[Arg], f: impl FnOnce() -> Result<(), i32>) -> Result<(), i32> {
+    crate::stats::launch(op);
     let Some(s) = sink() else { return f() };
     let before: Vec<Option<u32>> = args.iter().map(|a| a.view.crc().ok()).collect();
     let before_view: Vec<Option<u32>> = args.iter().map(|a| a.view.crc_elements().ok()).collect();

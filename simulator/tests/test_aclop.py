@@ -162,3 +162,68 @@ def test_aclop_errors(acl):
     )
     assert compile_(b"MatMul", 0, None, 0, None, None, 0, 0, None) == 0
     assert compile_(b"Nope", 0, None, 0, None, None, 0, 0, None) == 100024
+
+
+def test_successful_setters_keep_the_recent_error(acl):
+    """A successful descriptor setter must not record an error (the failure message is built lazily)."""
+    f, rt = acl.fn, acl.rt
+    d = f(rt, "aclCreateTensorDesc", VP, [C.c_int, C.c_int, VP, C.c_int])(
+        cs.ACL_FLOAT, 1, (C.c_int64 * 1)(4), cs.ACL_FORMAT_ND
+    )
+    assert f(rt, "aclDestroyDataBuffer", C.c_int, [VP])(VP(0x1234)) == 100000
+    before = acl.errmsg()
+    assert "aclDataBuffer" in before
+    host = (C.c_float * 4)(1, 2, 3, 4)
+    assert f(rt, "aclSetTensorPlaceMent", C.c_int, [VP, C.c_int])(d, 1) == 0
+    assert f(rt, "aclSetTensorConst", C.c_int, [VP, VP, C.c_size_t])(d, C.cast(host, VP), 16) == 0
+    assert f(rt, "aclSetTensorFormat", C.c_int, [VP, C.c_int])(d, cs.ACL_FORMAT_ND) == 0
+    assert f(rt, "aclSetTensorShape", C.c_int, [VP, C.c_int, VP])(d, 1, (C.c_int64 * 1)(4)) == 0
+    assert acl.errmsg() == before
+    # and a failing setter does record its own message
+    assert f(rt, "aclSetTensorPlaceMent", C.c_int, [VP, C.c_int])(VP(0x1234), 1) == 100000
+    assert "aclTensorDesc" in acl.errmsg()
+
+
+def host_input(op, acl, arr, const=False):
+    """An aclop input whose data stays in host memory: placement ACL_MEMTYPE_HOST (or const data)."""
+    f = acl.fn
+    shape = arr.shape
+    d = op.desc(cs.NP2ACL[arr.dtype], len(shape), (C.c_int64 * max(len(shape), 1))(*shape), cs.ACL_FORMAT_ND)
+    if const:
+        assert f(acl.rt, "aclSetTensorConst", C.c_int, [VP, VP, C.c_size_t])(d, arr.ctypes.data, arr.nbytes) == 0
+    else:
+        assert f(acl.rt, "aclSetTensorPlaceMent", C.c_int, [VP, C.c_int])(d, 1) == 0
+    return d, op.buf(arr.ctypes.data if not const else None, arr.nbytes if not const else 0)
+
+
+@pytest.mark.parametrize("const", [False, True])
+def test_host_placed_and_const_inputs(acl, const):
+    """Fill(dims, value), Range(start, limit, delta) and PadV3(x, paddings, value) as torch_npu calls them:
+    small inputs in host memory (or const), read when the op is called."""
+    op = Op(acl)
+    s = acl.stream()
+    dims = np.array([2, 3], np.int64)
+    V = acl.tensor(np.array(7, np.int64).reshape(()), dtype=cs.ACL_INT64)
+    Y = acl.tensor(shape=(2, 3), dtype=cs.ACL_INT64)
+    hd = host_input(op, acl, dims, const)
+    assert op.run("aclopCompileAndExecute", "Fill", [hd, V], [Y], stream=s) == 0, acl.errmsg()
+    dims[:] = 0  # already read at call time: changing the host memory afterwards has no effect
+    np.testing.assert_array_equal(Y.numpy(s), np.full((2, 3), 7))
+    bounds = [np.array(v, np.float32).reshape(()) for v in (1.0, 3.0, 0.5)]
+    R = acl.tensor(shape=(4,))
+    ins = [host_input(op, acl, b, const) for b in bounds]
+    assert op.run("aclopCompileAndExecute", "Range", ins, [R], stream=s) == 0, acl.errmsg()
+    np.testing.assert_array_equal(R.numpy(s), np.arange(1.0, 3.0, 0.5, dtype=np.float32))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    X, P = acl.tensor(x), acl.tensor(shape=(3, 6))
+    pads = np.array([0, 1, 2, 1], np.int32)
+    attr = op.attr()
+    acl.fn(acl.rt, "aclopSetAttrString", C.c_int, [VP, C.c_char_p, C.c_char_p])(attr, b"mode", b"constant")
+    PV = acl.tensor(np.array([-1.0], np.float32))
+    assert op.run("aclopCompileAndExecute", "PadV3", [X, host_input(op, acl, pads, const), PV], [P], attr, s) == 0
+    np.testing.assert_array_equal(P.numpy(s), np.pad(x, ((0, 1), (2, 1)), constant_values=-1))
+    # a host buffer smaller than the descriptor is rejected at the call
+    if not const:
+        d = op.desc(cs.ACL_INT64, 1, (C.c_int64 * 1)(2), cs.ACL_FORMAT_ND)
+        acl.fn(acl.rt, "aclSetTensorPlaceMent", C.c_int, [VP, C.c_int])(d, 1)
+        assert op.run("aclopCompileAndExecute", "Fill", [(d, op.buf(dims.ctypes.data, 8)), V], [Y], stream=s) == 100000

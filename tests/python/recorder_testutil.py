@@ -3,10 +3,12 @@ process)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import zlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,3 +34,35 @@ def spawn_child(code: str, env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+
+
+def journal_entries(raw: bytes) -> list[tuple[str, str, str, str]]:
+    """The entries of a journal (format: crates/core/src/journal.rs module docs) whose CRC
+    checks out, as (kind, directory, name, text); a cut or damaged entry is skipped."""
+    if not raw.startswith(b"msprobe-journal 2 "):
+        return []
+    pos = raw.index(b"\n") + 1
+    out = []
+    while pos < len(raw):
+        if raw[pos] == 0:
+            pos += 1
+            continue
+        nl = raw.find(b"\n", pos)
+        try:
+            kind, crc, length, rest = raw[pos:nl].decode().split(" ", 3)
+            d, used = json.JSONDecoder().raw_decode(rest)
+            name = json.loads(rest[used + 1 :])
+            t0, t1 = nl + 1, nl + 1 + int(length)
+            ok = (
+                nl > 0
+                and raw[t1 : t1 + 1] == b"\n"
+                and zlib.crc32(kind.encode() + raw[pos + 11 : t1 + 1]) == int(crc, 16)
+            )
+        except (ValueError, UnicodeDecodeError):
+            ok = False
+        if not ok:
+            pos += 1  # look for the next entry
+            continue
+        out.append((kind, d, name, raw[t0:t1].decode()))
+        pos = t1 + 1
+    return out

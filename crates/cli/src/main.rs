@@ -4,10 +4,11 @@
 //! killed process left under DIR. `msprobe summary DIR` prints what a dump holds.
 
 use msprobe_core::json::{self, Json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: msprobe recover DIR   rebuild JSON files from the journals under DIR
+const USAGE: &str = "usage: msprobe recover DIR   rebuild JSON files from the journals under DIR (exit 0; 1: some
+                             journal entries were damaged and skipped; 2: nothing recovered)
        msprobe summary DIR   list the step/rank directories under DIR with their record counts";
 
 fn summary(root: &Path) -> Result<(), String> {
@@ -54,27 +55,56 @@ fn summary(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// `msprobe recover DIR`: Ok(true) when every journal entry was intact, Ok(false) when some
+/// were damaged (skipped and counted) or a directory could not be written.
+fn recover(dir: &str) -> Result<bool, String> {
+    use msprobe_core::journal::PREFIX;
+    let r = msprobe_core::recover::recover_dir(Path::new(dir)).map_err(|e| format!("cannot recover {dir}: {e}"))?;
+    if r.journals == 0 {
+        return Err(match (r.running, r.unusable) {
+            (0, 0) => format!("no journal ({PREFIX}*) found under {dir}; nothing to recover"),
+            (0, n) => {
+                format!("{n} file(s) named {PREFIX}* under {dir} are not journals of this version; nothing recovered")
+            }
+            (n, _) => {
+                format!("the {n} journal(s) under {dir} belong to processes that are still running; nothing recovered")
+            }
+        });
+    }
+    println!(
+        "recovered {} records in {} directories from {} journal(s) ({} torn journal entries skipped, {} damaged entries skipped, {} tensor files missing or cut short)",
+        r.records, r.dirs, r.journals, r.torn_lines, r.damaged, r.missing_files
+    );
+    for m in &r.missing {
+        println!("  missing or cut short (removed): {m}");
+    }
+    if r.missing_files > r.missing.len() {
+        println!("  ... and {} more", r.missing_files - r.missing.len());
+    }
+    for b in &r.beside {
+        println!("  recovered beside a directory of another run: {}", b.display());
+    }
+    if r.running > 0 {
+        println!("  {} journal(s) left alone: their processes are still running", r.running);
+    }
+    for f in &r.failed {
+        eprintln!("msprobe: cannot recover {f} (its journal is kept)");
+    }
+    Ok(r.damaged == 0 && r.failed.is_empty())
+}
+
 fn main() -> ExitCode {
     msprobe_core::logging::init();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.as_slice() {
-        [cmd, dir] if cmd == "recover" => msprobe_core::recover::recover_dir(&PathBuf::from(dir))
-            .map_err(|e| format!("cannot recover {dir}: {e}"))
-            .and_then(|r| {
-                if r.dirs == 0 {
-                    return Err(format!("no journal ({}*) found under {dir}; nothing to recover", msprobe_core::journal::PREFIX));
-                }
-                println!(
-                    "recovered {} records in {} directories ({} torn journal entries skipped, {} tensor files missing or cut short)",
-                    r.records, r.dirs, r.torn_lines, r.missing_files
-                );
-                Ok(())
-            }),
-        [cmd, dir] if cmd == "summary" => summary(Path::new(dir)),
+        [cmd, dir] if cmd == "recover" => recover(dir),
+        [cmd, dir] if cmd == "summary" => summary(Path::new(dir)).map(|()| true),
         _ => Err(USAGE.to_string()),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        // Recovered, but some journal entries were damaged (skipped, and counted above).
+        Ok(false) => ExitCode::from(1),
         Err(e) => {
             eprintln!("msprobe: {e}");
             ExitCode::from(2)

@@ -110,7 +110,7 @@ fn main() {
         file_format: Some(FileFormat::Npy),
         ..Config::default()
     };
-    let rec = Recorder::new(cfg);
+    let rec = Recorder::with_journal(cfg, mmap_journal::MmapSink::open);
     rec.start();
     for k in 0..reps {
         let dir = tmp.path().join(format!("plain{k}"));
@@ -204,11 +204,19 @@ fn main() {
 /// What a hooked framework call costs: one record with four small f32 tensors (a linear
 /// layer's input, weight, bias and output) and ten stack frames. The capturing thread's part
 /// (build it, hand it to the writer; fewer records than the queue holds, so it never waits) beside
-/// the statistics of the same elements alone, and the writer thread's part (format, journal).
+/// the statistics of the same elements alone, and the writer thread's part. The capturing
+/// thread formats the record and appends it to the crash journal (durable when `end` returns);
+/// the writer files it.
 fn small_records() {
     let dir = std::env::temp_dir().join(format!("msprobe-bench-small-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let rec = Recorder::new(Config { task: Task::Statistics, dump_path: dir.clone(), ..Config::default() });
+    // The product's crash journal: each record appended to a shared file mapping before `end`
+    // returns (`MSPROBE_BENCH_JOURNAL=file`: the plain-file journal, one write(2) per record).
+    let cfg = Config { task: Task::Statistics, dump_path: dir.clone(), ..Config::default() };
+    let rec = match std::env::var("MSPROBE_BENCH_JOURNAL").as_deref() {
+        Ok("file") => Recorder::new(cfg),
+        _ => Recorder::with_journal(cfg, mmap_journal::MmapSink::open),
+    };
     rec.start();
     let shapes: [&[i64]; 4] = [&[16, 32], &[64, 32], &[64], &[16, 64]];
     let data: Vec<Vec<u8>> = shapes

@@ -86,6 +86,19 @@ pub fn create_new(path: &Path) -> io::Result<File> {
     Ok(f)
 }
 
+/// [`create_new`], also open for reading (a file to be mapped shared, read and written).
+pub fn create_new_rw(path: &Path) -> io::Result<File> {
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    ensure_file_mode(&f, FILE_MODE)?;
+    Ok(f)
+}
+
 /// Opens an existing file for writing in place (not truncated, not created), not following links.
 pub fn open_existing(path: &Path) -> io::Result<File> {
     OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW).open(path)
@@ -96,6 +109,32 @@ pub fn open_append(path: &Path) -> io::Result<File> {
     let f = OpenOptions::new().append(true).create(true).mode(FILE_MODE).custom_flags(libc::O_NOFOLLOW).open(path)?;
     ensure_file_mode(&f, FILE_MODE)?;
     Ok(f)
+}
+
+/// Reads a whole file, refusing a symbolic link (O_NOFOLLOW) and anything but a regular file.
+pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is not a regular file", path.display())));
+    }
+    let mut out = Vec::new();
+    f.read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// Opens a regular file for reading, refusing a symbolic link.
+pub fn open_read_nofollow(path: &Path) -> io::Result<File> {
+    let f = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is not a regular file", path.display())));
+    }
+    Ok(f)
+}
+
+/// Whether `p` is a directory itself (not a link to one).
+pub fn is_real_dir(p: &Path) -> bool {
+    fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_dir())
 }
 
 /// A file written under a temporary name next to `path` and renamed onto it when complete, so

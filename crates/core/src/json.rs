@@ -96,13 +96,9 @@ pub fn write_py_float(out: &mut String, x: f64) {
         return;
     }
     // Rust's `{:e}` yields the shortest round-trip digits, like Python's repr.
-    let mut buf = [0u8; 40];
-    let len = {
-        let mut cur = std::io::Cursor::new(&mut buf[..]);
-        std::io::Write::write_fmt(&mut cur, format_args!("{:e}", x.abs())).expect("40 bytes hold any f64");
-        cur.position() as usize
-    };
-    let sci = std::str::from_utf8(&buf[..len]).expect("ASCII");
+    let mut buf = StackBuf { buf: [0; 40], len: 0 };
+    write!(buf, "{:e}", x.abs()).expect("40 bytes hold any f64");
+    let sci = std::str::from_utf8(&buf.buf[..buf.len]).expect("ASCII");
     let (mant, exp) = sci.split_once('e').expect("LowerExp always has an exponent");
     let exp: i32 = exp.parse().expect("exponent is an integer");
     let (first, rest) = mant.split_at(1);
@@ -148,6 +144,26 @@ pub fn write_py_float(out: &mut String, x: f64) {
     }
 }
 
+/// Appends `s` as a JSON string (Python's `json.dumps` escaping).
+pub fn write_string(out: &mut String, s: &str) {
+    write_str(out, s);
+}
+
+/// A fixed buffer to format into without the heap (and without `io::Write`'s adapter).
+struct StackBuf {
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl std::fmt::Write for StackBuf {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        self.buf.get_mut(self.len..end).ok_or(std::fmt::Error)?.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
 fn write_str(out: &mut String, s: &str) {
     out.push('"');
     // Runs of printable ASCII other than quote and backslash are copied as they are (stack
@@ -187,9 +203,15 @@ fn write_str(out: &mut String, s: &str) {
 }
 
 fn newline(out: &mut String, indent: Option<usize>, depth: usize) {
+    const SPACES: &str = "                                                                ";
     if let Some(n) = indent {
         out.push('\n');
-        out.extend(std::iter::repeat_n(' ', n * depth));
+        let mut left = n * depth;
+        while left > 0 {
+            let k = left.min(SPACES.len());
+            out.push_str(&SPACES[..k]);
+            left -= k;
+        }
     }
 }
 
@@ -197,9 +219,7 @@ fn write_value(out: &mut String, v: &Json, indent: Option<usize>, depth: usize) 
     match v {
         Json::Null => out.push_str("null"),
         Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Json::Int(i) => {
-            let _ = write!(out, "{}", i);
-        }
+        Json::Int(i) => out.push_str(itoa::Buffer::new().format(*i)),
         Json::Float(f) => write_py_float(out, *f),
         Json::Str(s) => write_str(out, s),
         Json::Array(items) => {

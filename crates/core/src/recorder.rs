@@ -5,14 +5,20 @@ use crate::budget::Budget;
 use crate::config::{Config, Level, OnFull, Task};
 use crate::fsutil;
 use crate::header::Header;
+use crate::journal::{self, Identity, OpenSink, Sink};
 use crate::naming;
 use crate::record::{ByteBudget, LeafOptions, RecordBuilder};
-use crate::writer::{Finished, Writer, TENSOR_DIR};
+use crate::writer::{parent_text, stack_text, Finished, Journaled, Writer, RECORD_DEPTH, TENSOR_DIR};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
+
+thread_local! {
+    /// A capturing thread's scratch buffers: a record's text, and its journal entries.
+    static SCRATCH: std::cell::RefCell<(String, Vec<u8>)> = const { std::cell::RefCell::new((String::new(), Vec::new())) };
+}
 
 impl ByteBudget for Budget {
     fn would_admit(&self, n: u64) -> bool {
@@ -62,6 +68,9 @@ pub struct Summary {
     pub filtered: u64,
     pub errors: u64,
     pub capture_ms: u64,
+    /// Records that could not be journaled (the journal could not be created, or is full):
+    /// written to the JSON files, but a kill before that loses them.
+    pub unjournaled: u64,
     /// Tensor files not written because of write errors (disk full: every file after the
     /// first failure), and their bytes; see `writer::Counters::files_lost`.
     pub files_lost: u64,
@@ -92,7 +101,11 @@ impl std::fmt::Display for Summary {
             self.bytes_dropped,
             self.capture_ms
         )?;
-        write!(f, "\n  tensor files lost to write errors: {} ({} bytes)", self.files_lost, self.bytes_lost)
+        write!(f, "\n  tensor files lost to write errors: {} ({} bytes)", self.files_lost, self.bytes_lost)?;
+        if self.unjournaled > 0 {
+            write!(f, "\n  records not in the crash journal (a kill would have lost them): {}", self.unjournaled)?;
+        }
+        Ok(())
     }
 }
 
@@ -109,10 +122,26 @@ pub struct Recorder {
     bytes_dropped: AtomicU64,
     capture_ns: AtomicU64,
     finished: AtomicBool,
+    /// Opens the crash journal at the first start.
+    open_sink: OpenSink,
+    /// The crash journal, which `end` appends each record to before handing it to the writer.
+    sink: OnceLock<Arc<dyn Sink>>,
+    unjournaled: AtomicU64,
+    /// Records begun and not yet ended or aborted ([`Recorder::quiesce`] waits for them).
+    inflight: AtomicU64,
+    /// The session is ending (`quiesce`, `finish`): capture is not turned on again.
+    closing: AtomicBool,
 }
 
 impl Recorder {
+    /// A recorder whose crash journal is a plain file (one `write` per record).
     pub fn new(cfg: Config) -> Recorder {
+        Recorder::with_journal(cfg, journal::FileSink::open)
+    }
+
+    /// A recorder whose crash journal `open_sink` opens (libmsprobe's appends to a shared file
+    /// mapping, without a system call).
+    pub fn with_journal(cfg: Config, open_sink: OpenSink) -> Recorder {
         let opts = LeafOptions {
             task: cfg.task,
             summary_mode: cfg.summary_mode,
@@ -134,6 +163,11 @@ impl Recorder {
             bytes_dropped: AtomicU64::new(0),
             capture_ns: AtomicU64::new(0),
             finished: AtomicBool::new(false),
+            open_sink,
+            sink: OnceLock::new(),
+            unjournaled: AtomicU64::new(0),
+            inflight: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
         }
     }
 
@@ -213,6 +247,7 @@ impl Recorder {
                 return None;
             }
             st.root_ok = true;
+            self.open_journal();
         }
         let dir = self.cfg.dump_path.join(naming::step_dir(st.step)).join(naming::rank_dir(st.rank));
         st.dir = Some(dir.clone());
@@ -225,10 +260,32 @@ impl Recorder {
         Some(dir)
     }
 
+    /// Opens the crash journal in the dump path (which exists); capture goes on without one.
+    fn open_journal(&self) {
+        let root = &self.cfg.dump_path;
+        let header =
+            Header { task: self.cfg.task.as_str().into(), level: self.cfg.level.as_str().into(), dump_data_dir: None };
+        match (self.open_sink)(root, &Identity::of_this_process(root, &header)) {
+            Ok(sink) => {
+                if self.sink.set(sink.clone()).is_ok() {
+                    self.writer.journal(root.clone(), sink);
+                }
+            }
+            // A full disk stops capture, with the dump path's one message.
+            Err(e) if crate::fsutil::is_storage_failure(&e) => {
+                self.writer.report_error(root, "creating the crash journal", &e)
+            }
+            Err(e) => log::warn!(
+                "cannot create the crash journal in {}: {e}. Records are still written, but a kill loses those not yet in the JSON files.",
+                root.display()
+            ),
+        }
+    }
+
     /// Turns capture on for the current step (if the step and rank are selected) and writes
     /// the step's skeleton files.
     pub fn start(&self) -> bool {
-        if self.finished.load(Relaxed) {
+        if self.finished.load(Relaxed) || self.closing.load(Relaxed) {
             return false;
         }
         let mut st = self.lock();
@@ -260,7 +317,7 @@ impl Recorder {
         st.step += 1;
         st.counters.clear();
         st.in_scope = false;
-        if self.cfg.level == Level::L2 {
+        if self.cfg.level == Level::L2 && !self.closing.load(Relaxed) {
             let on = self.selected(&st);
             self.enabled.store(on, Relaxed);
         }
@@ -273,7 +330,7 @@ impl Recorder {
     /// Makes L2 capture (no start/stop calls) follow the step and rank filters.
     pub fn auto_start(&self) -> bool {
         let st = self.lock();
-        let on = self.selected(&st);
+        let on = self.selected(&st) && !self.closing.load(Relaxed);
         self.enabled.store(on, Relaxed);
         on
     }
@@ -305,9 +362,24 @@ impl Recorder {
         ok
     }
 
-    /// Starts a record, or `None` when capture is off or the record is filtered out.
+    /// Starts a record, or `None` when capture is off or the record is filtered out. A record
+    /// begun is ended ([`Recorder::end`]) or aborted ([`Recorder::abort`]).
     pub fn begin(&self, name: &str) -> Option<RecordBuilder> {
         if !self.is_enabled() {
+            return None;
+        }
+        // Counted before capture is checked again: `quiesce` turns capture off, then waits for
+        // the count, so a record either sees capture off or is waited for.
+        self.inflight.fetch_add(1, SeqCst);
+        let b = self.begin_counted(name);
+        if b.is_none() {
+            self.inflight.fetch_sub(1, SeqCst);
+        }
+        b
+    }
+
+    fn begin_counted(&self, name: &str) -> Option<RecordBuilder> {
+        if !self.enabled.load(SeqCst) {
             return None;
         }
         let mut st = self.lock();
@@ -344,11 +416,34 @@ impl Recorder {
         &self.writer.budget
     }
 
-    /// Hands a finished record to the writer. Its tensor files reserve their bytes here, all at
-    /// once (see [`crate::budget`]): in block mode this waits for room (for a record larger than
-    /// the queue, until nothing else is in flight); in drop mode a record that does not fit is
-    /// written without its tensor files, and counted.
-    pub fn end(&self, mut b: RecordBuilder) {
+    /// Drops a record begun with [`Recorder::begin`] without writing it.
+    pub fn abort(&self, b: RecordBuilder) {
+        drop(b);
+        self.inflight.fetch_sub(1, SeqCst);
+    }
+
+    /// Turns capture off and waits (at most `max`) until every record begun has ended: a
+    /// signal's finish does this first, so that no record whose call returns meanwhile is lost.
+    pub fn quiesce(&self, max: std::time::Duration) {
+        self.closing.store(true, SeqCst);
+        self.enabled.store(false, SeqCst);
+        let t0 = Instant::now();
+        while self.inflight.load(SeqCst) > 0 && t0.elapsed() < max {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+
+    /// Hands a finished record to the writer (see `end_counted`).
+    pub fn end(&self, b: RecordBuilder) {
+        self.end_counted(b);
+        self.inflight.fetch_sub(1, SeqCst);
+    }
+
+    /// Its tensor files reserve their bytes here, all at once (see [`crate::budget`]): in block
+    /// mode this waits for room (for a record larger than the queue, until nothing else is in
+    /// flight); in drop mode a record that does not fit is written without its tensor files,
+    /// and counted.
+    fn end_counted(&self, mut b: RecordBuilder) {
         let budget = &*self.writer.budget;
         let mut reserved = 0;
         if !b.files.is_empty() {
@@ -368,15 +463,78 @@ impl Recorder {
             log::warn!("writer queue full: records are being written without their tensor files (counted; see the run summary). Raise MSPROBE_QUEUE_MB or set MSPROBE_ON_QUEUE_FULL=block");
         }
         let target = std::mem::take(&mut b.target);
+        let rel = target.strip_prefix(&self.cfg.dump_path).ok().and_then(|r| r.to_str());
+        let (Some(sink), Some(rel)) = (self.sink.get(), rel) else {
+            let rec = Finished {
+                name: std::mem::take(&mut b.name),
+                body,
+                files: std::mem::take(&mut b.files),
+                stack: b.stack.take(),
+                parent: b.parent.take(),
+                reserved,
+            };
+            // No journal of its own (it could not be created): the writer journals the record.
+            self.writer.record(target, rec);
+            return;
+        };
+        // Durable before the hooked call returns: the record's entries go into the journal
+        // here, on the capturing thread, formatted once into exactly the texts its JSON files
+        // will hold (the writer only files them). Formatted in the thread's scratch buffers,
+        // and kept (until the step's files are closed) in strings of their exact length.
+        let stack = b.stack.take().map(|f| stack_text(&f));
+        let parent = b.parent.take().map(|p| parent_text(&p));
+        let (text, span) = SCRATCH.with(|scratch| {
+            let mut fresh = Default::default();
+            let mut guard = scratch.try_borrow_mut();
+            let (buf, entries): &mut (String, Vec<u8>) = match guard.as_deref_mut() {
+                Ok(s) => s,
+                Err(_) => &mut fresh,
+            };
+            buf.clear();
+            body.write_pretty_at(buf, RECORD_DEPTH);
+            entries.clear();
+            journal::entry(entries, 'R', rel, &b.name, buf);
+            if let Some(st) = &stack {
+                journal::entry(entries, 'S', rel, &b.name, st);
+            }
+            if let Some(p) = &parent {
+                journal::entry(entries, 'C', rel, &b.name, p);
+            }
+            let span = sink.append(entries);
+            (buf.as_str().to_string(), span)
+        });
+        drop(body);
+        if !span.ok {
+            self.count_unjournaled(sink.failure());
+        }
         let rec = Finished {
             name: std::mem::take(&mut b.name),
-            body,
+            body: crate::json::Json::Null,
             files: std::mem::take(&mut b.files),
-            stack: b.stack.take(),
-            parent: b.parent.take(),
+            stack: None,
+            parent: None,
             reserved,
         };
-        self.writer.record(target, rec);
+        self.writer.record_journaled(target, rec, Journaled { text, stack, parent, span });
+    }
+
+    /// A record could not be journaled, because of `failure` (if the file system said why). A
+    /// storage failure (disk full, I/O error) stops capture with the dump path's one message;
+    /// another reason is said once.
+    fn count_unjournaled(&self, failure: Option<std::io::Error>) {
+        let first = self.unjournaled.fetch_add(1, Relaxed) == 0;
+        match failure {
+            Some(e) if crate::fsutil::is_storage_failure(&e) => {
+                self.writer.report_error(&self.cfg.dump_path, "appending to the crash journal", &e)
+            }
+            Some(e) if first => log::warn!(
+                "a record could not be journaled ({e}; see the run summary): a kill before its JSON files are written loses it"
+            ),
+            _ if first => log::warn!(
+                "a record could not be journaled (see the run summary): a kill before its JSON files are written loses it"
+            ),
+            _ => {}
+        }
     }
 
     /// Adds time spent capturing (for the summary).
@@ -404,6 +562,7 @@ impl Recorder {
         if self.finished.swap(true, std::sync::atomic::Ordering::AcqRel) {
             return None;
         }
+        self.closing.store(true, SeqCst);
         self.enabled.store(false, Relaxed);
         let dir = self.lock().dir.take();
         if let Some(d) = dir {
@@ -427,6 +586,7 @@ impl Recorder {
             filtered: self.filtered.load(Relaxed),
             errors: c.errors.load(Relaxed),
             capture_ms: self.capture_ns.load(Relaxed) / 1_000_000,
+            unjournaled: self.unjournaled.load(Relaxed),
             files_lost: c.files_lost.load(Relaxed),
             bytes_lost: c.bytes_lost.load(Relaxed),
         }
@@ -456,6 +616,55 @@ mod tests {
         let t = TensorRef { dtype: DType::F32, shape: &shape, data, requires_grad: None, type_name: None };
         b.add_tensor(None, &t, rec.budget()).unwrap();
         Some(b)
+    }
+
+    /// A record is in the journal when `end` returns (the capturing thread appends it; the
+    /// writer has not necessarily seen it), with exactly the text dump.json gets; the journal
+    /// starts over once every step is written, and is removed at a clean finish.
+    #[test]
+    fn records_are_journaled_before_end_returns() {
+        let t = tempfile::tempdir().unwrap();
+        let rec = recorder(t.path(), Task::Statistics, 1 << 30);
+        rec.start();
+        let journal = || {
+            let j = std::fs::read_dir(t.path())
+                .unwrap()
+                .flatten()
+                .find(|e| e.file_name().to_string_lossy().starts_with(crate::journal::PREFIX));
+            j.map(|e| e.path())
+        };
+        let path = journal().expect("created at start");
+        for i in 0..50 {
+            let name = format!("Torch.add.{i}.forward");
+            let mut b = tensor_record(&rec, &name, &(i as f32).to_le_bytes());
+            b.stack = Some(vec![format!("File a.py, line {i}, in f, \n f()")]);
+            rec.end(b);
+            // Its entries, together (the writer may append directory entries around them).
+            let r = crate::journal::read(&path).unwrap();
+            let mine: Vec<_> = r
+                .entries
+                .iter()
+                .filter(|e| e.name == name)
+                .map(|e| (e.kind, e.dir.as_str(), e.name.as_str()))
+                .collect();
+            assert_eq!(mine, [('R', "step0/rank", name.as_str()), ('S', "step0/rank", name.as_str())]);
+            assert_eq!(r.entries.iter().filter(|e| e.kind != 'D').count(), 2 * (i + 1));
+        }
+        rec.stop(true);
+        let text = std::fs::read_to_string(t.path().join("step0/rank/dump.json")).unwrap();
+        let r = crate::journal::read(&path).unwrap();
+        let last = r.entries.iter().rev().find(|e| e.kind == 'R').unwrap();
+        assert!(text.contains(&format!("{}: {}", crate::json::Json::str(last.name.clone()).to_compact(), last.text)));
+        rec.step();
+        rec.start();
+        rec.stop(true);
+        rec.step();
+        rec.flush();
+        let base = std::fs::metadata(&path).unwrap().len();
+        assert!(base <= 8192, "every step is written and closed: the journal started over ({base} bytes)");
+        let s = rec.finish().unwrap();
+        assert_eq!((s.records, s.unjournaled), (50, 0));
+        assert!(journal().is_none(), "removed at a clean finish");
     }
 
     /// A record holds no budget while it is built, so aborted records leave nothing behind; one

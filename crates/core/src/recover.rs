@@ -1,129 +1,453 @@
-//! Recovery after a kill (`msprobe recover`): every journal found under a dump path is replayed
-//! into its rank directories, whose dump.json, stack.json and construct.json are rebuilt whole
-//! from it, and the tensor files its records name are checked (one cut short by the kill is
-//! removed and counted, as is one that never reached disk). The journal format is in
-//! [`crate::journal`].
+//! Recovery after a kill (`msprobe recover`): the journals found under a dump path are replayed
+//! into their runs' rank directories, whose dump.json, stack.json and construct.json are rebuilt
+//! (what the files already hold, plus every journaled record), and the tensor files its records
+//! name are checked (one cut short by the kill is removed and counted, as is one that never
+//! reached disk). The journal format is in [`crate::journal`].
+//!
+//! It cannot hurt, whatever a journal holds:
+//! - a journal whose process still runs is left alone, and one that was replayed is removed;
+//! - a directory is written in place only when it is the run's own: the one the journal names
+//!   by device and inode (found also after a later run moved it aside to `rank.replaced-*`), or
+//!   one the run never got to create (missing, or empty). Another run's directory of the same
+//!   name is never touched: the records go to a new directory beside it,
+//!   `{rank}.recovered-{pid}`;
+//! - directory names must be `step{N}/rank{R}`, tensor file names single plain components, no
+//!   symbolic link is followed (every component is checked, files are opened `O_NOFOLLOW`);
+//! - every entry is checked (CRC, then parsed as JSON of its kind) and written in its canonical
+//!   form, and each file's text is parsed again before it is written, so the output is valid JSON;
+//! - the only files removed are the run's own: its JSON files' temporaries
+//!   (`.dump.json.tmp{pid}`) and tensor files it cut short, in its own directories.
 
 use crate::fsutil;
 use crate::header::Header;
-use crate::journal;
+use crate::journal::{self, Identity};
 use crate::json::{self, Json};
-use crate::writer::{DirState, JsonFile, TENSOR_DIR};
-use std::path::Path;
+use crate::writer::{pretty, DirState, JsonFile, RECORD_DEPTH, TENSOR_DIR};
+use indexmap::IndexMap;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
 
-/// What [`recover_dir`] rebuilt.
+/// At most this many missing tensor files are named in [`Recovered::missing`].
+const NAMED_MISSING: usize = 20;
+
+/// What [`recover_dir`] did.
 #[derive(Debug, Default, PartialEq)]
 pub struct Recovered {
+    /// Journals replayed (and removed).
+    pub journals: usize,
+    /// Journals left alone because their process still runs.
+    pub running: usize,
+    /// Files named like journals that are not journals of this format (left alone).
+    pub unusable: usize,
     pub dirs: usize,
     pub records: usize,
-    /// Lines that could not be parsed (a write cut by the kill).
+    /// Unreadable journal stretches at the end of a journal: a write cut by the kill.
     pub torn_lines: usize,
-    /// Tensor files named by recovered records that never reached disk (or were cut short by
-    /// the kill and removed).
+    /// Entries skipped as damaged: unreadable stretches amid readable entries, and entries whose
+    /// CRC holds but whose content is not what their kind must hold.
+    pub damaged: usize,
+    /// Tensor files named by recovered records that never reached disk, or were cut short by
+    /// the kill (and removed).
     pub missing_files: usize,
+    /// The first of them, relative to the dump path.
+    pub missing: Vec<String>,
+    /// Directories whose records went beside them (`{rank}.recovered-{pid}`): the directory
+    /// under the journaled name is not the run's.
+    pub beside: Vec<PathBuf>,
+    /// Directories that could not be written (the journal is kept).
+    pub failed: Vec<String>,
 }
 
-/// Rebuilds dump.json, stack.json and construct.json from every journal found under `root`.
-pub fn recover_dir(root: &Path) -> std::io::Result<Recovered> {
-    let mut out = Recovered::default();
+/// Rebuilds dump.json, stack.json and construct.json from every journal found under `root`
+/// (which must be a directory, not a link to one).
+pub fn recover_dir(root: &Path) -> io::Result<Recovered> {
+    if !fsutil::is_real_dir(root) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a directory (a symbolic link is not followed)", root.display()),
+        ));
+    }
+    let mut journals = Vec::new();
     let mut pending = vec![root.to_path_buf()];
     while let Some(d) = pending.pop() {
         for entry in std::fs::read_dir(&d)? {
             let entry = entry?;
+            // The entry's own type: a link is neither a directory nor a file here.
             let ft = entry.file_type()?;
             if ft.is_dir() {
                 pending.push(entry.path());
-            } else if ft.is_file() && is_stale_temporary(&entry.file_name().to_string_lossy()) {
-                // A JSON file's temporary left by the killed process (see `fsutil::Replacement`).
-                let _ = std::fs::remove_file(entry.path());
             } else if ft.is_file() && entry.file_name().to_string_lossy().starts_with(journal::PREFIX) {
-                let replay = journal::read(&entry.path())?;
-                out.torn_lines += replay.torn;
-                for (dir, header, entries) in replay.dirs {
-                    let (state, n) = replay_dir(header, entries);
-                    if !dir.is_dir() {
-                        continue;
-                    }
-                    state.write_files(&dir)?;
-                    out.missing_files += check_tensor_files(&dir, &state);
-                    out.dirs += 1;
-                    out.records += n;
-                }
+                journals.push(entry.path());
             }
         }
+    }
+    journals.sort();
+    let mut out = Recovered::default();
+    for j in journals {
+        recover_journal(&j, &mut out)?;
     }
     Ok(out)
 }
 
-/// A directory's JSON state from its journal entries, and how many records they hold.
-fn replay_dir(header: Header, entries: Vec<journal::Entry>) -> (DirState, usize) {
+/// The journaled state of one directory.
+#[derive(Default)]
+struct Plan {
+    header: Option<Header>,
+    /// (device, inode) of the directory the run created.
+    id: Option<(u64, u64)>,
+    /// (kind, name, canonical text), in journal order.
+    entries: Vec<(char, String, String)>,
+}
+
+/// An entry's text in canonical form if it is what its kind holds: a record body (object), a
+/// stack.json value (list) or a construct.json value (string or null).
+fn canonical(kind: char, text: &str) -> Option<String> {
+    let v = json::parse(text).ok()?;
+    match (kind, &v) {
+        ('R', Json::Object(_)) => Some(pretty(&v, RECORD_DEPTH)),
+        ('S', Json::Array(_)) => Some(pretty(&v, 1)),
+        ('C', Json::Str(_) | Json::Null) => Some(v.to_compact()),
+        _ => None,
+    }
+}
+
+fn recover_journal(path: &Path, out: &mut Recovered) -> io::Result<()> {
+    let parsed = journal::read(path)?;
+    let Some(id) = parsed.identity else {
+        log::warn!("{} is not a journal of this version; left as it is", path.display());
+        out.unusable += 1;
+        return Ok(());
+    };
+    if id.is_running() {
+        log::warn!("{}: process {} is still running; its journal is left alone", path.display(), id.pid);
+        out.running += 1;
+        return Ok(());
+    }
+    let root = path.parent().unwrap_or(Path::new("."));
+    // The dump was moved or copied: directories cannot be recognised by their inodes.
+    let moved = id.root.is_some() && journal::file_id(root) != id.root;
+    out.torn_lines += parsed.torn;
+    out.damaged += parsed.damaged;
+    let mut plans: IndexMap<String, Plan> = IndexMap::new();
+    for e in parsed.entries {
+        if !journal::valid_dir(&e.dir) {
+            out.damaged += 1;
+            continue;
+        }
+        if e.kind == 'D' {
+            match journal::parse_dir_text(&e.text) {
+                Some((h, fid)) => {
+                    let plan = plans.entry(e.dir).or_default();
+                    plan.header = Some(h);
+                    plan.id = fid.or(plan.id);
+                }
+                None => out.damaged += 1,
+            }
+            continue;
+        }
+        match canonical(e.kind, &e.text) {
+            Some(text) => plans.entry(e.dir).or_default().entries.push((e.kind, e.name, text)),
+            None => out.damaged += 1,
+        }
+    }
+    out.journals += 1;
+    let mut ok = true;
+    for (rel, plan) in plans {
+        if let Err(e) = recover_one(root, &rel, plan, &id, moved, out) {
+            log::error!("cannot recover {rel} under {}: {e}", root.display());
+            out.failed.push(format!("{}: {e}", root.join(&rel).display()));
+            ok = false;
+        }
+    }
+    if ok {
+        // Replayed: a later `recover` must not replay it over what later runs write.
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}
+
+/// Where a directory's records go: the directory, whether it is the run's own (its files may
+/// be read, merged, and its own temporaries and cut tensor files removed), whether it is beside.
+struct Target {
+    dir: PathBuf,
+    own: bool,
+}
+
+fn mkdir(p: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new().mode(fsutil::DIR_MODE).create(p)
+}
+
+/// A new directory `{base}.recovered-{pid}[-k]`.
+fn beside(base: &Path, pid: u32) -> io::Result<PathBuf> {
+    let name = base.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for k in 0..1000 {
+        let n = if k == 0 { format!("{name}.recovered-{pid}") } else { format!("{name}.recovered-{pid}-{k}") };
+        let p = base.with_file_name(n);
+        match mkdir(&p) {
+            Ok(()) => return Ok(p),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("no free name beside {}", base.display())))
+}
+
+fn is_empty_dir(p: &Path) -> bool {
+    std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
+}
+
+/// The run's directory `rel` (`step{N}/rank{R}`) under `root`, or where its records go instead.
+fn resolve(root: &Path, rel: &str, plan: &Plan, id: &Identity, moved: bool) -> io::Result<Target> {
+    let (step, rank) = rel.split_once('/').expect("checked by valid_dir");
+    let step_path = root.join(step);
+    match std::fs::symlink_metadata(&step_path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let dir = fsutil::create_dirs(root, &[step, rank])?;
+            return Ok(Target { dir, own: true });
+        }
+        Err(e) => return Err(e),
+        Ok(m) if !m.file_type().is_dir() => {
+            // A link or a file in the way: never written through.
+            let side = beside(&step_path, id.pid)?;
+            mkdir(&side.join(rank))?;
+            return Ok(Target { dir: side.join(rank), own: false });
+        }
+        Ok(_) => {}
+    }
+    let path = step_path.join(rank);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            mkdir(&path)?;
+            return Ok(Target { dir: path, own: true });
+        }
+        Err(e) => return Err(e),
+        Ok(m) => m,
+    };
+    if meta.file_type().is_dir() {
+        if is_empty_dir(&path) {
+            return Ok(Target { dir: path, own: true });
+        }
+        match (plan.id, moved) {
+            (Some(fid), false) => {
+                if (meta.dev(), meta.ino()) == fid {
+                    return Ok(Target { dir: path, own: true });
+                }
+                // Moved aside by a later run of the same dump path?
+                let prefix = format!("{rank}.replaced-");
+                for e in std::fs::read_dir(&step_path)?.flatten() {
+                    let Ok(m) = std::fs::symlink_metadata(e.path()) else { continue };
+                    if m.file_type().is_dir()
+                        && e.file_name().to_string_lossy().starts_with(&prefix)
+                        && (m.dev(), m.ino()) == fid
+                    {
+                        return Ok(Target { dir: e.path(), own: true });
+                    }
+                }
+            }
+            (_, true) if consistent(&path, plan) => return Ok(Target { dir: path, own: true }),
+            _ => {}
+        }
+    }
+    let side = beside(&path, id.pid)?;
+    Ok(Target { dir: side, own: false })
+}
+
+/// In a moved or copied dump, whether `dir` can be the run's: its dump.json is missing or
+/// cut short, or holds only records the journal has, with the same text.
+fn consistent(dir: &Path, plan: &Plan) -> bool {
+    let Some(v) = fsutil::read_nofollow(&dir.join(JsonFile::Dump.name()))
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|t| json::parse(&t).ok())
+    else {
+        return true;
+    };
+    let Some(Json::Object(data)) = v.get("data") else { return true };
+    data.iter().all(|(k, body)| {
+        let text = pretty(body, RECORD_DEPTH);
+        plan.entries.iter().any(|(kind, n, t)| *kind == 'R' && n == k && *t == text)
+    })
+}
+
+/// What `dir`'s JSON files already hold (the run's own directory): records its writer put
+/// there before the kill, including any the journal no longer holds.
+fn merge_existing(dir: &Path, state: &mut DirState) {
+    let read = |f: JsonFile| {
+        fsutil::read_nofollow(&dir.join(f.name()))
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|t| json::parse(&t).ok())
+    };
+    if let Some(Json::Object(recs)) = read(JsonFile::Dump).as_ref().and_then(|d| d.get("data")).cloned() {
+        for (name, body) in recs {
+            state.add_text(&name, pretty(&body, RECORD_DEPTH));
+        }
+    }
+    if let Some(Json::Object(kv)) = read(JsonFile::Stack) {
+        for (name, v) in kv {
+            if matches!(v, Json::Array(_)) {
+                state.set_stack(name.into_owned(), pretty(&v, 1));
+            }
+        }
+    }
+    if let Some(Json::Object(kv)) = read(JsonFile::Construct) {
+        for (name, v) in kv {
+            if matches!(v, Json::Str(_) | Json::Null) {
+                state.set_construct(name.into_owned(), v.to_compact());
+            }
+        }
+    }
+}
+
+fn recover_one(root: &Path, rel: &str, plan: Plan, id: &Identity, moved: bool, out: &mut Recovered) -> io::Result<()> {
+    let target = resolve(root, rel, &plan, id, moved)?;
+    let mut header = plan.header.clone().unwrap_or_else(|| Header {
+        task: id.task.clone(),
+        level: id.level.clone(),
+        dump_data_dir: (id.task == "tensor")
+            .then(|| format!("{}/{rel}/{TENSOR_DIR}", id.dump_path.trim_end_matches('/'))),
+    });
+    if !target.own {
+        // The records' tensor files (if any) are in the directory they were written to.
+        header.dump_data_dir = header.dump_data_dir.map(|_| target.dir.join(TENSOR_DIR).to_string_lossy().into_owned());
+        out.beside.push(target.dir.clone());
+        log::warn!(
+            "{} is not the directory the killed run (pid {}) wrote; its records are recovered into {}",
+            root.join(rel).display(),
+            id.pid,
+            target.dir.display()
+        );
+    }
     let mut state = DirState::default();
     state.header = Some(header);
+    if target.own {
+        merge_existing(&target.dir, &mut state);
+    }
     let mut n = 0;
-    for (kind, name, text) in entries {
+    for (kind, name, text) in plan.entries {
         match kind {
             'R' => {
                 state.add_text(&name, text);
                 n += 1;
             }
             'S' => state.set_stack(name, text),
-            'C' => state.set_construct(name, text),
-            _ => {}
+            _ => state.set_construct(name, text),
         }
     }
-    (state, n)
+    write_checked(&target.dir, &state)?;
+    if target.own {
+        for f in JsonFile::ALL {
+            // The killed run's own temporaries (`fsutil::Replacement`), and nothing else.
+            let tmp = target.dir.join(format!(".{}{}{}", f.name(), fsutil::TMP_MARK, id.pid));
+            if std::fs::symlink_metadata(&tmp).is_ok_and(|m| m.file_type().is_file()) {
+                std::fs::remove_file(&tmp)?;
+            }
+        }
+        check_tensor_files(root, &target.dir, &state, out);
+    }
+    out.dirs += 1;
+    out.records += n;
+    Ok(())
 }
 
-/// Tensor files named by the records of `state` that are missing or cut short (those are
-/// removed: not data that reached disk).
-fn check_tensor_files(dir: &Path, state: &DirState) -> usize {
+/// Writes the three JSON files of `state` into `dir` (through a temporary and a rename), each
+/// checked to parse first; a file that already holds that text is left as it is.
+fn write_checked(dir: &Path, state: &DirState) -> io::Result<()> {
+    for (file, text) in JsonFile::ALL.into_iter().zip(state.texts()) {
+        if let Err(e) = json::parse(&text) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} would not be valid JSON: {e}", file.name()),
+            ));
+        }
+        let path = dir.join(file.name());
+        if fsutil::read_nofollow(&path).is_ok_and(|b| b == text.as_bytes()) {
+            continue;
+        }
+        fsutil::replace_file(&path, text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// A tensor file name from a journal that may be looked up: one plain component, as the
+/// recorder names tensor files.
+fn safe_file_name(n: &str) -> bool {
+    crate::naming::sanitize_component(n) == n && !n.starts_with('.') && (n.ends_with(".pt") || n.ends_with(".npy"))
+}
+
+/// Counts (and names) the tensor files named by the records of `state` that are missing or
+/// cut short; those cut short are removed (not data that reached disk). Only regular files in
+/// the directory's own `dump_tensor_data` are looked at.
+fn check_tensor_files(root: &Path, dir: &Path, state: &DirState, out: &mut Recovered) {
     let mut names = Vec::new();
     for body in state.records.values() {
         if let Ok(v) = json::parse(body) {
             data_names(&v, &mut names);
         }
     }
-    let mut missing = 0;
+    let tdir = dir.join(TENSOR_DIR);
+    let tdir_ok = fsutil::is_real_dir(&tdir);
     for n in &names {
-        let p = dir.join(TENSOR_DIR).join(n);
-        match std::fs::read(&p) {
-            Ok(bytes) if complete(n, &bytes) => {}
-            Ok(_) => {
-                let _ = std::fs::remove_file(&p);
-                missing += 1;
+        let p = tdir.join(n);
+        let whole = safe_file_name(n)
+            && tdir_ok
+            && match std::fs::symlink_metadata(&p) {
+                Ok(m) if m.file_type().is_file() => {
+                    let whole = complete_file(n, &p);
+                    if !whole {
+                        let _ = std::fs::remove_file(&p);
+                    }
+                    whole
+                }
+                _ => false,
+            };
+        if !whole {
+            out.missing_files += 1;
+            if out.missing.len() < NAMED_MISSING {
+                out.missing.push(p.strip_prefix(root).unwrap_or(&p).to_string_lossy().into_owned());
             }
-            Err(_) => missing += 1,
         }
     }
-    missing
 }
 
-/// A temporary of a JSON file written through a rename (see `fsutil::Replacement`).
-fn is_stale_temporary(name: &str) -> bool {
-    JsonFile::ALL.iter().any(|f| name.starts_with(&format!(".{}{}", f.name(), fsutil::TMP_MARK)))
+/// Whether the tensor file at `p` is whole (see [`complete`]); reads its head and tail only.
+fn complete_file(name: &str, p: &Path) -> bool {
+    let Ok(mut f) = fsutil::open_read_nofollow(p) else { return false };
+    let Ok(len) = f.metadata().map(|m| m.len()) else { return false };
+    let mut head = vec![0u8; len.min(1 << 16) as usize];
+    if f.read_exact(&mut head).is_err() {
+        return false;
+    }
+    let mut tail = vec![0u8; len.min(22) as usize];
+    if f.seek(SeekFrom::Start(len - tail.len() as u64)).and_then(|_| f.read_exact(&mut tail)).is_err() {
+        return false;
+    }
+    complete(name, &head, &tail, len)
 }
 
-/// Whether a tensor file is whole: a `.pt` zip ends with its end-of-central-directory record; a
-/// `.npy` holds exactly the bytes its header announces.
-fn complete(name: &str, bytes: &[u8]) -> bool {
+/// Whether a tensor file is whole from its first bytes `head`, its last bytes `tail` and its
+/// length: a `.pt` zip ends with its end-of-central-directory record; a `.npy` holds exactly
+/// the bytes its header announces.
+fn complete(name: &str, head: &[u8], tail: &[u8], len: u64) -> bool {
     if name.ends_with(".pt") {
-        return bytes.len() >= 22 && bytes[bytes.len() - 22..].starts_with(&0x06054b50u32.to_le_bytes());
+        return len >= 22 && tail.len() >= 22 && tail[tail.len() - 22..].starts_with(&0x06054b50u32.to_le_bytes());
     }
     if name.ends_with(".npy") {
-        if bytes.len() < 10 || !bytes.starts_with(b"\x93NUMPY") {
+        if head.len() < 10 || !head.starts_with(b"\x93NUMPY") {
             return false;
         }
-        let hl = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-        let Some(header) = bytes.get(10..10 + hl).and_then(|h| std::str::from_utf8(h).ok()) else { return false };
-        let item: usize = header
+        let hl = u16::from_le_bytes([head[8], head[9]]) as usize;
+        let Some(header) = head.get(10..10 + hl).and_then(|h| std::str::from_utf8(h).ok()) else { return false };
+        let item: u64 = header
             .split("'descr': '")
             .nth(1)
             .and_then(|d| d.get(2..).and_then(|t| t.split('\'').next()))
             .and_then(|n| n.parse().ok())
             .unwrap_or(0);
         let dims = header.split("'shape': (").nth(1).and_then(|t| t.split(')').next()).unwrap_or("");
-        let numel: usize = dims.split(',').filter_map(|x| x.trim().parse::<usize>().ok()).product();
-        return bytes.len() == 10 + hl + numel * item;
+        let numel = dims.split(',').filter_map(|x| x.trim().parse::<u64>().ok()).try_fold(1u64, u64::checked_mul);
+        return numel.and_then(|n| n.checked_mul(item)).and_then(|b| b.checked_add(10 + hl as u64)) == Some(len);
     }
     true
 }
@@ -144,91 +468,4 @@ fn data_names(v: &Json, out: &mut Vec<String>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::budget::Budget;
-    use crate::writer::{Finished, Writer};
-
-    #[test]
-    fn truncated_tensor_files_are_detected() {
-        use crate::dtype::DType;
-        use crate::tensorfile::{encode_npy, encode_pt};
-        let npy = encode_npy(DType::F32, &[3, 2], &[0u8; 24]);
-        assert!(complete("a.npy", &npy));
-        assert!(!complete("a.npy", &npy[..npy.len() - 1]));
-        let pt = encode_pt("a", DType::F16, &[4], &[0u8; 8]).unwrap();
-        assert!(complete("a.pt", &pt));
-        assert!(!complete("a.pt", &pt[..pt.len() - 3]));
-    }
-
-    /// One journal per process and dump path: emptied when a step ends (no per-step file), what
-    /// it holds mid-step rebuilds that step's JSON files (also from a copy of the dump, since
-    /// it names directories relative to the dump path), and it is gone after a clean exit.
-    #[test]
-    fn the_journal_outlives_steps_and_recovers_the_open_one() {
-        let root = tempfile::tempdir().unwrap();
-        let journal = root.path().join(format!("{}{}", journal::PREFIX, std::process::id()));
-        let w = Writer::new(Budget::new(1 << 20, true));
-        let header = Header { task: "statistics".into(), level: "L0".into(), dump_data_dir: None };
-        let send = |dir: &Path, name: &str| {
-            let body = json::parse(r#"{"input_args": [], "output": []}"#).unwrap();
-            let (stack, parent) = (Some(vec!["File a.py, line 1, in f, \n f()".to_string()]), Some(None));
-            w.record(
-                dir.to_path_buf(),
-                Finished { name: name.into(), body, files: vec![], stack, parent, reserved: 0 },
-            );
-        };
-        let (s0, s1) = (root.path().join("step0/rank0"), root.path().join("step1/rank0"));
-        w.open(s0.clone(), header.clone());
-        send(&s0, "Module.a.A.forward.0");
-        w.write_now(&s0, true);
-        assert_eq!(std::fs::metadata(&journal).unwrap().len(), 0, "a closed step leaves nothing in the journal");
-        w.open(s1.clone(), header.clone());
-        send(&s1, "Module.a.A.forward.1");
-        send(&s1, "Module.b.B.forward.0");
-        w.sync();
-        // "Killed" here: a copy of the dump as it is now, recovered.
-        let copy = tempfile::tempdir().unwrap();
-        for (rel, from) in [("step1/rank0", &s1), ("step0/rank0", &s0)] {
-            std::fs::create_dir_all(copy.path().join(rel)).unwrap();
-            for f in JsonFile::ALL.map(JsonFile::name) {
-                std::fs::copy(from.join(f), copy.path().join(rel).join(f)).unwrap();
-            }
-        }
-        std::fs::copy(&journal, copy.path().join(journal.file_name().unwrap())).unwrap();
-        // The copy holds what the writer's idle refreshes had written: some first records, or none.
-        let early = std::fs::read_to_string(copy.path().join("step1/rank0/dump.json")).unwrap();
-        let Some(Json::Object(early)) = json::parse(&early).unwrap().get("data").cloned() else { panic!() };
-        let early: Vec<&str> = early.iter().map(|(k, _)| &**k).collect();
-        assert!(["Module.a.A.forward.1", "Module.b.B.forward.0"].starts_with(&early), "{early:?}");
-        let r = recover_dir(copy.path()).unwrap();
-        assert_eq!((r.dirs, r.records, r.torn_lines, r.missing_files), (1, 2, 0, 0));
-        let read = |d: &Path, f: &str| json::parse(&std::fs::read_to_string(d.join(f)).unwrap()).unwrap();
-        let Some(Json::Object(data)) = read(&copy.path().join("step1/rank0"), "dump.json").get("data").cloned() else {
-            panic!()
-        };
-        let names: Vec<_> = data.iter().map(|(k, _)| &**k).collect();
-        assert_eq!(names, ["Module.a.A.forward.1", "Module.b.B.forward.0"]);
-        assert_eq!(
-            read(&copy.path().join("step1/rank0"), "construct.json").get("Module.b.B.forward.0"),
-            Some(&Json::Null)
-        );
-        assert_eq!(read(&copy.path().join("step1/rank0"), "dump.json").get("level").and_then(Json::as_str), Some("L0"));
-        // The closed step is left as it was written.
-        assert_eq!(read(&copy.path().join("step0/rank0"), "dump.json"), read(&s0, "dump.json"));
-        // A step end right after a waiting stop does not ring a napping writer; it is done before the
-        // next step's work: that step's records are alone in the journal.
-        w.write_now(&s1, false);
-        w.write(s1.clone(), true);
-        let s2 = root.path().join("step2/rank0");
-        w.open(s2.clone(), header.clone());
-        send(&s2, "Module.a.A.forward.2");
-        w.sync();
-        let replay = journal::read(&journal).unwrap();
-        let dirs: Vec<_> = replay.dirs.iter().map(|(d, _, e)| (d.clone(), e.len())).collect();
-        assert_eq!(dirs, [(s2.clone(), 3)], "R, S and C of the one record of step 2");
-        w.shutdown();
-        assert!(!journal.exists(), "the journal is removed at a clean exit");
-        assert_eq!(read(&s1, "dump.json"), read(&copy.path().join("step1/rank0"), "dump.json"));
-    }
-}
+mod tests;

@@ -24,7 +24,7 @@
 // under a SAFETY comment that states the header's contract.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use crate::session::{forked_child, install, recorder};
+use crate::session::{forked_child, install, new_recorder, recorder};
 use msprobe_core::config;
 use msprobe_core::dtype::DType;
 use msprobe_core::json::Json;
@@ -142,14 +142,16 @@ pub extern "C" fn msprobe_init(args_json: *const c_char) -> c_int {
         let env = |k: &str| std::env::var(k).ok();
         match config::load(&env, args.as_ref()) {
             Ok(cfg) => {
-                if install(Recorder::new(cfg)) {
+                if install(new_recorder(cfg)) {
                     INIT_PID.store(std::process::id(), std::sync::atomic::Ordering::Relaxed);
                     static AT_EXIT: Once = Once::new();
-                    // SAFETY: at_exit and forked_child are plain extern "C" fns that never unwind.
-                    AT_EXIT.call_once(|| unsafe {
-                        libc::atexit(at_exit);
-                        libc::pthread_atfork(None, None, Some(forked_child));
+                    AT_EXIT.call_once(|| {
+                        crate::signals::at_exit(at_exit);
+                        // SAFETY: forked_child is a plain extern "C" fn that never unwinds.
+                        unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
                     });
+                    // SIGTERM/SIGINT finish the files and print the summary, then end the process.
+                    crate::signals::install(at_exit);
                     MSPROBE_OK
                 } else {
                     MSPROBE_ALREADY
@@ -731,6 +733,8 @@ pub extern "C" fn msprobe_record_abort(r: *mut MsprobeRecord) {
     }
     guard((), || {
         // SAFETY: r came from Box::into_raw in msprobe_record_begin and is released once.
-        drop(unsafe { Box::from_raw(r) });
+        let m = unsafe { Box::from_raw(r) };
+        let MsprobeRecord { b, rec, .. } = *m;
+        rec.abort(b);
     })
 }

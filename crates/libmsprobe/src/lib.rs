@@ -22,3 +22,4 @@ pub mod ffi;
 mod hook;
 mod interposer;
 mod session;
+mod signals;

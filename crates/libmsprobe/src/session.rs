@@ -4,6 +4,7 @@
 //! A forked child has none of the writer's threads: from `pthread_atfork` on, it sees no
 //! recorder and records nothing.
 
+use msprobe_core::config::Config;
 use msprobe_core::recorder::Recorder;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
@@ -34,4 +35,10 @@ pub(crate) fn install(r: Recorder) -> bool {
     }
     *g = Some(Arc::new(r));
     true
+}
+
+/// A recorder for this process: its crash journal is a shared file mapping, which capturing
+/// threads append their records to without a system call (`mmap-journal`).
+pub(crate) fn new_recorder(cfg: Config) -> Recorder {
+    Recorder::with_journal(cfg, mmap_journal::MmapSink::open)
 }

@@ -10,7 +10,7 @@ use std::os::raw::c_void;
 type Status = i32;
 type H = *mut c_void;
 
-fn scalar(h: H, what: &str) -> Result<f64, i32> {
+pub(crate) fn scalar(h: H, what: &str) -> Result<f64, i32> {
     match nnop::get(h as usize) {
         Some(Obj::Scalar(s)) => Ok(s.value),
         _ => Err(fail(
@@ -19,7 +19,7 @@ fn scalar(h: H, what: &str) -> Result<f64, i32> {
         )),
     }
 }
-fn int_array(h: H, what: &str) -> Result<Vec<i64>, i32> {
+pub(crate) fn int_array(h: H, what: &str) -> Result<Vec<i64>, i32> {
     match nnop::get(h as usize) {
         Some(Obj::IntArray(v)) => Ok(v),
         _ => Err(fail(
@@ -28,7 +28,7 @@ fn int_array(h: H, what: &str) -> Result<Vec<i64>, i32> {
         )),
     }
 }
-fn bool_array(h: H, what: &str) -> Result<Vec<bool>, i32> {
+pub(crate) fn bool_array(h: H, what: &str) -> Result<Vec<bool>, i32> {
     match nnop::get(h as usize) {
         Some(Obj::BoolArray(v)) => Ok(v),
         _ => Err(fail(
@@ -37,19 +37,19 @@ fn bool_array(h: H, what: &str) -> Result<Vec<bool>, i32> {
         )),
     }
 }
-fn cube(c: i8) -> Result<(), i32> {
+pub(crate) fn cube(c: i8) -> Result<(), i32> {
     if (0..=3).contains(&c) {
         Ok(())
     } else {
         Err(fail(ACLNN_ERR_PARAM_INVALID, format!("cubeMathType {c} must be 0..3")))
     }
 }
-fn u(h: H) -> usize {
+pub(crate) fn u(h: H) -> usize {
     h as usize
 }
 
 /// Common phase-1 driver.
-fn p1(name: &'static str, ws: *mut u64, ex: *mut H, f: impl FnOnce() -> Result<(Op, Args), i32>) -> Status {
+pub(crate) fn p1(name: &'static str, ws: *mut u64, ex: *mut H, f: impl FnOnce() -> Result<(Op, Args), i32>) -> Status {
     guard(ACLNN_ERR_INNER, || {
         if ws.is_null() || ex.is_null() {
             return fail(ACLNN_ERR_PARAM_NULLPTR, format!("{name}GetWorkspaceSize: workspaceSize or executor is NULL"));
@@ -69,12 +69,13 @@ fn p1(name: &'static str, ws: *mut u64, ex: *mut H, f: impl FnOnce() -> Result<(
     })
 }
 
+#[macro_export]
 macro_rules! phase2 {
     ($($name:ident),* $(,)?) => {
         $(
             #[no_mangle]
-            pub extern "C" fn $name(workspace: *mut c_void, workspace_size: u64, executor: H, stream: H) -> Status {
-                guard(ACLNN_ERR_INNER, || nnop::launch(stringify!($name), workspace as usize, workspace_size, executor as usize, stream as usize))
+            pub extern "C" fn $name(workspace: *mut std::os::raw::c_void, workspace_size: u64, executor: *mut std::os::raw::c_void, stream: *mut std::os::raw::c_void) -> i32 {
+                $crate::ffi::guard(cann_abi::status::ACLNN_ERR_INNER, || $crate::nnop::launch(stringify!($name), workspace as usize, workspace_size, executor as usize, stream as usize))
             }
         )*
     };

@@ -113,6 +113,15 @@ fn with_desc<T>(desc: H, default: T, f: impl FnOnce(&mut Desc) -> T) -> T {
     }
 }
 
+/// Run a setter on a live descriptor; the failure (and its `aclGetRecentErrMsg` record) happens only
+/// when the handle is not live.
+fn with_live_desc(desc: H, f: impl FnOnce(&mut Desc) -> AclError) -> AclError {
+    match reg().descs.get_mut(&(desc as usize)) {
+        Some(d) => f(d),
+        None => fail(ACL_ERROR_INVALID_PARAM, "not a live aclTensorDesc"),
+    }
+}
+
 #[no_mangle]
 pub extern "C" fn aclGetTensorDescType(desc: H) -> i32 {
     guard(-1, || with_desc(desc, -1, |d| d.dtype))
@@ -164,7 +173,7 @@ pub extern "C" fn aclGetTensorDescName(desc: H) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn aclSetTensorFormat(desc: H, format: i32) -> AclError {
     guard(ACL_ERROR_INTERNAL_ERROR, || {
-        with_desc(desc, fail(ACL_ERROR_INVALID_PARAM, "not a live aclTensorDesc"), |d| {
+        with_live_desc(desc, |d| {
             d.storage_format = format;
             ACL_SUCCESS
         })
@@ -176,7 +185,7 @@ pub extern "C" fn aclSetTensorShape(desc: H, num_dims: i32, dims: *const i64) ->
         let Some(v) = slice_to_vec(dims, num_dims.max(0) as usize) else {
             return fail(ACL_ERROR_INVALID_PARAM, "dims is NULL");
         };
-        with_desc(desc, fail(ACL_ERROR_INVALID_PARAM, "not a live aclTensorDesc"), |d| {
+        with_live_desc(desc, |d| {
             d.storage_dims = Some(v);
             ACL_SUCCESS
         })
@@ -185,7 +194,7 @@ pub extern "C" fn aclSetTensorShape(desc: H, num_dims: i32, dims: *const i64) ->
 #[no_mangle]
 pub extern "C" fn aclSetTensorOriginFormat(desc: H, format: i32) -> AclError {
     guard(ACL_ERROR_INTERNAL_ERROR, || {
-        with_desc(desc, fail(ACL_ERROR_INVALID_PARAM, "not a live aclTensorDesc"), |d| {
+        with_live_desc(desc, |d| {
             d.format = format;
             ACL_SUCCESS
         })
@@ -197,7 +206,7 @@ pub extern "C" fn aclSetTensorOriginShape(desc: H, num_dims: i32, dims: *const i
         let Some(v) = slice_to_vec(dims, num_dims.max(0) as usize) else {
             return fail(ACL_ERROR_INVALID_PARAM, "dims is NULL");
         };
-        with_desc(desc, fail(ACL_ERROR_INVALID_PARAM, "not a live aclTensorDesc"), |d| {
+        with_live_desc(desc, |d| {
             d.dims = v;
             ACL_SUCCESS
         })
@@ -209,7 +218,7 @@ pub extern "C" fn aclSetTensorConst(desc: H, data: *mut c_void, length: usize) -
         let Some(v) = slice_to_vec(data as *const u8, length) else {
             return fail(ACL_ERROR_INVALID_PARAM, "dataBuffer is NULL");
         };
-        with_desc(desc, fail(ACL_ERROR_INVALID_PARAM, "not a live aclTensorDesc"), |d| {
+        with_live_desc(desc, |d| {
             d.const_data = Some(v);
             ACL_SUCCESS
         })
@@ -218,7 +227,7 @@ pub extern "C" fn aclSetTensorConst(desc: H, data: *mut c_void, length: usize) -
 #[no_mangle]
 pub extern "C" fn aclSetTensorPlaceMent(desc: H, mem_type: i32) -> AclError {
     guard(ACL_ERROR_INTERNAL_ERROR, || {
-        with_desc(desc, fail(ACL_ERROR_INVALID_PARAM, "not a live aclTensorDesc"), |d| {
+        with_live_desc(desc, |d| {
             d.placement = mem_type;
             ACL_SUCCESS
         })
@@ -376,7 +385,7 @@ fn exec(
     stream: H,
 ) -> AclError {
     let Some(t) = cstr(op_type) else { return fail(ACL_ERROR_INVALID_PARAM, "opType is NULL") };
-    let mut i = match collect(nin, in_desc, ins, "input") {
+    let i = match collect(nin, in_desc, ins, "input") {
         Ok(v) => v,
         Err(e) => return e,
     };
@@ -392,52 +401,24 @@ fn exec(
             None => return fail(ACL_ERROR_INVALID_PARAM, "not a live aclopAttr"),
         }
     };
-    let staged = match stage_host_inputs(&mut i) {
-        Ok(v) => v,
-        Err(e) => return e,
-    };
-    op::execute(entry, &t, &i, &o, &a, stream as usize, staged)
-}
-
-/// Host-placed (`aclSetTensorPlaceMent` HOST) and const (`aclSetTensorConst`) inputs: the runtime
-/// takes their data at the call, as the host buffer may be reused once the call returns, and the
-/// kernel reads a device copy. Returns the device copies (freed once the kernel ran).
-fn stage_host_inputs(ins: &mut [IoT]) -> Result<Vec<usize>, i32> {
-    let mut staged = Vec::new();
-    for (k, x) in ins.iter_mut().enumerate() {
-        let host = x.desc.placement == 1 || x.desc.placement == 2;
-        let data = if let Some(c) = &x.desc.const_data {
-            c.clone()
-        } else if host {
-            match slice_to_vec(x.addr as *const u8, x.size) {
-                Some(v) => v,
-                None if x.size == 0 => Vec::new(),
-                None => {
-                    for d in staged {
-                        let _ = crate::mem::free(d);
-                    }
-                    return Err(fail(ACL_ERROR_INVALID_PARAM, format!("input {k}: host-placed buffer is NULL")));
-                }
-            }
-        } else {
-            continue;
+    if crate::log_enabled() {
+        let show = |v: &[IoT]| {
+            v.iter()
+                .map(|x| {
+                    format!(
+                        "{}{:?}@{}{}",
+                        x.desc.dtype,
+                        x.desc.dims,
+                        if x.desc.placement == 1 { "host" } else { "dev" },
+                        if x.desc.const_data.is_some() { "+const" } else { "" }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
         };
-        let dev = crate::mem::alloc(data.len().max(1)).and_then(|d| crate::mem::write(d, &data).map(|_| d));
-        match dev {
-            Ok(d) => {
-                staged.push(d);
-                x.addr = d;
-                x.size = data.len();
-            }
-            Err(e) => {
-                for d in staged {
-                    let _ = crate::mem::free(d);
-                }
-                return Err(fail(e, format!("input {k}: no device memory for its host data")));
-            }
-        }
+        crate::simlog!("{entry} {t}: in [{}] out [{}] attrs {:?}", show(&i), show(&o), a);
     }
-    Ok(staged)
+    op::execute(entry, &t, &i, &o, &a, stream as usize)
 }
 
 #[no_mangle]

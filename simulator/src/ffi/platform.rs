@@ -542,3 +542,119 @@ hccl_not_supported!(
     HcclZeroCopySetMemoryRange,
     HcclZeroCopyUnsetMemoryRange
 );
+
+// ---- torch_npu 2.14 link-time names (`real-clients.md` §3.3) --------------------------------------
+
+/// `void aclAppLog(aclLogLevel logLevel, const char *func, const char *file, uint32_t line, const char *fmt, ...)`.
+/// The real function writes to the CANN application log (never to stdout); the simulator writes the
+/// record to stderr when `CANNSIM_LOG` is set. Stable Rust cannot define a C-variadic function, so this
+/// is defined with the five fixed parameters (the x86-64 / AArch64 calling conventions pass them
+/// identically) and the format string is logged without its arguments expanded.
+#[no_mangle]
+pub extern "C" fn aclAppLog(level: i32, func: *const c_char, file: *const c_char, line: u32, fmt: *const c_char) {
+    guard((), || {
+        if crate::log_enabled() {
+            let lv = match level {
+                0 => "DEBUG",
+                1 => "INFO",
+                2 => "WARNING",
+                3 => "ERROR",
+                _ => "EVENT",
+            };
+            crate::simlog!(
+                "aclAppLog {lv} {}:{} {}: {}",
+                cstr(file).unwrap_or_default(),
+                line,
+                cstr(func).unwrap_or_default(),
+                cstr(fmt).unwrap_or_default()
+            );
+        }
+    })
+}
+
+/// `aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int64_t *value)`:
+/// AI (cube) cores, vector cores and L2 size of the simulated Ascend910B1.
+#[no_mangle]
+pub extern "C" fn aclGetDeviceCapability(device_id: u32, info: i32, value: *mut i64) -> AclError {
+    guard(ACL_ERROR_INTERNAL_ERROR, || {
+        if device_id >= device_count() {
+            return fail(ACL_ERROR_RT_INVALID_DEVICEID, format!("device id {device_id} out of range"));
+        }
+        let v = match info {
+            0 => 24,
+            1 => 48,
+            2 => 192 << 20,
+            _ => return fail(ACL_ERROR_INVALID_PARAM, format!("aclDeviceInfo {info} is invalid")),
+        };
+        if put(value, v) {
+            ACL_SUCCESS
+        } else {
+            fail(ACL_ERROR_INVALID_PARAM, "value is NULL")
+        }
+    })
+}
+
+/// `aclrtBinaryLoadFromData(const void *data, size_t length, const aclrtBinaryLoadOptions *options,
+/// aclrtBinHandle *binHandle)`: device kernel binaries cannot run on the CPU simulator (207000).
+#[no_mangle]
+pub extern "C" fn aclrtBinaryLoadFromData(
+    data: *const c_void,
+    length: usize,
+    _options: *const c_void,
+    bin: *mut *mut c_void,
+) -> AclError {
+    guard(ACL_ERROR_INTERNAL_ERROR, || {
+        if data.is_null() || length == 0 || bin.is_null() {
+            return fail(ACL_ERROR_INVALID_PARAM, "data, length and binHandle must be given");
+        }
+        not_supported("aclrtBinaryLoadFromData (device kernel binaries)")
+    })
+}
+
+/// `aclrtBinaryLoadFromFile(const char *binPath, aclrtBinaryLoadOptions *options, aclrtBinHandle *binHandle)`.
+#[no_mangle]
+pub extern "C" fn aclrtBinaryLoadFromFile(
+    path: *const c_char,
+    _options: *const c_void,
+    bin: *mut *mut c_void,
+) -> AclError {
+    guard(ACL_ERROR_INTERNAL_ERROR, || {
+        if path.is_null() || bin.is_null() {
+            return fail(ACL_ERROR_INVALID_PARAM, "binPath and binHandle must be given");
+        }
+        not_supported("aclrtBinaryLoadFromFile (device kernel binaries)")
+    })
+}
+
+/// `aclrtBinaryUnLoad(aclrtBinHandle binHandle)`: no binary is ever loaded, so every handle is invalid.
+#[no_mangle]
+pub extern "C" fn aclrtBinaryUnLoad(bin: *mut c_void) -> AclError {
+    guard(ACL_ERROR_INTERNAL_ERROR, || {
+        if bin.is_null() {
+            return fail(ACL_ERROR_INVALID_PARAM, "binHandle is NULL");
+        }
+        fail(ACL_ERROR_RT_PARAM_INVALID, "binHandle is not a loaded binary")
+    })
+}
+
+/// `aclrtBinaryGetFunction(const aclrtBinHandle binHandle, const char *kernelName, aclrtFuncHandle *funcHandle)`.
+#[no_mangle]
+pub extern "C" fn aclrtBinaryGetFunction(bin: *mut c_void, name: *const c_char, func: *mut *mut c_void) -> AclError {
+    guard(ACL_ERROR_INTERNAL_ERROR, || {
+        if bin.is_null() || name.is_null() || func.is_null() {
+            return fail(ACL_ERROR_INVALID_PARAM, "binHandle, kernelName and funcHandle must be given");
+        }
+        fail(ACL_ERROR_RT_PARAM_INVALID, "binHandle is not a loaded binary")
+    })
+}
+
+/// `aclrtGetFunctionAddr(aclrtFuncHandle funcHandle, void **aicAddr, void **aivAddr)`.
+#[no_mangle]
+pub extern "C" fn aclrtGetFunctionAddr(func: *mut c_void, aic: *mut *mut c_void, aiv: *mut *mut c_void) -> AclError {
+    guard(ACL_ERROR_INTERNAL_ERROR, || {
+        if func.is_null() || aic.is_null() || aiv.is_null() {
+            return fail(ACL_ERROR_INVALID_PARAM, "funcHandle, aicAddr and aivAddr must be given");
+        }
+        fail(ACL_ERROR_RT_PARAM_INVALID, "funcHandle is not a function of a loaded binary")
+    })
+}

@@ -37,6 +37,7 @@ fn host_allocs() -> &'static Mutex<HashSet<usize>> {
 #[no_mangle]
 pub extern "C" fn aclInit(_config_path: *const c_char) -> AclError {
     guard(ACL_ERROR_INTERNAL_ERROR, || {
+        crate::stats::init();
         if INIT.swap(true, Ordering::SeqCst) {
             return fail(ACL_ERROR_REPEAT_INITIALIZE, "aclInit was already called");
         }
@@ -137,15 +138,19 @@ pub extern "C" fn aclrtGetRunMode(mode: *mut i32) -> AclError {
 
 #[no_mangle]
 pub extern "C" fn aclrtSynchronizeDevice() -> AclError {
-    guard(ACL_ERROR_INTERNAL_ERROR, || match stream::synchronize_all(None) {
-        Ok(()) => ACL_SUCCESS,
-        Err(e) => e,
+    guard(ACL_ERROR_INTERNAL_ERROR, || {
+        crate::stats::wait(crate::stats::Wait::Device);
+        match stream::synchronize_all(None) {
+            Ok(()) => ACL_SUCCESS,
+            Err(e) => e,
+        }
     })
 }
 
 #[no_mangle]
 pub extern "C" fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> AclError {
     guard(ACL_ERROR_INTERNAL_ERROR, || {
+        crate::stats::wait(crate::stats::Wait::Device);
         let t = if timeout < 0 { None } else { Some(Duration::from_millis(timeout as u64)) };
         match stream::synchronize_all(t) {
             Ok(()) => ACL_SUCCESS,
@@ -393,7 +398,10 @@ pub extern "C" fn aclrtMemcpy(
         };
         // Synchronous, and deliberately does not wait for pending stream work (as on hardware).
         match mem::copy(dst as usize, ds, src as usize, ss, count) {
-            Ok(()) => ACL_SUCCESS,
+            Ok(()) => {
+                crate::stats::copy(ds == Side::Device, ss == Side::Device, false, count);
+                ACL_SUCCESS
+            }
             Err(e) => fail(e, "memcpy failed"),
         }
     })
@@ -416,7 +424,10 @@ pub extern "C" fn aclrtMemcpyAsync(
         let Some(s) = stream::get(stream as usize) else { return fail(ACL_ERROR_INVALID_PARAM, "invalid stream") };
         let (d, sr) = (dst as usize, src as usize);
         match s.submit(Box::new(move || mem::copy(d, ds, sr, ss, count))) {
-            Ok(()) => ACL_SUCCESS,
+            Ok(()) => {
+                crate::stats::copy(ds == Side::Device, ss == Side::Device, true, count);
+                ACL_SUCCESS
+            }
             Err(e) => e,
         }
     })
@@ -448,6 +459,7 @@ pub extern "C" fn aclrtMemcpy2d(
                 return fail(e, "memcpy2d out of range");
             }
         }
+        crate::stats::copy(ds == Side::Device, ss == Side::Device, false, width * height);
         ACL_SUCCESS
     })
 }
@@ -544,6 +556,7 @@ pub extern "C" fn aclrtDestroyStreamForce(st: *mut c_void) -> AclError {
 }
 
 fn sync_stream(st: *mut c_void, t: Option<Duration>) -> AclError {
+    crate::stats::wait(crate::stats::Wait::Stream);
     let Some(s) = stream::get(st as usize) else {
         return fail(ACL_ERROR_INVALID_PARAM, format!("invalid stream {st:p}"));
     };
@@ -585,6 +598,7 @@ pub extern "C" fn aclrtStreamWaitEvent(st: *mut c_void, event: *mut c_void) -> A
     guard(ACL_ERROR_INTERNAL_ERROR, || {
         let Some(s) = stream::get(st as usize) else { return fail(ACL_ERROR_INVALID_PARAM, "invalid stream") };
         let Some(e) = stream::event_get(event as usize) else { return fail(ACL_ERROR_INVALID_PARAM, "invalid event") };
+        crate::stats::wait(crate::stats::Wait::StreamWaitEvent);
         match e.stream_wait(&s) {
             Ok(()) => ACL_SUCCESS,
             Err(c) => c,
@@ -651,6 +665,7 @@ pub extern "C" fn aclrtResetEvent(event: *mut c_void, _st: *mut c_void) -> AclEr
 pub extern "C" fn aclrtSynchronizeEvent(event: *mut c_void) -> AclError {
     guard(ACL_ERROR_INTERNAL_ERROR, || {
         let Some(e) = stream::event_get(event as usize) else { return fail(ACL_ERROR_INVALID_PARAM, "invalid event") };
+        crate::stats::wait(crate::stats::Wait::Event);
         e.wait(None);
         ACL_SUCCESS
     })
@@ -769,11 +784,96 @@ ok_stub! {
     aclrtSetDeviceSatMode(m: i32);
     aclrtCtxSetSysParamOpt(o: i32, v: i64);
     aclrtSetSysParamOpt(o: i32, v: i64);
-    aclSetCompileopt(o: i32, v: *const c_char);
     aclopSetCompileFlag(f: i32);
     aclmdlInitDump();
     aclmdlSetDump(p: *const c_char);
     aclmdlFinalizeDump();
+}
+
+// ---- simulator-only introspection: device-traffic counters (stats.rs)
+
+/// `size_t cannsimStatsJson(char *buf, size_t len)`: writes the counters as a NUL-terminated JSON
+/// object into `buf` when `len` is large enough; returns the size needed including the NUL.
+#[no_mangle]
+pub extern "C" fn cannsimStatsJson(buf: *mut c_char, len: usize) -> usize {
+    guard(0, || {
+        let j = crate::stats::json();
+        if !buf.is_null() && len > j.len() {
+            // SAFETY: the caller provides `len` (> j.len()) writable bytes at `buf`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(j.as_ptr(), buf as *mut u8, j.len());
+                *buf.add(j.len()) = 0;
+            }
+        }
+        j.len() + 1
+    })
+}
+
+/// `void cannsimStatsReset(void)`: zero every counter.
+#[no_mangle]
+pub extern "C" fn cannsimStatsReset() {
+    guard((), crate::stats::reset)
+}
+
+// ---- compile options (libacl_op_compiler): aclSetCompileopt / aclGetCompileoptSize / aclGetCompileopt
+
+/// `aclCompileOpt` values: ACL_PRECISION_MODE = 0 .. ACL_OP_DEBUG_OPTION = 16 in the 8.x headers; later
+/// values are accepted too (newer toolkits append options).
+const COMPILE_OPTS: i32 = 64;
+const ACL_OP_JIT_COMPILE: i32 = 10;
+
+fn compile_opts() -> std::sync::MutexGuard<'static, std::collections::HashMap<i32, String>> {
+    static M: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<i32, String>>> =
+        std::sync::OnceLock::new();
+    M.get_or_init(|| {
+        // The Ascend910B defaults: binary (pre-compiled) kernels, no just-in-time compilation.
+        std::sync::Mutex::new(std::collections::HashMap::from([(ACL_OP_JIT_COMPILE, "disable".to_string())]))
+    })
+    .lock()
+    .unwrap_or_else(|e| e.into_inner())
+}
+
+#[no_mangle]
+pub extern "C" fn aclSetCompileopt(opt: i32, value: *const c_char) -> AclError {
+    guard(ACL_ERROR_INTERNAL_ERROR, || {
+        if !(0..COMPILE_OPTS).contains(&opt) {
+            return fail(ACL_ERROR_INVALID_PARAM, format!("aclCompileOpt {opt} is invalid"));
+        }
+        let Some(v) = crate::ffi::cstr(value) else { return fail(ACL_ERROR_INVALID_PARAM, "value is NULL") };
+        compile_opts().insert(opt, v);
+        ACL_SUCCESS
+    })
+}
+
+/// Size of the option's value including the terminating NUL (0 for an invalid option).
+#[no_mangle]
+pub extern "C" fn aclGetCompileoptSize(opt: i32) -> usize {
+    guard(0, || {
+        if !(0..COMPILE_OPTS).contains(&opt) {
+            fail(ACL_ERROR_INVALID_PARAM, format!("aclCompileOpt {opt} is invalid"));
+            return 0;
+        }
+        compile_opts().get(&opt).map(|v| v.len()).unwrap_or(0) + 1
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclGetCompileopt(opt: i32, value: *mut c_char, length: usize) -> AclError {
+    guard(ACL_ERROR_INTERNAL_ERROR, || {
+        if !(0..COMPILE_OPTS).contains(&opt) {
+            return fail(ACL_ERROR_INVALID_PARAM, format!("aclCompileOpt {opt} is invalid"));
+        }
+        let v = compile_opts().get(&opt).cloned().unwrap_or_default();
+        if value.is_null() || length < v.len() + 1 {
+            return fail(ACL_ERROR_INVALID_PARAM, format!("value buffer of {length} bytes is too small"));
+        }
+        // SAFETY: the caller provides `length` writable bytes at `value`; we write v.len() + 1 <= length.
+        unsafe {
+            std::ptr::copy_nonoverlapping(v.as_ptr(), value as *mut u8, v.len());
+            *value.add(v.len()) = 0;
+        }
+        ACL_SUCCESS
+    })
 }
 
 #[no_mangle]

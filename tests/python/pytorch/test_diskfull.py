@@ -139,7 +139,9 @@ def test_a_full_disk_leaves_a_valid_dump_and_an_honest_summary(runs: Path, case:
     # counted as dropped. Each record has two tensors (input, output).
     sent = s["records"] + s["dropped"]
     assert s["tensors"] == 2 * sent, s
-    assert 0 < sent < len(ref_records), (sent, len(ref_records))
+    # A disk full from the start stops capture when the crash journal is created, before the
+    # first record.
+    assert (0 if CASES[case][2] else 1) <= sent < len(ref_records), (sent, len(ref_records))
     assert s["records"] == len(records), s
     assert records == ref_records[: len(records)]
 

@@ -25,21 +25,32 @@ pub struct DirState {
 }
 
 /// Depth of a record body inside dump.json (`{"data": {"name": body}}`).
-pub(super) const RECORD_DEPTH: usize = 2;
+pub const RECORD_DEPTH: usize = 2;
 
-pub(super) fn pretty(v: &Json, depth: usize) -> String {
+pub fn pretty(v: &Json, depth: usize) -> String {
     let mut s = String::with_capacity(4096);
     v.write_pretty_at(&mut s, depth);
     s
 }
 
-/// A stack.json value (depth 1).
-pub(super) fn stack_text(frames: &[String]) -> String {
-    pretty(&Json::Array(frames.iter().map(|f| Json::str(f.clone())).collect()), 1)
+/// A stack.json value (depth 1): the text `pretty` gives the list of frames, written without
+/// building it (capturing threads format each record's stack).
+pub fn stack_text(frames: &[String]) -> String {
+    if frames.is_empty() {
+        return "[]".into();
+    }
+    let mut s = String::with_capacity(frames.iter().map(|f| f.len() + 8).sum::<usize>() + 4);
+    s.push('[');
+    for (i, f) in frames.iter().enumerate() {
+        s.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        json::write_string(&mut s, f);
+    }
+    s.push_str("\n ]");
+    s
 }
 
 /// A construct.json value.
-pub(super) fn parent_text(p: &Option<String>) -> String {
+pub fn parent_text(p: &Option<String>) -> String {
     p.clone().map(Json::str).unwrap_or(Json::Null).to_compact()
 }
 
@@ -142,7 +153,7 @@ impl DirState {
     }
 
     /// The texts of dump.json, stack.json and construct.json, in [`JsonFile::ALL`] order.
-    pub(super) fn texts(&self) -> [String; 3] {
+    pub fn texts(&self) -> [String; 3] {
         JsonFile::ALL.map(|f| self.text(f))
     }
 
@@ -159,6 +170,16 @@ impl DirState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stack_text_is_the_pretty_list() {
+        for frames in
+            [vec![], vec!["a".to_string()], vec!["File \"x.py\", line 1, in f, \n f()\t\u{e9}".into(), "b".into()]]
+        {
+            let want = pretty(&Json::Array(frames.iter().map(|f| Json::str(f.clone())).collect()), 1);
+            assert_eq!(stack_text(&frames), want);
+        }
+    }
 
     #[test]
     fn merge_same_name_key_by_key() {

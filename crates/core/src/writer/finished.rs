@@ -1,6 +1,7 @@
 //! What crosses from the recorder to the writer: finished records, and the counters the recorder
 //! reads back for the run summary.
 
+use crate::journal::Appended;
 use crate::json::Json;
 use crate::record::TensorFile;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -16,6 +17,15 @@ pub struct Finished {
     pub parent: Option<Option<String>>,
     /// Budget bytes to release once the files are written.
     pub reserved: u64,
+}
+
+/// A record the capturing thread formatted and journaled itself: its texts (exactly as they go
+/// into dump.json, stack.json and construct.json) and where its entries went in the journal.
+pub struct Journaled {
+    pub text: String,
+    pub stack: Option<String>,
+    pub parent: Option<String>,
+    pub span: Appended,
 }
 
 /// Counters shared with the recorder for the run summary.

@@ -3,11 +3,12 @@
 //! the queued work itself.
 
 use super::doorbell::Doorbell;
-use super::finished::{Counters, Finished};
+use super::finished::{Counters, Finished, Journaled};
 use super::shared::Shared;
 use super::worker::{Msg, Worker};
 use crate::budget::Budget;
 use crate::header::Header;
+use crate::journal::Sink;
 use crossbeam_channel::{bounded, Sender};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -83,7 +84,7 @@ impl Writer {
     fn send(&self, m: Msg) {
         let urgent = match &m {
             Msg::Record { rec, .. } => !rec.files.is_empty(),
-            Msg::Open { .. } | Msg::Construct { .. } => false,
+            Msg::Open { .. } | Msg::Construct { .. } | Msg::Journal { .. } => false,
             Msg::Write { .. } => true,
         };
         self.send_as(m, urgent);
@@ -119,13 +120,31 @@ impl Writer {
         self.counters.dir_failed.load(Relaxed) || self.counters.storage_failed.load(Relaxed)
     }
 
+    /// An error writing under dump path `root` outside the writer (the crash journal): counted,
+    /// and, when the storage failed, capture stops with the one message that says so.
+    pub fn report_error(&self, root: &Path, what: &str, e: &std::io::Error) {
+        super::worker::report(&self.counters, root, what, e);
+    }
+
     /// Opens `{root}/step{N}/rank{R}`: the writer creates it (the root must exist).
     pub fn open(&self, dir: PathBuf, header: Header) {
         self.send(Msg::Open { dir, header });
     }
 
     pub fn record(&self, dir: PathBuf, rec: Finished) {
-        self.send(Msg::Record { dir, rec });
+        self.send(Msg::Record { dir, rec, journaled: None });
+    }
+
+    /// Hands over a record the capturing thread journaled itself (`rec.body`, `stack` and
+    /// `parent` are unused: `j` holds their texts).
+    pub fn record_journaled(&self, dir: PathBuf, rec: Finished, j: Journaled) {
+        self.send(Msg::Record { dir, rec, journaled: Some(j) });
+    }
+
+    /// The recorder's journal of dump path `root`, which its capturing threads append to; sent
+    /// before the first directory of `root` opens.
+    pub fn journal(&self, root: PathBuf, sink: Arc<dyn Sink>) {
+        self.send(Msg::Journal { root, sink });
     }
 
     /// Writes the JSON files of `dir`; `close` also ends the directory (step end). A step end

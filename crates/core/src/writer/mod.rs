@@ -7,10 +7,11 @@
 //! spares it two thread wake-ups per stop. Tensor files are written outside the state's lock,
 //! so that caller and the writer thread write them side by side. Tensor bytes in flight are capped
 //! by a [`Budget`](crate::budget::Budget) that either blocks the capturing thread or drops (and
-//! counts) data. Each record is formatted once, into exactly the text it will have inside
-//! dump.json, and appended to the process's [`journal`](crate::journal) before its tensor files
-//! are written; journal writes are batched while more records are queued and reach the file as
-//! soon as the queue is empty. A killed process therefore leaves what `msprobe recover` needs to
+//! counts) data. Each record arrives formatted (by the recorder, on the capturing thread, into
+//! exactly the text it will have inside dump.json) and already in the process's
+//! [`journal`](crate::journal); the writer journals the directories it creates and gives back the
+//! journal space of those it closed (`journaling`). A writer used alone (no recorder) formats and
+//! journals records itself. A killed process therefore leaves what `msprobe recover` needs to
 //! rebuild its JSON files. The JSON files
 //! are created with msprobe's skeleton when a step directory opens, kept open, and written in
 //! place (extended when they only gained entries, see `JsonFiles`) by the writer whenever it runs
@@ -26,8 +27,10 @@
 //!   lock, the count of tensor files being written outside it), and the writer thread's loop.
 //! - `doorbell`: when a sender wakes the writer thread, and how the writer naps and sleeps.
 //! - `worker`: the messages and their handling: rank directories created and opened, records
-//!   journaled and stored, tensor files handed back to be written outside the lock, JSON files
-//!   written, refreshed and closed.
+//!   stored, tensor files handed back to be written outside the lock, JSON files written,
+//!   refreshed and closed.
+//! - `journaling`: the journal of each dump path as the writer sees it: its own entries, and
+//!   the space still needed.
 //! - `in_place`: the JSON files of an open directory, kept open and written in place.
 //! - `dir_state`: [`DirState`], what a directory's JSON files hold and their whole text.
 //! - `json_files`: [`JsonFile`], the three files, and the layout of their text.
@@ -42,12 +45,13 @@ mod doorbell;
 mod finished;
 mod handle;
 mod in_place;
+mod journaling;
 mod json_files;
 mod shared;
 mod worker;
 
-pub use dir_state::DirState;
+pub use dir_state::{parent_text, pretty, stack_text, DirState, RECORD_DEPTH};
 pub use handle::Writer;
 pub use json_files::JsonFile;
 
-pub use finished::{Counters, Finished, TENSOR_DIR};
+pub use finished::{Counters, Finished, Journaled, TENSOR_DIR};

@@ -80,7 +80,6 @@ impl Shared {
                     continue 'relock;
                 }
             }
-            w.flush_journals();
             self.wait_for_files();
             return w;
         }
@@ -122,8 +121,7 @@ impl Shared {
                 continue;
             }
             if idle {
-                // Journal entries reach the file before we wait, and then the JSON files.
-                w.flush_journals();
+                // The JSON files are brought up to date before we wait.
                 if *self.jobs.lock().unwrap_or_else(|e| e.into_inner()) == 0 {
                     w.refresh();
                 }

@@ -4,13 +4,14 @@
 //! writer thread, or a caller waiting for the files.
 
 use super::dir_state::{parent_text, pretty, stack_text, DirState, RECORD_DEPTH};
-use super::finished::{Counters, Finished, TENSOR_DIR};
+use super::finished::{Counters, Finished, Journaled, TENSOR_DIR};
 use super::in_place::JsonFiles;
+use super::journaling::{dir_entry, Journals};
 use super::json_files::JsonFile;
 use crate::budget::Budget;
 use crate::fsutil;
 use crate::header::Header;
-use crate::journal::{self, Journal};
+use crate::journal::{self, Sink};
 use crate::json::{self, Json};
 use crate::record::TensorFile;
 use std::collections::{HashMap, HashSet};
@@ -21,10 +22,30 @@ use std::sync::Arc;
 
 /// What the handle sends the worker, handled in the order sent.
 pub(super) enum Msg {
-    Open { dir: PathBuf, header: Header },
-    Record { dir: PathBuf, rec: Finished },
-    Write { dir: PathBuf, close: bool },
-    Construct { dir: PathBuf, name: String, parent: Option<String> },
+    Open {
+        dir: PathBuf,
+        header: Header,
+    },
+    /// `journaled`: the capturing thread journaled the record (its texts and where they went).
+    Record {
+        dir: PathBuf,
+        rec: Finished,
+        journaled: Option<Journaled>,
+    },
+    /// The recorder's journal of a dump path, which its capturing threads append to.
+    Journal {
+        root: PathBuf,
+        sink: Arc<dyn Sink>,
+    },
+    Write {
+        dir: PathBuf,
+        close: bool,
+    },
+    Construct {
+        dir: PathBuf,
+        name: String,
+        parent: Option<String>,
+    },
 }
 
 struct OpenDir {
@@ -59,8 +80,8 @@ pub(super) struct Worker {
     claimed: HashSet<PathBuf>,
     /// Directories that could not be created: their records are dropped (counted).
     failed: HashSet<PathBuf>,
-    /// The journal of each dump path (one per process), created with its first directory.
-    journals: HashMap<PathBuf, Journal>,
+    /// The journal of each dump path (one per process).
+    journals: Journals,
     counters: Arc<Counters>,
     budget: Arc<Budget>,
 }
@@ -70,11 +91,16 @@ fn root_of(dir: &Path) -> &Path {
     dir.parent().and_then(Path::parent).unwrap_or(Path::new("."))
 }
 
+/// `step{N}/rank{R}`: the directory as journal entries name it (relative to the dump path).
+fn rel_of(dir: &Path) -> String {
+    dir.strip_prefix(root_of(dir)).unwrap_or(dir).to_string_lossy().into_owned()
+}
+
 /// Counts a write error (`what`, under dump path `root`) and logs it. The first storage failure
 /// (disk full, over quota, read-only, I/O error: `fsutil::is_storage_failure`) stops capture,
 /// with one message naming the dump path and the error; after it, errors are only counted (each
 /// write left would fail the same way). Of other errors the first few are logged.
-fn report(counters: &Counters, root: &Path, what: &str, e: &std::io::Error) {
+pub(super) fn report(counters: &Counters, root: &Path, what: &str, e: &std::io::Error) {
     let n = counters.errors.fetch_add(1, Relaxed);
     if fsutil::is_storage_failure(e) {
         if !counters.storage_failed.swap(true, Relaxed) {
@@ -157,7 +183,7 @@ impl Worker {
             closed: HashMap::new(),
             claimed: HashSet::new(),
             failed: HashSet::new(),
-            journals: HashMap::new(),
+            journals: Journals::default(),
             counters,
             budget,
         }
@@ -214,28 +240,34 @@ impl Worker {
                 }
                 self.counters.dir_failed.store(true, Relaxed);
                 self.failed.insert(dir.to_path_buf());
+                self.journals.closed(dir);
                 false
             }
         }
     }
 
     fn open(&mut self, dir: PathBuf, header: Header) {
-        if self.dirs.contains_key(&dir) || self.storage_failed() || !self.create(&dir) {
+        if self.dirs.contains_key(&dir) || self.storage_failed() {
             return;
         }
+        if let Err(e) = self.journals.ensure(&dir, &header) {
+            self.error(&dir, "creating the journal", &e);
+        }
+        // The directory is journaled before it is created and again, with its device and
+        // inode, once it exists (or is opened again): `msprobe recover` completes it after a
+        // kill at any point of its creation, and recognises it as this run's (never another
+        // run's of the same name).
+        if !self.claimed.contains(&dir) {
+            self.journal(&dir, &dir_entry(&rel_of(&dir), &header, None), true);
+        }
+        if !self.create(&dir) {
+            return;
+        }
+        self.journal(&dir, &dir_entry(&rel_of(&dir), &header, journal::file_id(&dir)), true);
         // The JSON files start as msprobe's skeleton; records reach them at the next write
         // (writer idle, stop, step end, exit), and the journal before that: after a kill,
         // `msprobe recover` turns the journal into the files.
         let state = DirState { header: Some(header.clone()), dirty: true, ..Default::default() };
-        let root = root_of(&dir).to_path_buf();
-        if let std::collections::hash_map::Entry::Vacant(slot) = self.journals.entry(root) {
-            match Journal::create(slot.key()) {
-                Ok(j) => {
-                    slot.insert(j);
-                }
-                Err(e) => report(&self.counters, slot.key(), "creating the journal", &e),
-            }
-        }
         let files = match JsonFiles::open(&dir, &state) {
             Ok(f) => Some(f),
             Err(e) if fsutil::is_storage_failure(&e) => {
@@ -262,12 +294,13 @@ impl Worker {
     fn reopen(&mut self, dir: PathBuf, header: Header) {
         self.open(dir.clone(), header);
         let mut entries = Vec::new();
-        let od = self.dirs.get_mut(&dir).expect("just opened");
+        let rel = rel_of(&dir);
+        let Some(od) = self.dirs.get_mut(&dir) else { return };
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok().and_then(|t| json::parse(&t).ok());
         if let Some(Json::Object(recs)) = read("dump.json").as_ref().and_then(|d| d.get("data")).cloned() {
             for (name, body) in recs {
                 let text = pretty(&body, RECORD_DEPTH);
-                journal::entry(&mut entries, 'R', &name, &text);
+                journal::entry(&mut entries, 'R', &rel, &name, &text);
                 od.state.records.insert(name.into_owned(), text);
             }
         }
@@ -275,7 +308,7 @@ impl Worker {
             if let Some(Json::Object(kv)) = read(file) {
                 for (name, v) in kv {
                     let text = if kind == 'S' { pretty(&v, 1) } else { v.to_compact() };
-                    journal::entry(&mut entries, kind, &name, &text);
+                    journal::entry(&mut entries, kind, &rel, &name, &text);
                     if kind == 'S' {
                         od.state.stack.insert(name.into_owned(), text);
                     } else {
@@ -284,28 +317,29 @@ impl Worker {
                 }
             }
         }
-        if let Err(e) = self.journal(&dir, &entries, true) {
-            self.error(&dir, "appending to the journal", &e);
-        }
+        self.journal(&dir, &entries, true);
     }
 
-    /// Appends `entries` of `dir` to its journal (`flush`: and pushes them to the file).
-    fn journal(&mut self, dir: &Path, entries: &[u8], flush: bool) -> std::io::Result<()> {
-        let Some(j) = self.journals.get_mut(root_of(dir)) else { return Ok(()) };
-        let Some(header) = self.dirs.get(dir).and_then(|od| od.state.header.as_ref()) else { return Ok(()) };
-        j.append(dir, header, entries)?;
-        if flush {
-            j.flush()?;
+    /// Appends `entries` of `dir` to its journal (the writer's own; capturing threads append
+    /// their records themselves). Unbuffered: `_now` only says the entries must not wait.
+    fn journal(&mut self, dir: &Path, entries: &[u8], _now: bool) {
+        if let Err(e) = self.journals.append(dir, entries) {
+            self.error(dir, "appending to the journal", &e);
         }
-        Ok(())
     }
 
     /// Journals and stores a record; its tensor files are returned to be written (by whoever
     /// handles the message, after releasing the lock).
-    fn record(&mut self, dir: PathBuf, rec: Finished) -> Option<FileJob> {
+    fn record(&mut self, dir: PathBuf, rec: Finished, journaled: Option<Journaled>) -> Option<FileJob> {
+        if let Some(j) = &journaled {
+            self.journals.processed(&dir, j.span);
+        }
         if self.failed.contains(&dir) || self.storage_failed() {
             // Its directory could not be created, or the storage failed (capture is off): the
             // record is lost, and counted.
+            if self.failed.contains(&dir) {
+                self.journals.closed(&dir);
+            }
             self.drop_record(rec);
             return None;
         }
@@ -320,23 +354,28 @@ impl Worker {
                 return None;
             }
         }
-        // The journal line goes first: a record whose data reached disk is always journaled.
+        // The journal entries go first: a record whose data reached disk is always journaled.
         // The record is formatted once: this text goes to the journal and, later, into dump.json.
-        let text = pretty(&rec.body, RECORD_DEPTH);
-        let mut entry = Vec::with_capacity(text.len() + 64);
-        journal::entry(&mut entry, 'R', &rec.name, &text);
-        let stack = rec.stack.as_deref().map(stack_text);
-        if let Some(st) = &stack {
-            journal::entry(&mut entry, 'S', &rec.name, st);
-        }
-        let parent = rec.parent.as_ref().map(parent_text);
-        if let Some(p) = &parent {
-            journal::entry(&mut entry, 'C', &rec.name, p);
-        }
-        // Files follow their journal entry: a record whose data reached disk is journaled.
-        if let Err(e) = self.journal(&dir, &entry, !rec.files.is_empty()) {
-            self.error(&dir, "appending to the journal", &e);
-        }
+        // A recorder's capturing thread formatted and journaled it before handing it over.
+        let (text, stack, parent) = match journaled {
+            Some(j) => (j.text, j.stack, j.parent),
+            None => {
+                let text = pretty(&rec.body, RECORD_DEPTH);
+                let rel = rel_of(&dir);
+                let mut entry = Vec::with_capacity(text.len() + 64);
+                journal::entry(&mut entry, 'R', &rel, &rec.name, &text);
+                let stack = rec.stack.as_deref().map(stack_text);
+                if let Some(st) = &stack {
+                    journal::entry(&mut entry, 'S', &rel, &rec.name, st);
+                }
+                let parent = rec.parent.as_ref().map(parent_text);
+                if let Some(p) = &parent {
+                    journal::entry(&mut entry, 'C', &rel, &rec.name, p);
+                }
+                self.journal(&dir, &entry, !rec.files.is_empty());
+                (text, stack, parent)
+            }
+        };
         let od = self.dirs.get_mut(&dir).expect("opened above");
         od.state.add_text(&rec.name, text);
         od.added += 1;
@@ -378,23 +417,13 @@ impl Worker {
         }
         let text = parent_text(&parent);
         let mut entry = Vec::new();
-        journal::entry(&mut entry, 'C', &name, &text);
-        if let Err(e) = self.journal(&dir, &entry, false) {
-            self.error(&dir, "appending to the journal", &e);
-        }
+        journal::entry(&mut entry, 'C', &rel_of(&dir), &name, &text);
+        self.journal(&dir, &entry, false);
         let od = self.dirs.get_mut(&dir).expect("checked above");
         od.state.set_construct(name, text);
     }
 
-    /// Pushes batched journal entries to the file (done whenever the queue runs empty).
-    pub(super) fn flush_journals(&mut self) {
-        for j in self.journals.values_mut() {
-            let _ = j.flush();
-        }
-    }
-
     pub(super) fn write(&mut self, dir: &Path, close: bool) {
-        self.flush_journals();
         let Some(od) = self.dirs.get_mut(dir) else { return };
         // Nothing changed since the last write (e.g. step end right after stop): keep the files.
         let mut dump_written = false;
@@ -407,9 +436,10 @@ impl Worker {
         if let (Err(e), Some(f)) = (&res, od.files.as_mut()) {
             // The disk is full and the JSON files lack records: the journal holds the same
             // texts (every record stored was journaled, unless the journal's own write failed),
-            // so emptying it makes room for them. It is emptied once they are written anyway;
-            // if they still do not fit, they are lost (counted) and the files keep what they had.
-            if fsutil::is_out_of_space(e) && self.journals.get_mut(root_of(dir)).is_some_and(|j| j.discard().is_ok()) {
+            // so giving its space back makes room for them. It is given back once they are
+            // written anyway; if they still do not fit, they are lost (counted) and the files
+            // keep what they had.
+            if fsutil::is_out_of_space(e) && self.journals.discard(dir) {
                 discarded = true;
                 res = f.write(&mut od.state, true).map(drop);
             }
@@ -419,10 +449,13 @@ impl Worker {
         }
         // A failed write is tried again at the next (stop, step end, exit).
         od.state.dirty = res.is_err();
-        if let Err(e) = res {
-            self.error(dir, &format!("writing the JSON files in {}", rel(dir, root_of(dir))), &e);
-            if let Some(j) = self.journals.get_mut(root_of(dir)).filter(|_| !discarded) {
-                j.keep();
+        match res {
+            Ok(()) => self.journals.checkpoint(dir),
+            Err(e) => {
+                self.error(dir, &format!("writing the JSON files in {}", rel(dir, root_of(dir))), &e);
+                if !discarded {
+                    self.journals.keep(dir);
+                }
             }
         }
         if close {
@@ -433,14 +466,9 @@ impl Worker {
                     self.closed.insert(dir.to_path_buf(), h);
                 }
             }
-            // Every directory of this dump path is written and closed: the journal holds
-            // nothing that is not in JSON files, and starts over.
-            let root = root_of(dir);
-            if !self.dirs.keys().any(|d| root_of(d) == root) {
-                if let Some(Err(e)) = self.journals.get_mut(root).map(Journal::clear) {
-                    self.error(dir, "emptying the journal", &e);
-                }
-            }
+            // Its entries are in its JSON files: their space is given back (and the journal
+            // starts over when it holds nothing else).
+            self.journals.closed(dir);
         }
     }
 
@@ -449,6 +477,7 @@ impl Worker {
     /// since to write. Must not run while tensor files are being written (the JSON files would
     /// name files not yet on disk). Once the storage failed, only stop, step end and exit write.
     pub(super) fn refresh(&mut self) {
+        self.journals.prepare();
         let Worker { dirs, journals, counters, .. } = self;
         if counters.storage_failed.load(Relaxed) {
             return;
@@ -467,9 +496,7 @@ impl Worker {
                     // (after a storage failure, only then). After another error, those writes
                     // go through temporaries.
                     if !fsutil::is_storage_failure(&e) {
-                        if let Some(j) = journals.get_mut(root_of(dir)) {
-                            j.keep();
-                        }
+                        journals.keep(dir);
                         od.files = None;
                     }
                 }
@@ -485,7 +512,8 @@ impl Worker {
     pub(super) fn handle(&mut self, msg: Msg) -> Option<FileJob> {
         match msg {
             Msg::Open { dir, header } => self.open(dir, header),
-            Msg::Record { dir, rec } => return self.record(dir, rec),
+            Msg::Record { dir, rec, journaled } => return self.record(dir, rec, journaled),
+            Msg::Journal { root, sink } => self.journals.set(root, sink),
             Msg::Write { dir, close } => self.write(&dir, close),
             Msg::Construct { dir, name, parent } => self.construct(dir, name, parent),
         }
@@ -498,9 +526,7 @@ impl Worker {
         for d in dirs {
             self.write(&d, true);
         }
-        for (_, j) in self.journals.drain() {
-            j.remove();
-        }
+        self.journals.finish();
     }
 }
 

@@ -285,7 +285,7 @@ fn activate() -> bool {
         return false;
     }
     if session::recorder().is_none() {
-        session::install(Recorder::new(cfg.clone()));
+        session::install(session::new_recorder(cfg.clone()));
     }
     let Some(rec) = session::recorder() else { return false };
     if rec.config().level != Level::L2 {
@@ -319,10 +319,9 @@ fn activate() -> bool {
         pid: std::process::id(),
     };
     *L2_STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(l2));
-    // SAFETY: registering a plain extern "C" handler that never unwinds.
-    unsafe {
-        libc::atexit(at_exit);
-    }
+    crate::signals::at_exit(at_exit);
+    // SIGTERM/SIGINT finish the files and print the L2 summary, then end the process.
+    crate::signals::install(at_exit);
     log::info!(
         "L2 capture on: task {}, dump path {}, {} aclnn ops with wrappers",
         cfg.task.as_str(),

@@ -1,0 +1,172 @@
+"""An ordinary torch_npu training script: a small GPT or a small CNN, on `npu` (or `cpu` for comparison).
+
+Nothing in it knows about the CANN simulator: it is what a user writes for an Ascend host
+(`import torch_npu`, `torch.npu.set_device`, `.npu()`, default optimizers). Under `torchrun` it trains
+data-parallel with `torch.distributed` (backend `hccl` on npu, `gloo` on cpu).
+
+    python examples/train_torch_npu.py --model gpt --steps 3            # GPT, AdamW (foreach default)
+    python examples/train_torch_npu.py --model cnn --steps 3            # CNN, SGD with momentum
+    torchrun --nproc-per-node 2 examples/train_torch_npu.py --model gpt # 2-rank DDP
+    python examples/train_torch_npu.py --device cpu ...                 # the same on CPU torch
+
+Prints one JSON line per step on rank 0: {"step": i, "loss": float}. `--dropout` sets the GPT's dropout
+probability (default 0.1); the tests compare npu and cpu losses with `--dropout 0` (the dropout kernels
+still run, with a keep-everything mask, so the comparison is deterministic).
+"""
+
+import argparse
+import json
+import math
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+try:
+    import torch_npu  # noqa: F401  (registers the npu device)
+except ImportError:  # a CPU-only run does not need it
+    torch_npu = None
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, dropout):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.out = nn.Linear(4 * d, d)
+        self.drop = nn.Dropout(dropout)
+
+    def attention(self, x):
+        b, t, d = x.shape
+        h = self.heads
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q = q.view(b, t, h, d // h).transpose(1, 2)
+        k = k.view(b, t, h, d // h).transpose(1, 2)
+        v = v.view(b, t, h, d // h).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // h))
+        mask = torch.tril(torch.ones(t, t, device=x.device, dtype=torch.bool))
+        att = att.masked_fill(~mask, float("-inf"))
+        att = self.drop(F.softmax(att, dim=-1))
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, d)
+        return self.drop(self.proj(y))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln1(x))
+        return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab=64, block=16, d=32, heads=4, layers=2, dropout=0.1):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(block, d)
+        self.drop = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList([Block(d, heads, dropout) for _ in range(layers)])
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx, targets):
+        t = idx.shape[1]
+        pos = torch.arange(t, device=idx.device)
+        x = self.drop(self.tok(idx) + self.pos(pos))
+        for b in self.blocks:
+            x = b(x)
+        logits = self.head(self.ln(x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
+class CNN(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+        )
+        self.fc = nn.Linear(16 * 4 * 4, classes)
+
+    def forward(self, x, targets):
+        return F.cross_entropy(self.fc(torch.flatten(self.features(x), 1)), targets)
+
+
+def batches(model, steps, batch, rank, world):
+    """Deterministic synthetic data; each rank takes its slice of the global batch."""
+    g = torch.Generator().manual_seed(1234)
+    for _ in range(steps):
+        if model == "gpt":
+            x = torch.randint(0, 64, (batch * world, 16), generator=g)
+            y = torch.roll(x, -1, dims=1)
+        else:
+            x = torch.randn(batch * world, 3, 16, 16, generator=g)
+            y = torch.randint(0, 10, (batch * world,), generator=g)
+        yield x[rank * batch : (rank + 1) * batch], y[rank * batch : (rank + 1) * batch]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", choices=["gpt", "cnn"], default="gpt")
+    ap.add_argument("--device", choices=["npu", "cpu"], default="npu")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--lr", type=float, default=None)
+    a = ap.parse_args()
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if a.device == "npu":
+        torch.npu.set_device(local)
+        dev = torch.device(f"npu:{local}")
+    else:
+        dev = torch.device("cpu")
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.init_process_group(backend="hccl" if a.device == "npu" else "gloo")
+
+    torch.manual_seed(0)
+    if a.model == "gpt":
+        model = GPT(dropout=a.dropout)
+        opt_ctor = lambda p: torch.optim.AdamW(p, lr=a.lr or 1e-3)  # noqa: E731
+    else:
+        model = CNN()
+        opt_ctor = lambda p: torch.optim.SGD(p, lr=a.lr or 0.01, momentum=0.9)  # noqa: E731
+    model = model.to(dev)
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        model = DDP(model, device_ids=[local] if a.device == "npu" else None)
+    opt = opt_ctor(model.parameters())
+    model.train()
+    for step, (x, y) in enumerate(batches(a.model, a.steps, a.batch, rank, world)):
+        x, y = x.to(dev), y.to(dev)
+        opt.zero_grad()
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        if world > 1:
+            import torch.distributed as dist
+
+            dist.all_reduce(loss := loss.detach().clone())
+            loss = loss / world
+        if rank == 0:
+            print(json.dumps({"step": step, "loss": loss.item()}), flush=True)
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

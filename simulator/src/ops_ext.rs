@@ -1,0 +1,907 @@
+//! The aclnn operators that unmodified torch_npu 2.14 training scripts launch beyond the core set of
+//! `ops.rs` (issue #19): arange, tril/triu, logical not, masked fill, addcdiv/addcmul, the `Foreach`
+//! family of the default foreach optimizers, convolution, batch norm and max pooling.
+//!
+//! Same conventions as `ops.rs`: phase 1 validates shapes and dtypes, phase 2 runs on the stream
+//! worker; math in f64/f32, rounded to the output dtype on store.
+use crate::errmsg::fail;
+use crate::ops::{bview, SV};
+use crate::tensor::{numel, TView};
+use cann_abi::status::*;
+
+/// Elementwise `Foreach` kinds. `s` is the scalar (or the i-th element of a scalar list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FKind {
+    /// y = x + s
+    AddScalar,
+    /// y = x * s
+    MulScalar,
+    /// y = x / s
+    DivScalar,
+    /// y = x1 + s * x2
+    AddList,
+    /// y = x1 * x2
+    MulList,
+    /// y = x1 / x2
+    DivList,
+    /// y = x1 + s * (x2 - x1)
+    LerpScalar,
+    /// y = x1 + s * x2 * x3
+    AddcmulScalar,
+    /// y = x1 + s * x2 / x3
+    AddcdivScalar,
+    /// y = sqrt(x)
+    Sqrt,
+}
+
+impl FKind {
+    /// Number of input lists.
+    pub fn inputs(self) -> usize {
+        match self {
+            FKind::AddScalar | FKind::MulScalar | FKind::DivScalar | FKind::Sqrt => 1,
+            FKind::AddList | FKind::MulList | FKind::DivList | FKind::LerpScalar => 2,
+            FKind::AddcmulScalar | FKind::AddcdivScalar => 3,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum ExtOp {
+    /// slots: out. out[i] = start + i * step
+    Arange { start: f64, end: f64, step: f64 },
+    /// slots: self, out (in-place form: selfRef only). Keeps j - i <= diag (tril) / j - i >= diag (triu).
+    Tri { diag: i64, upper: bool },
+    /// slots: self, out (in-place form: selfRef only)
+    LogicalNot,
+    /// slots: self, out. Bool: logical not; integers: two's-complement bitwise not.
+    BitwiseNot,
+    /// slots: selfRef, value (a one-element tensor)
+    FillTensor,
+    /// slots: x, y, value? (one element; default 0). Constant padding with `before[d]` elements before dim d.
+    PadConstant { before: Vec<i64> },
+    /// slots: selfRef, mask
+    MaskedFill { value: f64 },
+    /// slots: self, tensor1, tensor2, out (in-place form: no out). out = self + value * t1 (/ or *) t2
+    Addc { value: f64, div: bool },
+    /// slots: the input lists, then the output list. `scalars` has one value per tensor (or one for all).
+    Foreach { kind: FKind, scalars: Vec<f64> },
+    /// slots: mask (uint8, ceil(numel/128)*16 bytes). Bit i (byte i/8, bit i%8) = keep element i, with
+    /// probability 1 - p, from the simulator's counter-based generator over (seed, offset, i).
+    DropoutGenMask { numel: usize, p: f64, seed: i64, offset: i64 },
+    /// slots: self, mask, out. out = keep ? self / (1 - p) : 0
+    DropoutDoMask { p: f64 },
+    /// slots: input [N,C,H,W], weight [O,C/g,kH,kW], bias? [O], output. 2-D, not transposed.
+    Conv2d(ConvGeom),
+    /// slots: gradOutput, input, weight, gradInput?, gradWeight?, gradBias? (outputMask selects)
+    Conv2dBackward { geom: ConvGeom, mask: [bool; 3] },
+    /// slots: input [N,C,...], weight?, bias?, runningMean?, runningVar?, output, saveMean?, saveInvstd?
+    BatchNorm { training: bool, momentum: f64, eps: f64 },
+    /// slots: gradOut, input, weight?, runningMean?, runningVar?, saveMean?, saveInvstd?, gradInput?,
+    /// gradWeight?, gradBias?
+    BatchNormBackward { training: bool, eps: f64, mask: Vec<bool> },
+    /// slots: self [N,C,H,W], out, indices. `mask`: indices is the int8 bit mask of
+    /// aclnnMaxPool2dWithMask ([N,C,kH*kW,(ceil(Ho*Wo/16)+1)*32]); else int32 flat indices h*W+w.
+    MaxPool2d { geom: PoolGeom, mask: bool },
+    /// slots: gradOutput, self, indices, gradInput
+    MaxPool2dBackward { geom: PoolGeom, mask: bool },
+}
+
+/// Convolution parameters (2-D).
+#[derive(Clone, Debug)]
+pub struct ConvGeom {
+    pub stride: [i64; 2],
+    pub pad: [i64; 2],
+    pub dil: [i64; 2],
+    pub groups: i64,
+}
+
+/// Pooling parameters (2-D).
+#[derive(Clone, Debug)]
+pub struct PoolGeom {
+    pub k: [i64; 2],
+    pub stride: [i64; 2],
+    pub pad: [i64; 2],
+    pub dil: [i64; 2],
+    pub ceil: bool,
+}
+
+fn two(v: &[i64], what: &str, default: Option<[i64; 2]>) -> Result<[i64; 2], i32> {
+    match v.len() {
+        0 => default.ok_or_else(|| inv(format!("{what} is empty"))),
+        1 => Ok([v[0], v[0]]),
+        2 => Ok([v[0], v[1]]),
+        _ => Err(inv(format!("{what} must have 1 or 2 elements, got {v:?}"))),
+    }
+}
+
+impl ConvGeom {
+    pub fn new(stride: &[i64], pad: &[i64], dil: &[i64], groups: i64) -> Result<ConvGeom, i32> {
+        let g = ConvGeom {
+            stride: two(stride, "stride", None)?,
+            pad: two(pad, "padding", Some([0, 0]))?,
+            dil: two(dil, "dilation", Some([1, 1]))?,
+            groups,
+        };
+        if g.stride.iter().any(|&x| x < 1) || g.dil.iter().any(|&x| x < 1) || g.pad.iter().any(|&x| x < 0) || groups < 1
+        {
+            return Err(inv(format!("invalid convolution parameters {g:?}")));
+        }
+        Ok(g)
+    }
+    /// Output shape for input `x` and weight `w`, checking the channel counts.
+    fn out_shape(&self, x: &[i64], w: &[i64]) -> Result<Vec<i64>, i32> {
+        if x.len() != 4 || w.len() != 4 {
+            return Err(inv(format!("only 2-D convolution of 4-D input/weight is supported: {x:?}, {w:?}")));
+        }
+        if x[1] != w[1] * self.groups || w[0] % self.groups != 0 {
+            return Err(inv(format!("channels do not match: input {x:?}, weight {w:?}, groups {}", self.groups)));
+        }
+        let o = |i: usize| (x[2 + i] + 2 * self.pad[i] - self.dil[i] * (w[2 + i] - 1) - 1) / self.stride[i] + 1;
+        let (oh, ow) = (o(0), o(1));
+        if oh < 1 || ow < 1 {
+            return Err(inv("convolution output would be empty"));
+        }
+        Ok(vec![x[0], w[0], oh, ow])
+    }
+    /// Call `f(out_index, in_index, weight_index)` for every multiply-accumulate term.
+    fn each(&self, x: &[i64], w: &[i64], o: &[i64], mut f: impl FnMut(usize, usize, usize)) {
+        let (n, c, h, wd) = (x[0] as usize, x[1] as usize, x[2], x[3]);
+        let (oc, icg, kh, kw) = (w[0] as usize, w[1] as usize, w[2] as usize, w[3] as usize);
+        let (oh, ow) = (o[2] as usize, o[3] as usize);
+        let ocg = oc / self.groups as usize;
+        for b in 0..n {
+            for co in 0..oc {
+                let g = co / ocg;
+                for y in 0..oh {
+                    for xx in 0..ow {
+                        let oi = ((b * oc + co) * oh + y) * ow + xx;
+                        for ci in 0..icg {
+                            let cin = g * icg + ci;
+                            for i in 0..kh {
+                                let ih = y as i64 * self.stride[0] - self.pad[0] + i as i64 * self.dil[0];
+                                if ih < 0 || ih >= h {
+                                    continue;
+                                }
+                                for j in 0..kw {
+                                    let iw = xx as i64 * self.stride[1] - self.pad[1] + j as i64 * self.dil[1];
+                                    if iw < 0 || iw >= wd {
+                                        continue;
+                                    }
+                                    let ii = ((b * c + cin) * h as usize + ih as usize) * wd as usize + iw as usize;
+                                    let wi = ((co * icg + ci) * kh + i) * kw + j;
+                                    f(oi, ii, wi);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl PoolGeom {
+    pub fn new(k: &[i64], stride: &[i64], pad: &[i64], dil: &[i64], ceil: bool) -> Result<PoolGeom, i32> {
+        let k2 = two(k, "kernelSize", None)?;
+        let g = PoolGeom {
+            k: k2,
+            stride: two(stride, "stride", Some(k2))?,
+            pad: two(pad, "padding", Some([0, 0]))?,
+            dil: two(dil, "dilation", Some([1, 1]))?,
+            ceil,
+        };
+        if g.k.iter().any(|&x| x < 1) || g.stride.iter().any(|&x| x < 1) || g.dil.iter().any(|&x| x < 1) {
+            return Err(inv(format!("invalid pooling parameters {g:?}")));
+        }
+        if g.pad[0] * 2 > g.k[0] || g.pad[1] * 2 > g.k[1] {
+            return Err(inv("pad should be at most half of the kernel size"));
+        }
+        Ok(g)
+    }
+    /// torch's pooling_output_shape.
+    fn out_len(&self, i: usize, len: i64) -> i64 {
+        let num =
+            len + 2 * self.pad[i] - self.dil[i] * (self.k[i] - 1) - 1 + if self.ceil { self.stride[i] - 1 } else { 0 };
+        let mut o = num.div_euclid(self.stride[i]) + 1;
+        if self.ceil && (o - 1) * self.stride[i] >= len + self.pad[i] {
+            o -= 1;
+        }
+        o
+    }
+    fn out_shape(&self, x: &[i64]) -> Result<Vec<i64>, i32> {
+        if x.len() != 4 {
+            return Err(inv(format!("max_pool2d: 4-D input expected, got {x:?}")));
+        }
+        let (oh, ow) = (self.out_len(0, x[2]), self.out_len(1, x[3]));
+        if oh < 1 || ow < 1 {
+            return Err(inv("max_pool2d output would be empty"));
+        }
+        Ok(vec![x[0], x[1], oh, ow])
+    }
+    fn mask_shape(&self, o: &[i64]) -> Vec<i64> {
+        vec![o[0], o[1], self.k[0] * self.k[1], ((o[2] * o[3] + 15) / 16 + 1) * 32]
+    }
+    /// For each output element: (flat input index in the plane, kernel position) of the first maximum.
+    fn argmax(&self, x: &[f64], xs: &[i64], os: &[i64]) -> Vec<(usize, usize)> {
+        let (h, w) = (xs[2], xs[3]);
+        let (oh, ow) = (os[2] as usize, os[3] as usize);
+        let planes = (xs[0] * xs[1]) as usize;
+        let mut r = Vec::with_capacity(planes * oh * ow);
+        for p in 0..planes {
+            let base = p * (h * w) as usize;
+            for y in 0..oh {
+                for xx in 0..ow {
+                    let mut best: Option<(f64, usize, usize)> = None;
+                    for i in 0..self.k[0] {
+                        let ih = y as i64 * self.stride[0] - self.pad[0] + i * self.dil[0];
+                        if ih < 0 || ih >= h {
+                            continue;
+                        }
+                        for j in 0..self.k[1] {
+                            let iw = xx as i64 * self.stride[1] - self.pad[1] + j * self.dil[1];
+                            if iw < 0 || iw >= w {
+                                continue;
+                            }
+                            let idx = (ih * w + iw) as usize;
+                            let v = x[base + idx];
+                            let kpos = (i * self.k[1] + j) as usize;
+                            if best.is_none_or(|(b, _, _)| v > b || v.is_nan()) {
+                                best = Some((v, idx, kpos));
+                            }
+                        }
+                    }
+                    let (_, idx, kpos) = best.unwrap_or((0.0, 0, 0));
+                    r.push((idx, kpos));
+                }
+            }
+        }
+        r
+    }
+}
+
+fn inv(msg: impl Into<String>) -> i32 {
+    fail(ACLNN_ERR_PARAM_INVALID, msg)
+}
+fn t(s: &[SV], i: usize) -> Result<&TView, i32> {
+    match s.get(i) {
+        Some(SV::T(Some(v))) => Ok(v),
+        _ => Err(fail(ACLNN_ERR_PARAM_NULLPTR, format!("tensor argument {i} is NULL"))),
+    }
+}
+/// The output slot `i`, or (in-place form, no such slot) the tensor of slot `fallback`.
+fn out_or(s: &[SV], i: usize, fallback: usize) -> Result<&TView, i32> {
+    if s.len() > i {
+        t(s, i)
+    } else {
+        t(s, fallback)
+    }
+}
+fn opt(s: &[SV], i: usize) -> Option<&TView> {
+    match s.get(i) {
+        Some(SV::T(Some(v))) => Some(v),
+        _ => None,
+    }
+}
+fn l(s: &[SV], i: usize) -> Result<&Vec<TView>, i32> {
+    match s.get(i) {
+        Some(SV::L(v)) => Ok(v),
+        _ => Err(fail(ACLNN_ERR_PARAM_NULLPTR, format!("tensor list argument {i} is NULL"))),
+    }
+}
+fn float(v: &TView, what: &str) -> Result<(), i32> {
+    if v.dtype.is_float() {
+        Ok(())
+    } else {
+        Err(inv(format!("{what}: dtype {} is not supported (float32/float16/bfloat16 expected)", v.dtype.name())))
+    }
+}
+fn same_shape(a: &TView, b: &TView, what: &str) -> Result<(), i32> {
+    if a.shape == b.shape {
+        Ok(())
+    } else {
+        Err(inv(format!("{what}: shape {:?} differs from {:?}", b.shape, a.shape)))
+    }
+}
+
+/// Bytes of a dropout bit mask for `numel` elements (128-bit aligned, as aclnnDropoutGenMaskV2).
+pub fn dropout_mask_bytes(numel: usize) -> usize {
+    numel.div_ceil(128) * 16
+}
+
+/// Uniform [0, 1) from (seed, offset, i): splitmix64 of a counter (the simulator's generator).
+fn uniform(seed: i64, offset: i64, i: usize) -> f64 {
+    let mut z = (seed as u64) ^ (offset as u64).wrapping_add(i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Number of elements of `arange(start, end, step)` (torch semantics), or an error.
+pub fn arange_len(start: f64, end: f64, step: f64) -> Result<usize, i32> {
+    if step == 0.0 || !start.is_finite() || !end.is_finite() {
+        return Err(inv("arange: step must be non-zero and bounds finite"));
+    }
+    if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
+        return Err(inv("arange: upper bound and step sign are inconsistent"));
+    }
+    Ok(((end - start) / step).ceil().max(0.0) as usize)
+}
+
+fn foreach_one(kind: FKind, s: f64, x: &[Vec<f64>], i: usize) -> f64 {
+    match kind {
+        FKind::AddScalar => x[0][i] + s,
+        FKind::MulScalar => x[0][i] * s,
+        FKind::DivScalar => x[0][i] / s,
+        FKind::AddList => x[0][i] + s * x[1][i],
+        FKind::MulList => x[0][i] * x[1][i],
+        FKind::DivList => x[0][i] / x[1][i],
+        FKind::LerpScalar => {
+            // torch's lerp: the weight < 0.5 form from the start, else from the end (in f32).
+            let (a, b, w) = (x[0][i] as f32, x[1][i] as f32, s as f32);
+            (if w.abs() < 0.5 { a + w * (b - a) } else { b - (b - a) * (1.0 - w) }) as f64
+        }
+        FKind::AddcmulScalar => x[0][i] + s * x[1][i] * x[2][i],
+        FKind::AddcdivScalar => x[0][i] + s * (x[1][i] / x[2][i]),
+        FKind::Sqrt => x[0][i].sqrt(),
+    }
+}
+
+impl ExtOp {
+    /// Phase 1: validate; returns the workspace size.
+    pub fn validate(&self, s: &[SV]) -> Result<u64, i32> {
+        match self {
+            ExtOp::Arange { start, end, step } => {
+                let o = t(s, 0)?;
+                let n = arange_len(*start, *end, *step)?;
+                if o.numel() != n {
+                    return Err(inv(format!("arange: out has {} elements, {n} expected", o.numel())));
+                }
+                Ok(0)
+            }
+            ExtOp::Tri { .. } => {
+                let (a, o) = (t(s, 0)?, out_or(s, 1, 0)?);
+                if a.shape.len() < 2 {
+                    return Err(inv("tril/triu: self must be at least 2-D"));
+                }
+                same_shape(a, o, "out")?;
+                Ok(0)
+            }
+            ExtOp::LogicalNot => {
+                let (a, o) = (t(s, 0)?, out_or(s, 1, 0)?);
+                same_shape(a, o, "out")?;
+                Ok(0)
+            }
+            ExtOp::BitwiseNot => {
+                let (a, o) = (t(s, 0)?, out_or(s, 1, 0)?);
+                same_shape(a, o, "out")?;
+                if a.dtype.is_float() || o.dtype != a.dtype {
+                    return Err(inv(format!(
+                        "bitwise_not: dtype {} -> {} not supported",
+                        a.dtype.name(),
+                        o.dtype.name()
+                    )));
+                }
+                Ok(0)
+            }
+            ExtOp::PadConstant { before } => {
+                let (x, y) = (t(s, 0)?, t(s, 1)?);
+                if opt(s, 2).is_some_and(|v| v.numel() != 1)
+                    || before.len() != x.shape.len()
+                    || y.shape.len() != x.shape.len()
+                {
+                    return Err(inv("pad: rank or value mismatch"));
+                }
+                for d in 0..x.shape.len() {
+                    if before[d] < 0 || before[d] + x.shape[d] > y.shape[d] {
+                        return Err(inv(format!("pad: {:?} padded by {before:?} does not fit {:?}", x.shape, y.shape)));
+                    }
+                }
+                Ok(0)
+            }
+            ExtOp::FillTensor => {
+                if t(s, 1)?.numel() != 1 {
+                    return Err(inv("fill value must be a one-element tensor"));
+                }
+                t(s, 0).map(|_| 0)
+            }
+            ExtOp::MaskedFill { .. } => {
+                let (a, m) = (t(s, 0)?, t(s, 1)?);
+                if m.dtype != crate::dtype::DType::Bool {
+                    return Err(inv(format!("mask dtype {} is not bool", m.dtype.name())));
+                }
+                bview(m, &a.shape)?;
+                Ok(0)
+            }
+            ExtOp::Addc { .. } => {
+                let o = out_or(s, 3, 0)?;
+                float(o, "out")?;
+                for (i, nm) in [(0, "self"), (1, "tensor1"), (2, "tensor2")] {
+                    let v = t(s, i)?;
+                    float(v, nm)?;
+                    bview(v, &o.shape)?;
+                }
+                Ok(0)
+            }
+            ExtOp::Foreach { kind, scalars } => {
+                let n = kind.inputs();
+                let x0 = l(s, 0)?;
+                let out = l(s, n)?;
+                if x0.is_empty() {
+                    return Err(inv("foreach: empty tensor list"));
+                }
+                if scalars.len() != 1 && scalars.len() != x0.len() {
+                    return Err(inv(format!("foreach: {} scalars for {} tensors", scalars.len(), x0.len())));
+                }
+                for li in 0..=n {
+                    let xi = l(s, li)?;
+                    if xi.len() != x0.len() {
+                        return Err(inv(format!("foreach: list {li} has {} tensors, {} expected", xi.len(), x0.len())));
+                    }
+                    for (a, b) in x0.iter().zip(xi) {
+                        float(b, "foreach tensor")?;
+                        same_shape(a, b, "foreach tensor")?;
+                    }
+                }
+                let _ = out;
+                Ok(0)
+            }
+            ExtOp::DropoutGenMask { numel, p, .. } => {
+                let m = t(s, 0)?;
+                if !(0.0..=1.0).contains(p) {
+                    return Err(inv(format!("dropout probability {p} is not in [0, 1]")));
+                }
+                if m.dtype != crate::dtype::DType::U8 || m.numel() != dropout_mask_bytes(*numel) {
+                    return Err(inv(format!("mask must be uint8[{}]", dropout_mask_bytes(*numel))));
+                }
+                Ok(0)
+            }
+            ExtOp::DropoutDoMask { p } => {
+                let (x, m, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                float(x, "self")?;
+                same_shape(x, o, "out")?;
+                if !(0.0..=1.0).contains(p) {
+                    return Err(inv(format!("dropout probability {p} is not in [0, 1]")));
+                }
+                if m.dtype != crate::dtype::DType::U8 || m.numel() * 8 < x.numel() {
+                    return Err(inv("mask must be uint8 with a bit per element"));
+                }
+                Ok(0)
+            }
+            ExtOp::Conv2d(g) => {
+                let (x, w, o) = (t(s, 0)?, t(s, 1)?, t(s, 3)?);
+                float(x, "input")?;
+                let os = g.out_shape(&x.shape, &w.shape)?;
+                if o.shape != os {
+                    return Err(inv(format!("output shape {:?} differs from {os:?}", o.shape)));
+                }
+                if let Some(b) = opt(s, 2) {
+                    if b.numel() != w.shape[0] as usize {
+                        return Err(inv("bias must have one element per output channel"));
+                    }
+                }
+                Ok(0)
+            }
+            ExtOp::Conv2dBackward { geom, mask } => {
+                let (go, x, w) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let os = geom.out_shape(&x.shape, &w.shape)?;
+                if go.shape != os {
+                    return Err(inv(format!("gradOutput shape {:?} differs from {os:?}", go.shape)));
+                }
+                for (k, (slot, shape)) in [(3, &x.shape), (4, &w.shape)].into_iter().enumerate() {
+                    if mask[k] {
+                        let v = t(s, slot)?;
+                        if &v.shape != shape {
+                            return Err(inv(format!("gradient {k} has shape {:?}, {shape:?} expected", v.shape)));
+                        }
+                    }
+                }
+                if mask[2] && t(s, 5)?.numel() != w.shape[0] as usize {
+                    return Err(inv("gradBias must have one element per output channel"));
+                }
+                Ok(0)
+            }
+            ExtOp::BatchNorm { training, .. } => {
+                let (x, o) = (t(s, 0)?, t(s, 5)?);
+                float(x, "input")?;
+                if x.shape.len() < 2 {
+                    return Err(inv("batch norm input must be at least 2-D"));
+                }
+                same_shape(x, o, "output")?;
+                let c = x.shape[1] as usize;
+                for i in [1, 2, 3, 4, 6, 7] {
+                    if let Some(v) = opt(s, i) {
+                        if v.numel() != c {
+                            return Err(inv(format!(
+                                "per-channel tensor {i} has {} elements, {c} expected",
+                                v.numel()
+                            )));
+                        }
+                    }
+                }
+                if !training && (opt(s, 3).is_none() || opt(s, 4).is_none()) {
+                    return Err(inv("inference batch norm needs runningMean and runningVar"));
+                }
+                Ok(0)
+            }
+            ExtOp::BatchNormBackward { training, mask, .. } => {
+                let (g, x) = (t(s, 0)?, t(s, 1)?);
+                same_shape(x, g, "gradOut")?;
+                if mask.len() != 3 {
+                    return Err(inv("outputMask must have 3 elements"));
+                }
+                if *training && (opt(s, 5).is_none() || opt(s, 6).is_none()) {
+                    return Err(inv("training batch norm backward needs saveMean and saveInvstd"));
+                }
+                if !*training && (opt(s, 3).is_none() || opt(s, 4).is_none()) {
+                    return Err(inv("inference batch norm backward needs runningMean and runningVar"));
+                }
+                if mask[0] {
+                    same_shape(x, t(s, 7)?, "gradInput")?;
+                }
+                Ok(0)
+            }
+            ExtOp::MaxPool2d { geom, mask } => {
+                let (x, o, ix) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                float(x, "self")?;
+                let os = geom.out_shape(&x.shape)?;
+                if o.shape != os {
+                    return Err(inv(format!("out shape {:?} differs from {os:?}", o.shape)));
+                }
+                let (want, dt) = if *mask {
+                    (geom.mask_shape(&os), crate::dtype::DType::I8)
+                } else {
+                    (os.clone(), crate::dtype::DType::I32)
+                };
+                if ix.shape != want || ix.dtype != dt {
+                    return Err(inv(format!("indices must be {} {want:?}", dt.name())));
+                }
+                Ok(0)
+            }
+            ExtOp::MaxPool2dBackward { geom, .. } => {
+                let (g, x, gi) = (t(s, 0)?, t(s, 1)?, t(s, 3)?);
+                let os = geom.out_shape(&x.shape)?;
+                if g.shape != os {
+                    return Err(inv(format!("gradOutput shape {:?} differs from {os:?}", g.shape)));
+                }
+                same_shape(x, gi, "gradInput")?;
+                Ok(0)
+            }
+        }
+    }
+
+    /// Phase 2 (stream worker).
+    pub fn exec(&self, s: &[SV]) -> Result<(), i32> {
+        match self {
+            ExtOp::Arange { start, step, .. } => {
+                let o = t(s, 0)?;
+                let v: Vec<f64> = (0..o.numel()).map(|i| start + i as f64 * step).collect();
+                o.write_f64(&v)
+            }
+            ExtOp::Tri { diag, upper } => {
+                let (a, o) = (t(s, 0)?, out_or(s, 1, 0)?);
+                let x = a.read_f64()?;
+                let r = a.shape.len();
+                let (rows, cols) = (a.shape[r - 2] as usize, a.shape[r - 1] as usize);
+                let y: Vec<f64> = x
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &v)| {
+                        let (i, j) = (((k / cols) % rows) as i64, (k % cols) as i64);
+                        let keep = if *upper { j - i >= *diag } else { j - i <= *diag };
+                        if keep {
+                            v
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect();
+                o.write_f64(&y)
+            }
+            ExtOp::LogicalNot => {
+                let (a, o) = (t(s, 0)?, out_or(s, 1, 0)?);
+                let x = a.read_f64()?;
+                o.write_f64(&x.iter().map(|&v| if v == 0.0 { 1.0 } else { 0.0 }).collect::<Vec<_>>())
+            }
+            ExtOp::BitwiseNot => {
+                let (a, o) = (t(s, 0)?, out_or(s, 1, 0)?);
+                let y: Vec<f64> = if a.dtype == crate::dtype::DType::Bool {
+                    a.read_f64()?.iter().map(|&v| if v == 0.0 { 1.0 } else { 0.0 }).collect()
+                } else {
+                    a.read_i64()?.iter().map(|&v| !v as f64).collect()
+                };
+                o.write_f64(&y)
+            }
+            ExtOp::PadConstant { before } => {
+                let (x, y) = (t(s, 0)?, t(s, 1)?);
+                let v = match opt(s, 2) {
+                    Some(v) => v.read_f64()?[0],
+                    None => 0.0,
+                };
+                let xv = x.read_f64()?;
+                let mut out = vec![v; y.numel()];
+                let ys = crate::tensor::contiguous_strides(&y.shape);
+                let mut idx = vec![0i64; x.shape.len()];
+                for &val in &xv {
+                    let o: i64 = (0..idx.len()).map(|d| (idx[d] + before[d]) * ys[d]).sum();
+                    out[o as usize] = val;
+                    for d in (0..idx.len()).rev() {
+                        idx[d] += 1;
+                        if idx[d] < x.shape[d] {
+                            break;
+                        }
+                        idx[d] = 0;
+                    }
+                }
+                y.write_f64(&out)
+            }
+            ExtOp::FillTensor => {
+                let (a, v) = (t(s, 0)?, t(s, 1)?.read_f64()?[0]);
+                a.write_f64(&vec![v; a.numel()])
+            }
+            ExtOp::MaskedFill { value } => {
+                let a = t(s, 0)?;
+                let m = bview(t(s, 1)?, &a.shape)?.read_f64()?;
+                let x = a.read_f64()?;
+                a.write_f64(&x.iter().zip(&m).map(|(&v, &k)| if k != 0.0 { *value } else { v }).collect::<Vec<_>>())
+            }
+            ExtOp::Addc { value, div } => {
+                let o = out_or(s, 3, 0)?;
+                let x = bview(t(s, 0)?, &o.shape)?.read_f64()?;
+                let a = bview(t(s, 1)?, &o.shape)?.read_f64()?;
+                let b = bview(t(s, 2)?, &o.shape)?.read_f64()?;
+                let y: Vec<f64> = (0..x.len())
+                    .map(|i| {
+                        let q = if *div { a[i] / b[i] } else { a[i] * b[i] };
+                        x[i] + value * q
+                    })
+                    .collect();
+                o.write_f64(&y)
+            }
+            ExtOp::Foreach { kind, scalars } => {
+                let n = kind.inputs();
+                let out = l(s, n)?;
+                for (ti, o) in out.iter().enumerate() {
+                    let xs: Vec<Vec<f64>> =
+                        (0..n).map(|li| l(s, li).and_then(|x| x[ti].read_f64())).collect::<Result<_, _>>()?;
+                    let sc = if scalars.len() == 1 { scalars[0] } else { scalars[ti] };
+                    let y: Vec<f64> = (0..numel(&o.shape)).map(|i| foreach_one(*kind, sc, &xs, i)).collect();
+                    o.write_f64(&y)?;
+                }
+                Ok(())
+            }
+            ExtOp::DropoutGenMask { numel, p, seed, offset } => {
+                let m = t(s, 0)?;
+                let mut bytes = vec![0f64; m.numel()];
+                for i in 0..*numel {
+                    if uniform(*seed, *offset, i) >= *p {
+                        let b = bytes[i / 8] as u8 | (1u8 << (i % 8));
+                        bytes[i / 8] = b as f64;
+                    }
+                }
+                m.write_f64(&bytes)
+            }
+            ExtOp::DropoutDoMask { p } => {
+                let (x, m, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let (xv, mv) = (x.read_f64()?, m.read_f64()?);
+                let scale = if *p < 1.0 { 1.0 / (1.0 - p) } else { 0.0 };
+                let y: Vec<f64> = xv
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| if (mv[i / 8] as u8) & (1u8 << (i % 8)) != 0 { v * scale } else { 0.0 })
+                    .collect();
+                o.write_f64(&y)
+            }
+            ExtOp::Conv2d(g) => {
+                let (x, w, o) = (t(s, 0)?, t(s, 1)?, t(s, 3)?);
+                let (xv, wv) = (x.read_f64()?, w.read_f64()?);
+                let mut y = vec![0f64; o.numel()];
+                g.each(&x.shape, &w.shape, &o.shape, |oi, ii, wi| y[oi] += xv[ii] * wv[wi]);
+                if let Some(b) = opt(s, 2) {
+                    let bv = b.read_f64()?;
+                    let hw = (o.shape[2] * o.shape[3]) as usize;
+                    let oc = o.shape[1] as usize;
+                    for (i, v) in y.iter_mut().enumerate() {
+                        *v += bv[(i / hw) % oc];
+                    }
+                }
+                o.write_f64(&y)
+            }
+            ExtOp::Conv2dBackward { geom, mask } => {
+                let (go, x, w) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let (gv, xv, wv) = (go.read_f64()?, x.read_f64()?, w.read_f64()?);
+                let mut gx = vec![0f64; if mask[0] { xv.len() } else { 0 }];
+                let mut gw = vec![0f64; if mask[1] { wv.len() } else { 0 }];
+                geom.each(&x.shape, &w.shape, &go.shape, |oi, ii, wi| {
+                    if mask[0] {
+                        gx[ii] += gv[oi] * wv[wi];
+                    }
+                    if mask[1] {
+                        gw[wi] += gv[oi] * xv[ii];
+                    }
+                });
+                if mask[0] {
+                    t(s, 3)?.write_f64(&gx)?;
+                }
+                if mask[1] {
+                    t(s, 4)?.write_f64(&gw)?;
+                }
+                if mask[2] {
+                    let (oc, hw) = (go.shape[1] as usize, (go.shape[2] * go.shape[3]) as usize);
+                    let mut gb = vec![0f64; oc];
+                    for (i, v) in gv.iter().enumerate() {
+                        gb[(i / hw) % oc] += v;
+                    }
+                    t(s, 5)?.write_f64(&gb)?;
+                }
+                Ok(())
+            }
+            ExtOp::BatchNorm { training, momentum, eps } => {
+                let x = t(s, 0)?;
+                let xv = x.read_f64()?;
+                let (c, inner) = (x.shape[1] as usize, numel(&x.shape[2..]));
+                let n = xv.len() / c.max(1);
+                let ch = |i: usize| (i / inner) % c;
+                let per = |i: usize, d: f64| -> Result<Vec<f64>, i32> {
+                    Ok(match opt(s, i) {
+                        Some(v) => v.read_f64()?,
+                        None => vec![d; c],
+                    })
+                };
+                let (w, b) = (per(1, 1.0)?, per(2, 0.0)?);
+                let (mean, var) = if *training {
+                    let mut m = vec![0f64; c];
+                    for (i, v) in xv.iter().enumerate() {
+                        m[ch(i)] += v;
+                    }
+                    m.iter_mut().for_each(|v| *v /= n as f64);
+                    let mut q = vec![0f64; c];
+                    for (i, v) in xv.iter().enumerate() {
+                        q[ch(i)] += (v - m[ch(i)]).powi(2);
+                    }
+                    q.iter_mut().for_each(|v| *v /= n as f64);
+                    (m, q)
+                } else {
+                    (t(s, 3)?.read_f64()?, t(s, 4)?.read_f64()?)
+                };
+                let invstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+                let y: Vec<f64> = xv
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (v - mean[ch(i)]) * invstd[ch(i)] * w[ch(i)] + b[ch(i)])
+                    .collect();
+                t(s, 5)?.write_f64(&y)?;
+                if *training {
+                    if let (Some(rm), Some(rv)) = (opt(s, 3), opt(s, 4)) {
+                        let (rmv, rvv) = (rm.read_f64()?, rv.read_f64()?);
+                        let unb = if n > 1 { n as f64 / (n as f64 - 1.0) } else { 1.0 };
+                        rm.write_f64(
+                            &(0..c).map(|k| (1.0 - momentum) * rmv[k] + momentum * mean[k]).collect::<Vec<_>>(),
+                        )?;
+                        rv.write_f64(
+                            &(0..c).map(|k| (1.0 - momentum) * rvv[k] + momentum * var[k] * unb).collect::<Vec<_>>(),
+                        )?;
+                    }
+                    if let Some(sm) = opt(s, 6) {
+                        sm.write_f64(&mean)?;
+                    }
+                    if let Some(si) = opt(s, 7) {
+                        si.write_f64(&invstd)?;
+                    }
+                }
+                Ok(())
+            }
+            ExtOp::BatchNormBackward { training, eps, mask } => {
+                let (g, x) = (t(s, 0)?, t(s, 1)?);
+                let (gv, xv) = (g.read_f64()?, x.read_f64()?);
+                let (c, inner) = (x.shape[1] as usize, numel(&x.shape[2..]));
+                let n = xv.len() / c.max(1);
+                let ch = |i: usize| (i / inner) % c;
+                let w = match opt(s, 2) {
+                    Some(v) => v.read_f64()?,
+                    None => vec![1.0; c],
+                };
+                let (mean, invstd) = if *training {
+                    (t(s, 5)?.read_f64()?, t(s, 6)?.read_f64()?)
+                } else {
+                    let rv = t(s, 4)?.read_f64()?;
+                    (t(s, 3)?.read_f64()?, rv.iter().map(|v| 1.0 / (v + eps).sqrt()).collect())
+                };
+                let mut sg = vec![0f64; c];
+                let mut sgx = vec![0f64; c];
+                for i in 0..xv.len() {
+                    let k = ch(i);
+                    sg[k] += gv[i];
+                    sgx[k] += gv[i] * (xv[i] - mean[k]) * invstd[k];
+                }
+                if mask[0] {
+                    let gi: Vec<f64> = (0..xv.len())
+                        .map(|i| {
+                            let k = ch(i);
+                            if *training {
+                                let xh = (xv[i] - mean[k]) * invstd[k];
+                                w[k] * invstd[k] * (gv[i] - sg[k] / n as f64 - xh * sgx[k] / n as f64)
+                            } else {
+                                w[k] * invstd[k] * gv[i]
+                            }
+                        })
+                        .collect();
+                    t(s, 7)?.write_f64(&gi)?;
+                }
+                if mask[1] {
+                    if let Some(v) = opt(s, 8) {
+                        v.write_f64(&sgx)?;
+                    }
+                }
+                if mask[2] {
+                    if let Some(v) = opt(s, 9) {
+                        v.write_f64(&sg)?;
+                    }
+                }
+                Ok(())
+            }
+            ExtOp::MaxPool2d { geom, mask } => {
+                let (x, o, ix) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let xv = x.read_f64()?;
+                let am = geom.argmax(&xv, &x.shape, &o.shape);
+                let hw = (x.shape[2] * x.shape[3]) as usize;
+                let ohw = (o.shape[2] * o.shape[3]) as usize;
+                o.write_f64(&am.iter().enumerate().map(|(i, (idx, _))| xv[(i / ohw) * hw + idx]).collect::<Vec<_>>())?;
+                if *mask {
+                    let ms = geom.mask_shape(&o.shape);
+                    let (kk, row) = (ms[2] as usize, ms[3] as usize);
+                    let mut m = vec![0f64; ix.numel()];
+                    for (i, (_, kpos)) in am.iter().enumerate() {
+                        let (plane, p) = (i / ohw, i % ohw);
+                        let byte = (plane * kk + kpos) * row + p / 8;
+                        let bits = m[byte] as i64 as u8 | (1u8 << (p % 8));
+                        m[byte] = bits as i8 as f64;
+                    }
+                    ix.write_f64(&m)
+                } else {
+                    ix.write_f64(&am.iter().map(|(idx, _)| *idx as f64).collect::<Vec<_>>())
+                }
+            }
+            ExtOp::MaxPool2dBackward { geom, mask } => {
+                let (g, x, ix, gi) = (t(s, 0)?, t(s, 1)?, t(s, 2)?, t(s, 3)?);
+                let gv = g.read_f64()?;
+                let (h, w) = (x.shape[2], x.shape[3]);
+                let hw = (h * w) as usize;
+                let (oh, ow) = (g.shape[2] as usize, g.shape[3] as usize);
+                let ohw = oh * ow;
+                let mut out = vec![0f64; x.numel()];
+                if *mask {
+                    let iv = ix.read_f64()?;
+                    let ms = geom.mask_shape(&g.shape);
+                    let (kk, row) = (ms[2] as usize, ms[3] as usize);
+                    for (i, gval) in gv.iter().enumerate() {
+                        let (plane, p) = (i / ohw, i % ohw);
+                        let (y, xx) = ((p / ow) as i64, (p % ow) as i64);
+                        for kpos in 0..kk {
+                            let byte = iv[(plane * kk + kpos) * row + p / 8] as i64 as u8;
+                            if byte & (1u8 << (p % 8)) != 0 {
+                                let (ki, kj) = ((kpos as i64) / geom.k[1], (kpos as i64) % geom.k[1]);
+                                let ih = y * geom.stride[0] - geom.pad[0] + ki * geom.dil[0];
+                                let iw = xx * geom.stride[1] - geom.pad[1] + kj * geom.dil[1];
+                                if (0..h).contains(&ih) && (0..w).contains(&iw) {
+                                    out[plane * hw + (ih * w + iw) as usize] += gval;
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    let iv = ix.read_i64()?;
+                    for (i, gval) in gv.iter().enumerate() {
+                        let idx = iv[i];
+                        if idx < 0 || idx as usize >= hw {
+                            return Err(inv(format!("max_pool2d index {idx} out of range")));
+                        }
+                        out[(i / ohw) * hw + idx as usize] += gval;
+                    }
+                }
+                gi.write_f64(&out)
+            }
+        }
+    }
+}

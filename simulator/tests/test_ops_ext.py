@@ -1,0 +1,221 @@
+"""The aclnn operators torch_npu's default training paths launch (ops_ext.rs), against numpy, f32/f16/bf16."""
+
+import numpy as np
+import pytest
+
+import cannsim_ctypes as cs
+from test_ops import DTYPES, Env, q
+
+ALL = pytest.mark.parametrize("dt", list(DTYPES))
+
+
+@pytest.fixture
+def env(acl):
+    return lambda dt: Env(acl, dt)
+
+
+def test_arange_tril_not_fill(env):
+    e = env("float32")
+    o = e.out(6)
+    e.run("Arange", 1.0, 4.0, 0.5, o)
+    e.check(o, np.arange(1.0, 4.0, 0.5))
+    oi = e.out(5, dtype=cs.ACL_INT64)
+    e.run("Arange", 0, 10, 2, oi)
+    np.testing.assert_array_equal(oi.numpy(e.stream), np.arange(0, 10, 2))
+    with pytest.raises(cs.AclError):
+        e.run("Arange", 0.0, 4.0, 0.0, o)  # zero step
+    x = e.rand(2, 3, 4)
+    for name, fn in [("Tril", np.tril), ("Triu", np.triu)]:
+        for d in (-1, 0, 2):
+            y = e.out(2, 3, 4)
+            e.run(name, e.t(x), d, y)
+            e.check(y, fn(x, d))
+    b = np.array([[True, False], [False, True]])
+    bt, bo = e.acl.tensor(b, dtype=cs.ACL_BOOL), e.acl.tensor(shape=(2, 2), dtype=cs.ACL_BOOL)
+    e.run("BitwiseNot", bt, bo)
+    np.testing.assert_array_equal(bo.numpy(e.stream), ~b)
+    it, io = e.acl.tensor(np.array([0, 5, -3], np.int64), dtype=cs.ACL_INT64), e.out(3, dtype=cs.ACL_INT64)
+    e.run("BitwiseNot", it, io)
+    np.testing.assert_array_equal(io.numpy(e.stream), ~np.array([0, 5, -3]))
+    e.run("LogicalNot", e.t(np.array([[0.0, 2.0], [-1.0, 0.0]])), bo)
+    np.testing.assert_array_equal(bo.numpy(e.stream), [[True, False], [False, True]])
+    v = e.t(np.array([3.5]))
+    ft = e.t(x)
+    e.run("InplaceFillTensor", ft, v)
+    e.check(ft, np.full(x.shape, 3.5))
+
+
+@ALL
+def test_masked_fill_and_addc(env, dt):
+    e = env(dt)
+    x, a, b = e.rand(3, 4), e.rand(3, 4), e.rand(4, lo=0.5, hi=2.0)
+    m = np.array([True, False, True, False])
+    xt = e.t(x)
+    e.run("InplaceMaskedFillScalar", xt, e.acl.tensor(m, dtype=cs.ACL_BOOL), -7.0)
+    e.check(xt, np.where(m, -7.0, x))
+    o = e.out(3, 4)
+    e.run("Addcdiv", e.t(x), e.t(a), e.t(b), 0.5, o)
+    e.check(o, x + 0.5 * a / b)
+    e.run("Addcmul", e.t(x), e.t(a), e.t(b), -2.0, o)
+    e.check(o, x - 2.0 * a * b)
+    xt = e.t(x)
+    e.run("InplaceAddcdiv", xt, e.t(a), e.t(b), 0.25)
+    e.check(xt, x + 0.25 * a / b)
+
+
+@ALL
+def test_foreach(env, dt):
+    e = env(dt)
+    shapes = [(3,), (2, 4), (5, 1)]
+    xs = [e.rand(*s) for s in shapes]
+    ys = [e.rand(*s) for s in shapes]
+    zs = [e.rand(*s, lo=0.5, hi=2.0) for s in shapes]
+
+    def run(name, *lists_and_scalars, ref):
+        outs = [e.out(*s) for s in shapes]
+        args = [[e.t(v) for v in a] if isinstance(a, list) else a for a in lists_and_scalars]
+        e.run(name, *args, outs)
+        for o, r in zip(outs, ref):
+            e.check(o, r)
+
+    run("ForeachAddScalarV2", xs, 1.5, ref=[x + 1.5 for x in xs])
+    run("ForeachMulScalarV2", xs, 0.9, ref=[x * 0.9 for x in xs])
+    run("ForeachAddListV2", xs, ys, -0.5, ref=[x - 0.5 * y for x, y in zip(xs, ys)])
+    run("ForeachLerpScalar", xs, ys, 0.1, ref=[x + 0.1 * (y - x) for x, y in zip(xs, ys)])
+    run("ForeachLerpScalar", xs, ys, 0.75, ref=[y - (y - x) * 0.25 for x, y in zip(xs, ys)])
+    run("ForeachAddcmulScalarV2", xs, ys, zs, 0.3, ref=[x + 0.3 * y * z for x, y, z in zip(xs, ys, zs)])
+    run("ForeachAddcdivScalarV2", xs, ys, zs, -0.3, ref=[x - 0.3 * y / z for x, y, z in zip(xs, ys, zs)])
+    run("ForeachSqrt", zs, ref=[np.sqrt(z) for z in zs])
+    # in place: the output list is a second aclTensorList over the same memory (as torch_npu passes it)
+    ts = [e.t(x) for x in xs]
+    e.run("ForeachMulScalarV2", ts, 2.0, ts)
+    for t, x in zip(ts, xs):
+        e.check(t, 2 * x)
+    with pytest.raises(cs.AclError):
+        e.run("ForeachSqrt", [e.t(xs[0])], [e.out(4)])  # shape mismatch
+
+
+def conv_ref(x, w, b, stride, pad, groups):
+    n, c, h, wd = x.shape
+    oc, icg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    y = np.zeros((n, oc, oh, ow))
+    ocg = oc // groups
+    for o in range(oc):
+        g = o // ocg
+        for i in range(oh):
+            for j in range(ow):
+                patch = xp[:, g * icg : (g + 1) * icg, i * stride : i * stride + kh, j * stride : j * stride + kw]
+                y[:, o, i, j] = (patch * w[o]).sum(axis=(1, 2, 3)) + (b[o] if b is not None else 0)
+    return y
+
+
+@ALL
+@pytest.mark.parametrize("stride,pad,groups", [(1, 1, 1), (2, 0, 2)])
+def test_convolution_forward_backward(env, dt, stride, pad, groups):
+    e = env(dt)
+    x, w, b = e.rand(2, 4, 5, 5), e.rand(6, 4 // groups, 3, 3), e.rand(6)
+    y_ref = conv_ref(x, w, b, stride, pad, groups)
+    y = e.out(*y_ref.shape)
+    e.run("Convolution", e.t(x), e.t(w), e.t(b), [stride], [pad], [1], False, [0], groups, y, 0)
+    e.check(y, y_ref, rtol=max(DTYPES[dt][1]["rtol"], 1e-4), atol=max(DTYPES[dt][1]["atol"] * 10, 1e-4))
+    # backward against finite differences of sum(g * conv(x, w)) (linear, so exact up to rounding)
+    g = e.rand(*y_ref.shape)
+    gx, gw, gb = e.out(*x.shape), e.out(*w.shape), e.out(6)
+    e.run(
+        "ConvolutionBackward",
+        e.t(g), e.t(x), e.t(w), [6], [stride], [pad], [1], False, [0], groups, [True, True, True], 0, gx, gw, gb,
+    )  # fmt: skip
+    ref_gw = np.zeros_like(w)
+    for idx in np.ndindex(*w.shape):
+        d = np.zeros_like(w)
+        d[idx] = 1.0
+        ref_gw[idx] = (g * conv_ref(x, d, None, stride, pad, groups)).sum()
+    ref_gx = np.zeros_like(x)
+    for idx in np.ndindex(*x.shape):
+        d = np.zeros_like(x)
+        d[idx] = 1.0
+        ref_gx[idx] = (g * conv_ref(d, w, None, stride, pad, groups)).sum()
+    loose = dict(rtol=max(DTYPES[dt][1]["rtol"] * 4, 1e-4), atol=max(DTYPES[dt][1]["atol"] * 20, 1e-4))
+    e.check(gx, ref_gx, **loose)
+    e.check(gw, ref_gw, **loose)
+    e.check(gb, g.sum(axis=(0, 2, 3)), **loose)
+
+
+@ALL
+def test_batch_norm_training_and_backward(env, dt):
+    e = env(dt)
+    x, w, b = e.rand(4, 3, 2, 2), e.rand(3, lo=0.5, hi=1.5), e.rand(3)
+    rm, rv = e.t(np.zeros(3)), e.t(np.ones(3))
+    y, sm, si = e.out(4, 3, 2, 2), e.acl.tensor(shape=(3,)), e.acl.tensor(shape=(3,))
+    e.run("BatchNorm", e.t(x), e.t(w), e.t(b), rm, rv, True, 0.1, 1e-5, y, sm, si)
+    mean, var = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))
+    inv = 1 / np.sqrt(var + 1e-5)
+    xh = (x - mean[None, :, None, None]) * inv[None, :, None, None]
+    loose = dict(rtol=max(DTYPES[dt][1]["rtol"] * 4, 1e-4), atol=max(DTYPES[dt][1]["atol"] * 4, 1e-4))
+    e.check(y, xh * w[None, :, None, None] + b[None, :, None, None], **loose)
+    e.check(rm, 0.1 * mean, **loose)
+    e.check(rv, 0.9 + 0.1 * var * 16 / 15, **loose)
+    np.testing.assert_allclose(sm.numpy(e.stream), mean, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(si.numpy(e.stream), inv, rtol=1e-3, atol=1e-3)
+    g = e.rand(4, 3, 2, 2)
+    gx, gw, gb = e.out(4, 3, 2, 2), e.out(3), e.out(3)
+    e.run("BatchNormBackward", e.t(g), e.t(x), e.t(w), rm, rv, sm, si, True, 1e-5, [True, True, True], gx, gw, gb)
+    n = 16
+    sg, sgx = g.sum(axis=(0, 2, 3)), (g * xh).sum(axis=(0, 2, 3))
+    ref = (w * inv)[None, :, None, None] * (g - sg[None, :, None, None] / n - xh * sgx[None, :, None, None] / n)
+    e.check(gx, ref, **loose)
+    e.check(gw, sgx, **loose)
+    e.check(gb, sg, **loose)
+
+
+@ALL
+@pytest.mark.parametrize("mask", [True, False])
+def test_max_pool2d_forward_backward(env, dt, mask):
+    e = env(dt)
+    x = e.rand(2, 3, 6, 6)
+    y = e.out(2, 3, 3, 3)
+    name = "MaxPool2dWithMask" if mask else "MaxPool2dWithIndices"
+    if mask:
+        ind = e.acl.tensor(shape=(2, 3, 4, ((9 + 15) // 16 + 1) * 32), dtype=cs.ACL_INT8)
+    else:
+        ind = e.acl.tensor(shape=(2, 3, 3, 3), dtype=cs.ACL_INT32)
+    e.run(name, e.t(x), [2], [2], [0], [1], False, y, ind)
+    blocks = x.reshape(2, 3, 3, 2, 3, 2).transpose(0, 1, 2, 4, 3, 5).reshape(2, 3, 3, 3, 4)
+    e.check(y, blocks.max(-1))
+    if not mask:
+        am = blocks.argmax(-1)
+        rows, cols = np.indices((3, 3))
+        flat = (rows[None, None] * 2 + am // 2) * 6 + cols[None, None] * 2 + am % 2
+        np.testing.assert_array_equal(ind.numpy(e.stream), flat)
+    g = e.rand(2, 3, 3, 3)
+    gi = e.out(2, 3, 6, 6)
+    e.run(name + "Backward", e.t(g), e.t(x), ind, [2], [2], [0], [1], False, gi)
+    ref = np.zeros_like(x)
+    am = blocks.argmax(-1)
+    for n, c, i, j in np.ndindex(2, 3, 3, 3):
+        k = am[n, c, i, j]
+        ref[n, c, 2 * i + k // 2, 2 * j + k % 2] += g[n, c, i, j]
+    e.check(gi, ref)
+    assert q(ref, dt).any()
+
+
+@ALL
+def test_dropout_gen_mask_and_do_mask(env, dt):
+    e = env(dt)
+    n, p = 1000, 0.3
+    nbytes = (n + 127) // 128 * 16
+    m1, m2, m3 = (e.acl.tensor(shape=(nbytes,), dtype=cs.ACL_UINT8) for _ in range(3))
+    e.run("DropoutGenMaskV2", [10, 100], p, 42, 7, e.dt, m1)
+    e.run("DropoutGenMaskV2", [10, 100], p, 42, 7, e.dt, m2)
+    e.run("DropoutGenMaskV2", [10, 100], p, 42, 8, e.dt, m3)
+    b1, b2, b3 = (np.unpackbits(m.numpy(e.stream), bitorder="little")[:n].astype(bool) for m in (m1, m2, m3))
+    assert (b1 == b2).all() and (b1 != b3).any()  # a function of (seed, offset)
+    assert abs(b1.mean() - (1 - p)) < 0.05
+    x = e.rand(10, 100)
+    y = e.out(10, 100)
+    e.run("DropoutDoMask", e.t(x), m1, p, y)
+    e.check(y, np.where(b1.reshape(10, 100), x / (1 - p), 0.0))
+    with pytest.raises(cs.AclError):
+        e.run("DropoutGenMaskV2", [10, 100], p, 42, 7, e.dt, e.acl.tensor(shape=(8,), dtype=cs.ACL_UINT8))
