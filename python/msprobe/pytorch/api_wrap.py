@@ -2,8 +2,9 @@
 
 Each listed API is replaced by a plain function that, for the outermost call only (nested
 wrapped calls run unwrapped, msprobe §6.1), takes the next index of ``{Prefix}.{api}.``,
-records the inputs (before the op runs: see README "PyTorch layer"), calls the original,
-records the output, and hooks the ``grad_fn`` of the first output tensor for the backward record.
+calls the original, records the inputs (after the op runs, as msprobe 1.1.1; before it with
+``MSPROBE_INPUTS_PRE_CALL=1``: see README "PyTorch layer") and the output, and hooks the
+``grad_fn`` of the first output tensor for the backward record.
 """
 
 from __future__ import annotations
@@ -67,20 +68,29 @@ def _hook_backward(out: Any, name: str) -> None:
         t.grad_fn.register_hook(_backward_hook(name))
 
 
-def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) -> Any:
-    """One outermost wrapped call: inputs and stack before the op, output after it."""
+def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict, pre: bool) -> Any:
+    """One outermost wrapped call: inputs and stack before the op (`pre`) or after it, as
+    msprobe 1.1.1 records them (an in-place op's inputs then show their new values), then the
+    output."""
     local = state.local
     local.busy = True
     try:
-        begun = recorder.api_begin(key, args, kwargs, sys._getframe(1))
-        if begun is None:
-            return orig(*args, **kwargs)
-        r, n, kept = begun
-        try:
+        if pre:
+            begun = recorder.api_begin(key, args, kwargs, sys._getframe(1))
+            if begun is None:
+                return orig(*args, **kwargs)
+            r, n, kept = begun
+            try:
+                out = orig(*args, **kwargs)
+            except BaseException:
+                recorder.abort(r)
+                raise
+        else:
             out = orig(*args, **kwargs)
-        except BaseException:
-            recorder.abort(r)
-            raise
+            begun = recorder.api_begin(key, args, kwargs, sys._getframe(1))
+            if begun is None:
+                return out
+            r, n, kept = begun
         recorder.api_end(r, kept, out)
         if state.construct:  # mix
             state.note_construct(f"{prefix}{n}.forward", state.parent())
@@ -90,14 +100,22 @@ def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) ->
         local.busy = False
 
 
+def inputs_pre_call() -> bool:
+    """``MSPROBE_INPUTS_PRE_CALL=1``: every API's inputs are recorded before the call (what an
+    in-place op consumed). Default, as msprobe 1.1.1: after the call, except the distributed
+    APIs (1.1.1's ``op_is_inplace`` ones)."""
+    return os.environ.get("MSPROBE_INPUTS_PRE_CALL", "0").strip() not in ("", "0")
+
+
 def _make_wrapper(orig: Callable, prefix: str) -> Callable:
     key = prefix.encode()
     local = state.local
+    pre = prefix.startswith("Distributed.") or inputs_pre_call()
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if local.busy:
             return orig(*args, **kwargs)
-        return _call(orig, prefix, key, args, kwargs)
+        return _call(orig, prefix, key, args, kwargs, pre)
 
     try:
         functools.update_wrapper(wrapper, orig)

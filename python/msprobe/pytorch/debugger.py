@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Optional
 
 import torch
@@ -20,6 +21,18 @@ def _check_model(model: Any) -> None:
         msg = f"model must be a torch.nn.Module, got {type(model).__name__}"
         logger.error(msg)
         raise MsprobeException(msg)
+
+
+def _asked_file_format(config_path: Optional[str], task: str) -> Optional[str]:
+    """The file_format the environment or the config file's task section asks for, if any."""
+    env = os.environ.get("MSPROBE_FILE_FORMAT", "").strip()
+    if env:
+        return env
+    path = config_path if config_path is not None else os.environ.get("MSPROBE_CONFIG") or None
+    data = config.read_config(path) if path else None
+    section = data.get(task) if data else None
+    v = section.get("file_format") if isinstance(section, dict) else None
+    return v if isinstance(v, str) else None
 
 
 class PrecisionDebugger:
@@ -49,8 +62,12 @@ class PrecisionDebugger:
         _check_model(model)
         self.level = str(config.effective("level", level, config_path, "L1"))
         self.task = str(config.effective("task", task, config_path, "statistics"))
+        if _asked_file_format(config_path, self.task) not in (None, "pt"):
+            logger.info("file_format is ignored for PyTorch: tensor files are written as .pt, as msprobe 1.1.1 does")
         rc = init_recorder(
-            config.init_args("pytorch", config_path, task=task, dump_path=dump_path, level=level, step=step)
+            config.init_args(
+                "pytorch", config_path, task=task, dump_path=dump_path, level=level, step=step, file_format="pt"
+            )
         )
         # rc 1: a recorder already runs in this process (e.g. preloaded and started): share it.
         self.off = rc < 0  # bad config: the recorder logged it; capture stays off, the job runs on

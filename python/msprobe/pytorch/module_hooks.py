@@ -41,11 +41,10 @@ def _setup_input_hook(self: BackwardHook, args: Any) -> Any:
 
 
 def _setup_output_hook(self: BackwardHook, args: Any) -> Any:
-    # As 1.1.1: only a tensor or a tuple of tensors is hooked (a module returning a dict gets no
-    # backward record), and the hooked values are cloned so in-place ops on them stay legal.
-    if not (
-        isinstance(args, torch.Tensor) or (isinstance(args, tuple) and all(isinstance(a, torch.Tensor) for a in args))
-    ):
+    # As 1.1.1: only a tensor or a tuple is hooked (a module returning a dict gets no backward
+    # record; a tuple's non-tensor items get null gradients), and the hooked values are cloned so
+    # in-place ops on them stay legal.
+    if not isinstance(args, (torch.Tensor, tuple)):
         return args
     res = _orig_output_hook(self, args)
     return res if res is args else _clone(res)
@@ -231,13 +230,14 @@ class _LeanHooks:
             new = output.clone()
             _on_grad(new, lambda g: self._outputs_done(call, [g]))
             return new
-        # As 1.1.1: only a tensor or a tuple of tensors gets a backward record.
-        if not (isinstance(output, tuple) and output and all(isinstance(o, torch.Tensor) for o in output)):
+        # As 1.1.1: a tensor or a tuple gets a backward record; a tuple's top-level tensors are
+        # hooked, its other items (None, a nested tuple) get null gradients.
+        if not (isinstance(output, tuple) and output):
             return None
-        call.out_idx = [i for i, o in enumerate(output) if o.requires_grad]
+        call.out_idx = [i for i, o in enumerate(output) if isinstance(o, torch.Tensor) and o.requires_grad]
         if not call.out_idx:
             return None
-        clones = [o.clone() for o in output]
+        clones = [o.clone() if isinstance(o, torch.Tensor) else o for o in output]
         if type(output) is tuple:
             new = tuple(clones)
         else:  # a namedtuple keeps its type, as torch's BackwardHook does

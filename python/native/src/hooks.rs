@@ -361,27 +361,28 @@ impl LeanHooks {
             on_grad(&new, self.done(slf, &call, Done::Output)?.bind(py).as_any())?;
             return Ok(Some(new.unbind()));
         }
-        // As 1.1.1: only a tensor or a tuple of tensors gets a backward record.
+        // As 1.1.1 (torch's BackwardHook on what its filter lets through): a tensor or a tuple
+        // gets a backward record; in a tuple the tensors at its top level are hooked, other
+        // items (None, a nested tuple) stay and get null gradients (MultiheadAttention's
+        // `(out, None)`, LSTM's `(out, (h, c))`).
         let Ok(tuple) = output.cast::<PyTuple>() else { return Ok(None) };
         if tuple.is_empty() {
             return Ok(None);
         }
         let items: Vec<Bound<'py, PyAny>> = tuple.iter().collect();
-        for o in &items {
-            if !self.is_tensor(o)? {
-                return Ok(None);
-            }
-        }
         let mut out_idx = Vec::new();
         for (i, o) in items.iter().enumerate() {
-            if o.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
+            if self.requires_grad(o)? {
                 out_idx.push(i);
             }
         }
         if out_idx.is_empty() {
             return Ok(None);
         }
-        let clones = items.iter().map(|o| o.call_method0(intern!(py, "clone"))).collect::<PyResult<Vec<_>>>()?;
+        let clones = items
+            .iter()
+            .map(|o| if self.is_tensor(o)? { o.call_method0(intern!(py, "clone")) } else { Ok(o.clone()) })
+            .collect::<PyResult<Vec<_>>>()?;
         let new = if output.get_type().is(py.get_type::<PyTuple>()) {
             PyTuple::new(py, &clones)?.into_any()
         } else {
