@@ -109,6 +109,9 @@ def reference(case: str, models: str, tv: str, cache: Path) -> Path:
         DRIVER.read_bytes() + json.dumps([case_args(case, models), "mindstudio-probe 1.1.1", tv]).encode()
     ).hexdigest()[:20]
     d = cache / f"{case}-{key}"
+    for old in cache.glob(f"{case}-*"):  # runs of an older driver or torch
+        if old != d and len(old.name) == len(d.name):
+            shutil.rmtree(old, ignore_errors=True)
     if (d / ".done").exists():
         return d
     run_side(V111, d, case_args(case, models), env_111())
@@ -284,13 +287,20 @@ def compare_step(r: CaseResult, ours: Path, ref: Path) -> None:
 
 
 def tool_frames(stack: dict) -> dict:
-    """stack.json with each tool's own frames (its API wrapper: a file in a `msprobe` package)
-    replaced by one token: they name the tool's code, which differs by design."""
+    """stack.json with each run of the tool's own frames (its API wrapper, its hooks: files in a
+    `msprobe` package) replaced by one token: they name the tool's code, which differs by design."""
 
     def norm(frames: Any) -> Any:
         if not isinstance(frames, list):
             return frames
-        return ["<msprobe frame>" if isinstance(x, str) and "/msprobe/" in x.split(",", 1)[0] else x for x in frames]
+        out: list = []
+        for x in frames:
+            if isinstance(x, str) and "/msprobe/" in x.split(",", 1)[0]:
+                x = "<msprobe frames>"
+                if out and out[-1] == x:
+                    continue
+            out.append(x)
+        return out
 
     return collections.OrderedDict((k, norm(v)) for k, v in stack.items())
 
