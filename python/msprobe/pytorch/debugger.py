@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Optional
 
@@ -23,16 +24,36 @@ def _check_model(model: Any) -> None:
         raise MsprobeException(msg)
 
 
+def _section_value(config_path: Optional[str], task: str, key: str) -> Any:
+    """`key` of the config file's task section (None when absent or unreadable)."""
+    path = config_path if config_path is not None else os.environ.get("MSPROBE_CONFIG") or None
+    data = config.read_config(path) if path else None
+    section = data.get(task) if data else None
+    return section.get(key) if isinstance(section, dict) else None
+
+
 def _asked_file_format(config_path: Optional[str], task: str) -> Optional[str]:
     """The file_format the environment or the config file's task section asks for, if any."""
     env = os.environ.get("MSPROBE_FILE_FORMAT", "").strip()
     if env:
         return env
-    path = config_path if config_path is not None else os.environ.get("MSPROBE_CONFIG") or None
-    data = config.read_config(path) if path else None
-    section = data.get(task) if data else None
-    v = section.get("file_format") if isinstance(section, dict) else None
+    v = _section_value(config_path, task, "file_format")
     return v if isinstance(v, str) else None
+
+
+def _scope_start(config_path: Optional[str], task: str) -> Optional[str]:
+    """scope[0] when a two-name scope is configured (MSPROBE_SCOPE wins over the file)."""
+    env = os.environ.get("MSPROBE_SCOPE", "").strip()
+    if env:
+        try:
+            scope = json.loads(env) if env.startswith("[") else [p.strip() for p in env.split(",") if p.strip()]
+        except ValueError:
+            return None
+    else:
+        scope = _section_value(config_path, task, "scope")
+    if isinstance(scope, list) and len(scope) == 2 and all(isinstance(x, str) for x in scope):
+        return scope[0]
+    return None
 
 
 class PrecisionDebugger:
@@ -79,6 +100,9 @@ class PrecisionDebugger:
         self._stop_waits = config.stop_waits()
         self._initialized = True
         state.construct = self.level in ("L0", "mix")
+        # mix: as 1.1.1, a scope that starts at a module starts at that module's forward (or
+        # backward) pre-hook, so the records inside it that end before the module's own are in
+        state.scope_start = _scope_start(config_path, self.task) if self.level == "mix" else None
 
     def start(self, model: Optional[torch.nn.Module] = None) -> None:
         if self.off or self._ended:

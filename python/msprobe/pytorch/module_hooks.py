@@ -91,6 +91,12 @@ class _ModuleHooks:
         if not lib.msprobe_is_enabled():
             return  # capture off: nothing to number; post/bpost find no entry and return
         name = f"{self.prefix}{direction}.{lib.msprobe_next_index(key)}"
+        if name == state.scope_start:
+            # The recorder's range opens at a record named scope[0]: one begun and dropped here
+            # opens it at the module's start, as 1.1.1's MixRangeScope.begin_module does.
+            r = lib.msprobe_record_begin(name.encode())
+            if r:
+                lib.msprobe_record_abort(r)
         names.append((name, state.enter_module(name)))
 
     def pre(self, module: torch.nn.Module, args: Any) -> None:
