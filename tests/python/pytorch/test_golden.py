@@ -6,7 +6,6 @@ each runs in a fresh process (forked from one that imported torch, see forkrun.p
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
