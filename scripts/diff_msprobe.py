@@ -305,12 +305,18 @@ def tool_frames(stack: dict) -> dict:
     return collections.OrderedDict((k, norm(v)) for k, v in stack.items())
 
 
-def compare_case(ours: Path, ref: Path) -> CaseResult:
+def compare_case(ours: Path, ref: Path) -> tuple[CaseResult, dict[str, CaseResult]]:
+    """The whole case, and per zoo model (model k is step k, in crc.json's order)."""
     r = CaseResult()
-    steps = sorted({p.name for p in (ref / "dump").glob("step*")} | {p.name for p in (ours / "dump").glob("step*")})
-    for s in steps:
-        compare_step(r, ours / "dump" / s / "rank", ref / "dump" / s / "rank")
-    return r
+    models = list(load(ref / "crc.json"))
+    per: dict[str, CaseResult] = {}
+    steps = {p.name for p in (ref / "dump").glob("step*")} | {p.name for p in (ours / "dump").glob("step*")}
+    for s in sorted(steps, key=lambda n: int(n[4:])):
+        k = int(s[4:])
+        m = per.setdefault(models[k] if k < len(models) else s, CaseResult())
+        for res in (r, m):
+            compare_step(res, ours / "dump" / s / "rank", ref / "dump" / s / "rank")
+    return r, per
 
 
 def crc_check(ours: Path, off: Path) -> list[str]:
@@ -357,11 +363,16 @@ def main() -> int:
 
     baseline = load(BASELINE) if BASELINE.exists() else {}
     summary: dict[str, Any] = {}
+    matrix: dict[str, Any] = {}
     failed = []
     head = f"{'records ours/1.1.1':>19} {'names+order':>11} {'leaves':>8} {'differ':>7} {'agree %':>8}  crc"
     print(f"{'case':<16} {head}")
     for case, ours, ref, t in runs:
-        r = compare_case(ours, ref)
+        r, per = compare_case(ours, ref)
+        matrix[case] = {
+            m: {"names_equal": x.names_equal, "leaves": x.leaves, "leaf_diffs": x.leaf_diffs, "records": x.records}
+            for m, x in per.items()
+        }
         bad_crc = crc_check(ours, off)
         errors = {m: v["error"] for m, v in load(ours / "crc.json").items() if "error" in v}
         agree = 100.0 * (r.leaves - r.leaf_diffs) / max(1, r.leaves)
@@ -397,8 +408,26 @@ def main() -> int:
             )
         if regress:
             failed.append(case)
+    # per model x case: "=" records (names, order) equal and every leaf agrees; else
+    # "n" (names/order differ) or the count of leaves that differ
+    if matrix:
+        models = list(next(iter(matrix.values())))
+        print("\nper model (=: same records and every leaf agrees; N: record names/order differ; k: leaves differ)")
+        print(f"{'model':<11}" + "".join(f"{c:>15}" for c in matrix))
+        for m in models:
+            cells = []
+            for c in matrix:
+                x = matrix[c].get(m)
+                cell = (
+                    "-"
+                    if x is None
+                    else ("" if x["names_equal"] else "N ")
+                    + ("=" if x["names_equal"] and not x["leaf_diffs"] else str(x["leaf_diffs"]))
+                )
+                cells.append(f"{cell:>15}")
+            print(f"{m:<11}" + "".join(cells))
     if a.json:
-        Path(a.json).write_text(json.dumps(summary, indent=1))
+        Path(a.json).write_text(json.dumps({"cases": summary, "models": matrix}, indent=1))
     if a.write_baseline:
         keep = ("names_equal", "leaf_diffs", "crc_differs")
         BASELINE.write_text(json.dumps({c: {k: v[k] for k in keep} for c, v in summary.items()}, indent=1) + "\n")
