@@ -374,6 +374,7 @@ def main() -> int:
             for m, x in per.items()
         }
         bad_crc = crc_check(ours, off)
+        ref_crc = crc_check(ref, off)  # msprobe 1.1.1's own run against the uncaptured one
         errors = {m: v["error"] for m, v in load(ours / "crc.json").items() if "error" in v}
         agree = 100.0 * (r.leaves - r.leaf_diffs) / max(1, r.leaves)
         summary[case] = {
@@ -383,6 +384,7 @@ def main() -> int:
             "leaf_diffs": r.leaf_diffs,
             "kinds": dict(r.kinds.most_common()),
             "crc_differs": bad_crc,
+            "msprobe111_crc_differs": ref_crc,
             "errors": errors,
             "seconds": round(t, 1),
         }
@@ -390,6 +392,7 @@ def main() -> int:
             f"{case:<16} {r.records[0]:>9}/{r.records[1]:<9} {'yes' if r.names_equal else 'NO':>11} {r.leaves:>8}"
             f" {r.leaf_diffs:>7} {agree:>8.3f}  {'ok' if not bad_crc else 'DIFFER ' + ','.join(bad_crc)}"
             + (f"  errors: {errors}" if errors else "")
+            + (f"  (1.1.1's own run differs from the uncaptured one: {','.join(ref_crc)})" if ref_crc else "")
         )
         for k, n in r.kinds.most_common(a.show):
             print(f"    {n:>6}  {k}")
