@@ -259,6 +259,19 @@ class InPlace(nn.Module):
         return self.fc2(h)
 
 
+class Aten(nn.Module):
+    """Calls through torch.ops.aten (packets and an overload), which 1.1.1 wraps as `Aten.*`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(5, 6), nn.Linear(6, 2)
+
+    def forward(self, x):
+        h = torch.ops.aten.gelu(self.fc1(x))
+        h = torch.ops.aten.add.Tensor(h, torch.ops.aten.mul(h, 0.5))
+        return self.fc2(h)
+
+
 # ---------------------------------------------------------------- training recipes
 
 
@@ -342,6 +355,12 @@ def zoo() -> dict:
             InPlace,
             lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
             lambda g: (torch.randn(4, 6, generator=g), torch.randint(0, 3, (4,), generator=g)),
+            lambda m, x, y: xent(m(x), y),
+        ),
+        "aten": (
+            Aten,
+            lambda p: torch.optim.SGD(p, lr=0.1),
+            lambda g: (torch.randn(4, 5, generator=g), torch.randint(0, 2, (4,), generator=g)),
             lambda m, x, y: xent(m(x), y),
         ),
         # last: under msprobe 1.1.1 at L1/mix an API call that raises inside checkpoint's

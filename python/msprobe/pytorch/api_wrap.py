@@ -125,6 +125,50 @@ def _make_wrapper(orig: Callable, prefix: str) -> Callable:
     return wrapper
 
 
+class _AtenPacket:
+    """Stands for a `torch.ops.aten.{op}` packet while wrapped (as 1.1.1): calling it records
+    ``Aten.{op}.{n}``; an overload taken from it (``torch.ops.aten.add.Tensor``) records
+    ``Aten.{op}.{overload}.{n}``; other attributes are the packet's."""
+
+    def __init__(self, packet: Any, op: str) -> None:
+        self._packet = packet
+        self._call = _make_wrapper(packet, f"Aten.{op}.")
+        self._overloads: dict[str, Callable] = {}
+        self.__wrapped_by_msprobe__ = True
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    def __getattr__(self, key: str) -> Any:
+        attr = getattr(self._packet, key)
+        if not isinstance(attr, torch._ops.OpOverload):
+            return attr
+        w = self._overloads.get(key)
+        if w is None:
+            name = attr.name().split("::")[-1]
+            if "." + attr._overloadname not in name:
+                name += "." + attr._overloadname
+            w = self._overloads[key] = _make_wrapper(attr, f"Aten.{name}.")
+        return w
+
+    def overloads(self) -> Any:
+        return self._packet.overloads()
+
+
+def _wrap_aten(names: list[str]) -> list[tuple[Any, str, Any, Callable]]:
+    """(torch.ops.aten, op, packet, stand-in) per listed op that is an OpOverloadPacket."""
+    out = []
+    ns = torch.ops.aten
+    for op in dict.fromkeys(names):
+        try:
+            packet = getattr(ns, op)
+        except (AttributeError, RuntimeError):
+            continue
+        if isinstance(packet, torch._ops.OpOverloadPacket):
+            out.append((ns, op, packet, _AtenPacket(packet, op)))
+    return out
+
+
 def _owners(category: str) -> list[tuple[Any, str]]:
     """(namespace object, record prefix) per category."""
     if category == "functional":
@@ -174,6 +218,9 @@ class ApiWrapper:
     def _build(self) -> None:
         support = self.support if self.support is not None else load_support_list()
         for category, names in support.items():
+            if category == "aten":
+                self.targets += _wrap_aten(names)
+                continue
             owners = _owners(category)
             if not owners and category not in ("torch_npu", "distributed"):
                 logger.warning(f"support list category {category!r} is unknown; ignored")
