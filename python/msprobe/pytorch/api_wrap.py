@@ -68,15 +68,15 @@ def _hook_backward(out: Any, name: str) -> None:
         t.grad_fn.register_hook(_backward_hook(name))
 
 
-def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict, pre: bool) -> Any:
+def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict, pre: bool, up: int = 1) -> Any:
     """One outermost wrapped call: inputs and stack before the op (`pre`) or after it, as
     msprobe 1.1.1 records them (an in-place op's inputs then show their new values), then the
-    output."""
+    output. The stack starts `up` frames above this one (1: the wrapper's frame)."""
     local = state.local
     local.busy = True
     try:
         if pre:
-            begun = recorder.api_begin(key, args, kwargs, sys._getframe(1))
+            begun = recorder.api_begin(key, args, kwargs, sys._getframe(up))
             if begun is None:
                 return orig(*args, **kwargs)
             r, n, kept = begun
@@ -87,7 +87,7 @@ def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict, pr
                 raise
         else:
             out = orig(*args, **kwargs)
-            begun = recorder.api_begin(key, args, kwargs, sys._getframe(1))
+            begun = recorder.api_begin(key, args, kwargs, sys._getframe(up))
             if begun is None:
                 return out
             r, n, kept = begun
@@ -107,7 +107,9 @@ def inputs_pre_call() -> bool:
     return os.environ.get("MSPROBE_INPUTS_PRE_CALL", "0").strip() not in ("", "0")
 
 
-def _make_wrapper(orig: Callable, prefix: str) -> Callable:
+def _make_wrapper(orig: Callable, prefix: str, up: int = 1) -> Callable:
+    """The wrapper of `orig`; its records' stacks start `up` frames above `_call` (2: at the
+    wrapper's caller, leaving out the wrapper's own frame)."""
     key = prefix.encode()
     local = state.local
     pre = prefix.startswith("Distributed.") or inputs_pre_call()
@@ -115,7 +117,7 @@ def _make_wrapper(orig: Callable, prefix: str) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if local.busy:
             return orig(*args, **kwargs)
-        return _call(orig, prefix, key, args, kwargs, pre)
+        return _call(orig, prefix, key, args, kwargs, pre, up)
 
     try:
         functools.update_wrapper(wrapper, orig)
@@ -148,7 +150,8 @@ class _AtenPacket:
             name = attr.name().split("::")[-1]
             if "." + attr._overloadname not in name:
                 name += "." + attr._overloadname
-            w = self._overloads[key] = _make_wrapper(attr, f"Aten.{name}.")
+            # called directly: 1.1.1's stack has no frame of its own here
+            w = self._overloads[key] = _make_wrapper(attr, f"Aten.{name}.", up=2)
         return w
 
     def overloads(self) -> Any:
