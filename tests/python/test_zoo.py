@@ -17,7 +17,11 @@ from recorder_testutil import REPO
 def test_zoo_against_msprobe_111(tmp_path: Path) -> None:
     out = tmp_path / "summary.json"
     p = subprocess.run(
-        [sys.executable, str(REPO / "scripts/diff_msprobe.py"), "--json", str(out), "--show", "20"],
+        [
+            sys.executable,
+            str(REPO / "scripts/diff_msprobe.py"),
+            *("--json", str(out), "--show", "20", "--out", str(tmp_path / "zoo")),
+        ],
         capture_output=True,
         text=True,
         timeout=3600,
