@@ -98,7 +98,22 @@ pub fn write_py_float(out: &mut String, x: f64) {
     // Rust's `{:e}` yields the shortest round-trip digits, like Python's repr.
     let mut buf = StackBuf { buf: [0; 40], len: 0 };
     write!(buf, "{:e}", x.abs()).expect("40 bytes hold any f64");
-    let sci = std::str::from_utf8(&buf.buf[..buf.len]).expect("ASCII");
+    let shortest = std::str::from_utf8(&buf.buf[..buf.len]).expect("ASCII");
+    // On an exact tie between two shortest digit strings Rust rounds the last digit up, Python's
+    // repr (David Gay's dtoa) rounds half to even (684.80328369140625 -> 684.8032836914062).
+    // Rust's fixed-precision formatting is correctly rounded, half to even: with as many digits
+    // as the shortest form it gives Python's pick, and differs from `shortest` only on a tie.
+    let mut buf2 = StackBuf { buf: [0; 40], len: 0 };
+    let sci = {
+        let ndig = shortest.find('e').expect("LowerExp always has an exponent") - usize::from(shortest.contains('.'));
+        write!(buf2, "{:.*e}", ndig - 1, x.abs()).expect("40 bytes hold it");
+        let exact = std::str::from_utf8(&buf2.buf[..buf2.len]).expect("ASCII");
+        if exact != shortest && exact.parse::<f64>() == Ok(x.abs()) {
+            exact
+        } else {
+            shortest
+        }
+    };
     let (mant, exp) = sci.split_once('e').expect("LowerExp always has an exponent");
     let exp: i32 = exp.parse().expect("exponent is an integer");
     let (first, rest) = mant.split_at(1);
@@ -493,6 +508,15 @@ mod tests {
             (f32::MAX as f64, "3.4028234663852886e+38"),
             (-0.0, "-0.0"),
             (100.0, "100.0"),
+            // exact ties between two shortest forms: Python rounds half to even
+            (684.8032836914062, "684.8032836914062"),
+            (0.30000001192092896, "0.30000001192092896"),
+            (1.0000001192092896, "1.0000001192092896"),
+            (-103.21731567382812, "-103.21731567382812"),
+            (-913.7710571289062, "-913.7710571289062"),
+            (696.9572143554688, "696.9572143554688"),
+            (750.6682739257812, "750.6682739257812"),
+            (1010.4002075195312, "1010.4002075195312"),
         ];
         for (x, want) in cases {
             assert_eq!(py_float_repr(*x), *want, "repr of {x:e}");

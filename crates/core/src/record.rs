@@ -57,7 +57,7 @@ impl std::fmt::Display for BuildError {
         match self {
             BuildError::NoSection => write!(f, "no section selected (call section first)"),
             BuildError::UnknownSection(s) => {
-                write!(f, "unknown section '{s}' (input_args, input_kwargs, output, input, parameters)")
+                write!(f, "unknown section '{s}' (input_args, input_kwargs, output, output_fields, input, parameters)")
             }
             BuildError::NothingToClose => write!(f, "close without an open list or dict"),
             BuildError::SizeMismatch { expected, got } => write!(f, "tensor needs {expected} bytes, got {got}"),
@@ -225,6 +225,8 @@ impl RecordBuilder {
             ("input_kwargs", _) => ("kwargs", true, Json::Object(vec![])),
             ("input", true) => ("input", true, Json::Array(vec![])),
             ("output", _) => ("output", false, Json::Array(vec![])),
+            // a namedtuple output, written as msprobe does: `output` is a dict keyed by field
+            ("output_fields", false) => ("output", false, Json::Object(vec![])),
             ("parameters", false) => ("parameters", true, Json::Object(vec![])),
             _ => return Err(BuildError::UnknownSection(key.to_string())),
         };
@@ -233,7 +235,7 @@ impl RecordBuilder {
         let side_ok = if is_input { dm.input } else { dm.output };
         let skipped = !(dir_ok && side_ok);
         self.section = Some(Section {
-            key: key.to_string(),
+            key: if key == "output_fields" { "output".to_string() } else { key.to_string() },
             category,
             skipped,
             stack: vec![Open { key: None, path: None, value: root }],
@@ -503,6 +505,25 @@ mod tests {
         let Json::Object(kv) = &b[0] else { panic!() };
         let keys: Vec<_> = kv.iter().map(|(k, _)| &**k).collect();
         assert_eq!(keys, ["type", "dtype", "shape", "Max", "Min", "Mean", "Norm", "requires_grad", "data_name"]);
+    }
+
+    #[test]
+    fn namedtuple_output_is_a_dict_keyed_by_field() {
+        let mut b = RecordBuilder::new("Module.n.Pair.forward.0".into(), opts(Task::Tensor, DataMode::ALL));
+        let data = 1.0f32.to_le_bytes();
+        let t = TensorRef { dtype: DType::F32, shape: &[1], data: &data, requires_grad: Some(false), type_name: None };
+        b.section("output_fields").unwrap();
+        b.add_tensor(Some("a"), &t, &Unlimited).unwrap();
+        b.add_tensor(Some("b"), &t, &Unlimited).unwrap();
+        let body = b.take_body();
+        let names: Vec<_> = b.files.iter().map(|f| f.name.clone()).collect();
+        assert_eq!(names, ["Module.n.Pair.forward.0.output.a.pt", "Module.n.Pair.forward.0.output.b.pt"]);
+        let Json::Object(kv) = body.get("output").unwrap() else { panic!("output is a dict") };
+        assert_eq!(kv.iter().map(|(k, _)| &**k).collect::<Vec<_>>(), ["a", "b"]);
+        assert!(body.get("output_fields").is_none());
+        // only in forward records
+        let mut bw = RecordBuilder::new("Module.n.Pair.backward.0".into(), opts(Task::Tensor, DataMode::ALL));
+        assert!(bw.section("output_fields").is_err());
     }
 
     /// A record whose files are dropped midway (drop mode, queue full) loses all of them: those

@@ -2,8 +2,9 @@
 
 Each listed API is replaced by a plain function that, for the outermost call only (nested
 wrapped calls run unwrapped, msprobe §6.1), takes the next index of ``{Prefix}.{api}.``,
-records the inputs (before the op runs: see README "PyTorch layer"), calls the original,
-records the output, and hooks the ``grad_fn`` of the first output tensor for the backward record.
+calls the original, records the inputs (after the op runs, as msprobe 1.1.1; before it with
+``MSPROBE_INPUTS_PRE_CALL=1``: see README "PyTorch layer") and the output, and hooks the
+``grad_fn`` of the first output tensor for the backward record.
 """
 
 from __future__ import annotations
@@ -67,20 +68,29 @@ def _hook_backward(out: Any, name: str) -> None:
         t.grad_fn.register_hook(_backward_hook(name))
 
 
-def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) -> Any:
-    """One outermost wrapped call: inputs and stack before the op, output after it."""
+def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict, pre: bool, up: int = 1) -> Any:
+    """One outermost wrapped call: inputs and stack before the op (`pre`) or after it, as
+    msprobe 1.1.1 records them (an in-place op's inputs then show their new values), then the
+    output. The stack starts `up` frames above this one (1: the wrapper's frame)."""
     local = state.local
     local.busy = True
     try:
-        begun = recorder.api_begin(key, args, kwargs, sys._getframe(1))
-        if begun is None:
-            return orig(*args, **kwargs)
-        r, n, kept = begun
-        try:
+        if pre:
+            begun = recorder.api_begin(key, args, kwargs, sys._getframe(up))
+            if begun is None:
+                return orig(*args, **kwargs)
+            r, n, kept = begun
+            try:
+                out = orig(*args, **kwargs)
+            except BaseException:
+                recorder.abort(r)
+                raise
+        else:
             out = orig(*args, **kwargs)
-        except BaseException:
-            recorder.abort(r)
-            raise
+            begun = recorder.api_begin(key, args, kwargs, sys._getframe(up))
+            if begun is None:
+                return out
+            r, n, kept = begun
         recorder.api_end(r, kept, out)
         if state.construct:  # mix
             state.note_construct(f"{prefix}{n}.forward", state.parent())
@@ -90,14 +100,24 @@ def _call(orig: Callable, prefix: str, key: bytes, args: tuple, kwargs: dict) ->
         local.busy = False
 
 
-def _make_wrapper(orig: Callable, prefix: str) -> Callable:
+def inputs_pre_call() -> bool:
+    """``MSPROBE_INPUTS_PRE_CALL=1``: every API's inputs are recorded before the call (what an
+    in-place op consumed). Default, as msprobe 1.1.1: after the call, except the distributed
+    APIs (1.1.1's ``op_is_inplace`` ones)."""
+    return os.environ.get("MSPROBE_INPUTS_PRE_CALL", "0").strip() not in ("", "0")
+
+
+def _make_wrapper(orig: Callable, prefix: str, up: int = 1) -> Callable:
+    """The wrapper of `orig`; its records' stacks start `up` frames above `_call` (2: at the
+    wrapper's caller, leaving out the wrapper's own frame)."""
     key = prefix.encode()
     local = state.local
+    pre = prefix.startswith("Distributed.") or inputs_pre_call()
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if local.busy:
             return orig(*args, **kwargs)
-        return _call(orig, prefix, key, args, kwargs)
+        return _call(orig, prefix, key, args, kwargs, pre, up)
 
     try:
         functools.update_wrapper(wrapper, orig)
@@ -105,6 +125,51 @@ def _make_wrapper(orig: Callable, prefix: str) -> Callable:
         pass
     wrapper.__wrapped_by_msprobe__ = True  # type: ignore[attr-defined]
     return wrapper
+
+
+class _AtenPacket:
+    """Stands for a `torch.ops.aten.{op}` packet while wrapped (as 1.1.1): calling it records
+    ``Aten.{op}.{n}``; an overload taken from it (``torch.ops.aten.add.Tensor``) records
+    ``Aten.{op}.{overload}.{n}``; other attributes are the packet's."""
+
+    def __init__(self, packet: Any, op: str) -> None:
+        self._packet = packet
+        self._call = _make_wrapper(packet, f"Aten.{op}.")
+        self._overloads: dict[str, Callable] = {}
+        self.__wrapped_by_msprobe__ = True
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    def __getattr__(self, key: str) -> Any:
+        attr = getattr(self._packet, key)
+        if not isinstance(attr, torch._ops.OpOverload):
+            return attr
+        w = self._overloads.get(key)
+        if w is None:
+            name = attr.name().split("::")[-1]
+            if "." + attr._overloadname not in name:
+                name += "." + attr._overloadname
+            # called directly: 1.1.1's stack has no frame of its own here
+            w = self._overloads[key] = _make_wrapper(attr, f"Aten.{name}.", up=2)
+        return w
+
+    def overloads(self) -> Any:
+        return self._packet.overloads()
+
+
+def _wrap_aten(names: list[str]) -> list[tuple[Any, str, Any, Callable]]:
+    """(torch.ops.aten, op, packet, stand-in) per listed op that is an OpOverloadPacket."""
+    out = []
+    ns = torch.ops.aten
+    for op in dict.fromkeys(names):
+        try:
+            packet = getattr(ns, op)
+        except (AttributeError, RuntimeError):
+            continue
+        if isinstance(packet, torch._ops.OpOverloadPacket):
+            out.append((ns, op, packet, _AtenPacket(packet, op)))
+    return out
 
 
 def _owners(category: str) -> list[tuple[Any, str]]:
@@ -156,6 +221,9 @@ class ApiWrapper:
     def _build(self) -> None:
         support = self.support if self.support is not None else load_support_list()
         for category, names in support.items():
+            if category == "aten":
+                self.targets += _wrap_aten(names)
+                continue
             owners = _owners(category)
             if not owners and category not in ("torch_npu", "distributed"):
                 logger.warning(f"support list category {category!r} is unknown; ignored")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any, Optional
 
 import torch
@@ -20,6 +22,38 @@ def _check_model(model: Any) -> None:
         msg = f"model must be a torch.nn.Module, got {type(model).__name__}"
         logger.error(msg)
         raise MsprobeException(msg)
+
+
+def _section_value(config_path: Optional[str], task: str, key: str) -> Any:
+    """`key` of the config file's task section (None when absent or unreadable)."""
+    path = config_path if config_path is not None else os.environ.get("MSPROBE_CONFIG") or None
+    data = config.read_config(path) if path else None
+    section = data.get(task) if data else None
+    return section.get(key) if isinstance(section, dict) else None
+
+
+def _asked_file_format(config_path: Optional[str], task: str) -> Optional[str]:
+    """The file_format the environment or the config file's task section asks for, if any."""
+    env = os.environ.get("MSPROBE_FILE_FORMAT", "").strip()
+    if env:
+        return env
+    v = _section_value(config_path, task, "file_format")
+    return v if isinstance(v, str) else None
+
+
+def _scope_start(config_path: Optional[str], task: str) -> Optional[str]:
+    """scope[0] when a two-name scope is configured (MSPROBE_SCOPE wins over the file)."""
+    env = os.environ.get("MSPROBE_SCOPE", "").strip()
+    if env:
+        try:
+            scope = json.loads(env) if env.startswith("[") else [p.strip() for p in env.split(",") if p.strip()]
+        except ValueError:
+            return None
+    else:
+        scope = _section_value(config_path, task, "scope")
+    if isinstance(scope, list) and len(scope) == 2 and all(isinstance(x, str) for x in scope):
+        return scope[0]
+    return None
 
 
 class PrecisionDebugger:
@@ -49,8 +83,12 @@ class PrecisionDebugger:
         _check_model(model)
         self.level = str(config.effective("level", level, config_path, "L1"))
         self.task = str(config.effective("task", task, config_path, "statistics"))
+        if _asked_file_format(config_path, self.task) not in (None, "pt"):
+            logger.info("file_format is ignored for PyTorch: tensor files are written as .pt, as msprobe 1.1.1 does")
         rc = init_recorder(
-            config.init_args("pytorch", config_path, task=task, dump_path=dump_path, level=level, step=step)
+            config.init_args(
+                "pytorch", config_path, task=task, dump_path=dump_path, level=level, step=step, file_format="pt"
+            )
         )
         # rc 1: a recorder already runs in this process (e.g. preloaded and started): share it.
         self.off = rc < 0  # bad config: the recorder logged it; capture stays off, the job runs on
@@ -62,6 +100,9 @@ class PrecisionDebugger:
         self._stop_waits = config.stop_waits()
         self._initialized = True
         state.construct = self.level in ("L0", "mix")
+        # mix: as 1.1.1, a scope that starts at a module starts at that module's forward (or
+        # backward) pre-hook, so the records inside it that end before the module's own are in
+        state.scope_start = _scope_start(config_path, self.task) if self.level == "mix" else None
 
     def start(self, model: Optional[torch.nn.Module] = None) -> None:
         if self.off or self._ended:

@@ -35,17 +35,40 @@ _orig_input_hook = BackwardHook.setup_input_hook
 _orig_output_hook = BackwardHook.setup_output_hook
 
 
+def _alias(args: tuple) -> list[int]:
+    """Per position, the first position holding the same tensor object (itself otherwise)."""
+    return [
+        next(j for j in range(i + 1) if args[j] is a) if isinstance(a, torch.Tensor) else i for i, a in enumerate(args)
+    ]
+
+
 def _setup_input_hook(self: BackwardHook, args: Any) -> Any:
+    # torch's BackwardHookFunction returns a distinct tensor per argument, so a module called
+    # with one tensor in several arguments (`attn(x, x, x)`) would take its code path for
+    # distinct arguments and compute other bits. Only the first of each repeated tensor is
+    # hooked, and its hooked twin is passed in every position: the computation stays the
+    # uncaptured one (the repeats' gradients in the backward record are null).
+    if isinstance(args, tuple) and len(args) > 1:
+        alias = _alias(args)
+        if any(a != i for i, a in enumerate(alias)):
+            firsts = tuple(a if alias[i] == i else None for i, a in enumerate(args))
+            res = _orig_input_hook(self, firsts)
+            if res is firsts:
+                return args
+            res = list(_clone(res))
+            for i, a in enumerate(alias):
+                if a != i:
+                    res[i] = res[a]
+            return tuple(res)
     res = _orig_input_hook(self, args)
     return res if res is args else _clone(res)
 
 
 def _setup_output_hook(self: BackwardHook, args: Any) -> Any:
-    # As 1.1.1: only a tensor or a tuple of tensors is hooked (a module returning a dict gets no
-    # backward record), and the hooked values are cloned so in-place ops on them stay legal.
-    if not (
-        isinstance(args, torch.Tensor) or (isinstance(args, tuple) and all(isinstance(a, torch.Tensor) for a in args))
-    ):
+    # As 1.1.1: only a tensor or a tuple is hooked (a module returning a dict gets no backward
+    # record; a tuple's non-tensor items get null gradients), and the hooked values are cloned so
+    # in-place ops on them stay legal.
+    if not isinstance(args, (torch.Tensor, tuple)):
         return args
     res = _orig_output_hook(self, args)
     return res if res is args else _clone(res)
@@ -68,6 +91,12 @@ class _ModuleHooks:
         if not lib.msprobe_is_enabled():
             return  # capture off: nothing to number; post/bpost find no entry and return
         name = f"{self.prefix}{direction}.{lib.msprobe_next_index(key)}"
+        if name == state.scope_start:
+            # The recorder's range opens at a record named scope[0]: one begun and dropped here
+            # opens it at the module's start, as 1.1.1's MixRangeScope.begin_module does.
+            r = lib.msprobe_record_begin(name.encode())
+            if r:
+                lib.msprobe_record_abort(r)
         names.append((name, state.enter_module(name)))
 
     def pre(self, module: torch.nn.Module, args: Any) -> None:
@@ -134,7 +163,7 @@ class _Call:
     """One forward call of a module at L0: its record name and parent, where its tensor inputs
     and outputs sit, and the output gradients received so far."""
 
-    __slots__ = ("name", "parent", "n_in", "in_idx", "in_meta", "grad_idx", "n_out", "out_idx", "grad_out")
+    __slots__ = ("name", "parent", "n_in", "in_idx", "in_meta", "grad_idx", "alias", "n_out", "out_idx", "grad_out")
 
     def __init__(self, name: str, parent: Optional[str], n_in: int) -> None:
         self.name = name
@@ -142,7 +171,8 @@ class _Call:
         self.n_in = n_in
         self.in_idx: Optional[list[int]] = None  # tensor input positions (None: no input requires grad)
         self.in_meta: list[tuple] = []  # (shape, dtype, device) per tensor input
-        self.grad_idx: list[int] = []  # the tensor inputs that require grad
+        self.grad_idx: list[int] = []  # the tensor inputs that require grad (first of each distinct tensor)
+        self.alias: list[int] = []  # per position, the first position holding the same tensor object
         self.n_out = 0
         self.out_idx: list[int] = []
         self.grad_out: tuple = ()
@@ -194,13 +224,17 @@ class _LeanHooks:
             new = a.clone()
             _on_grad(new, lambda g: self._backward_record(call, (g,)))
             return (new,)
-        grad_idx = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+        # one clone per distinct tensor object: `attn(x, x, x)` still sees `q is k is v`
+        alias = [next(j for j in range(i + 1) if args[j] is a) for i, a in enumerate(args)]
+        grad_idx = [i for i, a in enumerate(args) if alias[i] == i and isinstance(a, torch.Tensor) and a.requires_grad]
         if not grad_idx:
             return None
         idx = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-        call.in_idx, call.grad_idx = idx, grad_idx
+        call.in_idx, call.grad_idx, call.alias = idx, grad_idx, alias
         call.in_meta = [(args[i].shape, args[i].dtype, args[i].device) for i in idx]
-        new = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        new: list = []
+        for i, a in enumerate(args):
+            new.append(new[alias[i]] if alias[i] != i else a.clone() if isinstance(a, torch.Tensor) else a)
         _grads_hook([new[i] for i in grad_idx], lambda grads: self._inputs_done(call, grads))
         return tuple(new)
 
@@ -231,13 +265,14 @@ class _LeanHooks:
             new = output.clone()
             _on_grad(new, lambda g: self._outputs_done(call, [g]))
             return new
-        # As 1.1.1: only a tensor or a tuple of tensors gets a backward record.
-        if not (isinstance(output, tuple) and output and all(isinstance(o, torch.Tensor) for o in output)):
+        # As 1.1.1: a tensor or a tuple gets a backward record; a tuple's top-level tensors are
+        # hooked, its other items (None, a nested tuple) get null gradients.
+        if not (isinstance(output, tuple) and output):
             return None
-        call.out_idx = [i for i, o in enumerate(output) if o.requires_grad]
+        call.out_idx = [i for i, o in enumerate(output) if isinstance(o, torch.Tensor) and o.requires_grad]
         if not call.out_idx:
             return None
-        clones = [o.clone() for o in output]
+        clones = [o.clone() if isinstance(o, torch.Tensor) else o for o in output]
         if type(output) is tuple:
             new = tuple(clones)
         else:  # a namedtuple keeps its type, as torch's BackwardHook does
@@ -264,7 +299,7 @@ class _LeanHooks:
         got = dict(zip(call.grad_idx, grads))
         full = []
         for i, (shape, dtype, device) in zip(call.in_idx or [], call.in_meta):
-            g = got.get(i)
+            g = got.get(call.alias[i] if call.alias else i)  # a repeated tensor shares its first gradient
             full.append(g if g is not None else torch.zeros(shape, dtype=dtype, device=device))
         self._backward_record(call, _pack(call.n_in, call.in_idx or [], full))
 

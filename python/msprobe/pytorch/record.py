@@ -32,6 +32,13 @@ def _add_inputs(r: int, args: Iterable[Any], kwargs: Optional[dict]) -> bool:
 
 
 def _add_output(r: int, output: Any) -> bool:
+    fields = getattr(output, "_fields", None) if isinstance(output, tuple) else None
+    if isinstance(fields, tuple):  # a namedtuple: a dict keyed by field, as msprobe writes it
+        if not lib.msprobe_record_section(r, b"output_fields"):
+            return False
+        for f in fields:
+            encoder.add(r, str(f), getattr(output, f))
+        return True
     if not lib.msprobe_record_section(r, b"output"):
         return False
     for item in output if isinstance(output, tuple) else (output,):

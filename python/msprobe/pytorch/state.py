@@ -18,6 +18,7 @@ class State:
         self.construct = False  # level L0 / mix: construct.json is kept
         self.module_stack: list[str] = []
         self.pending: list[tuple[str, Optional[str]]] = []  # module parents not yet merged
+        self.scope_start: Optional[str] = None  # mix: scope[0], opened at its module's pre-hook
 
     def parent(self) -> Optional[str]:
         return self.module_stack[-1] if self.module_stack else None

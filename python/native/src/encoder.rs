@@ -361,7 +361,25 @@ impl Encoder {
     }
 
     /// A tuple output (torch.return_types too) is one leaf per item, as msprobe does.
+    /// A namedtuple output is a dict keyed by field, as msprobe writes it (its walk turns a
+    /// namedtuple into a dict, and the output tuple is the namedtuple itself).
     pub(crate) fn output<'py>(&self, w: &Walker<'_, 'py>, output: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let py = output.py();
+        if output.is_instance_of::<PyTuple>() {
+            if let Ok(fields) = output.getattr(pyo3::intern!(py, "_fields")) {
+                if fields.is_instance_of::<PyTuple>() {
+                    if !self.ctx.abi.section(w.r, c"output_fields") {
+                        return Ok(false);
+                    }
+                    for f in fields.try_iter()? {
+                        let f = f?;
+                        let key = f.str()?;
+                        w.add(Some(&key), &output.getattr(key.clone())?, 0)?;
+                    }
+                    return Ok(true);
+                }
+            }
+        }
         if !self.ctx.abi.section(w.r, c"output") {
             return Ok(false);
         }

@@ -63,8 +63,11 @@ struct CallIo {
     in_idx: Option<Vec<usize>>,
     /// (shape, dtype, device) per tensor input.
     in_meta: Vec<(Py<PyAny>, Py<PyAny>, Py<PyAny>)>,
-    /// The tensor inputs that require grad.
+    /// The tensor inputs that require grad (the first position of each distinct tensor).
     grad_idx: Vec<usize>,
+    /// Per argument position, the first position holding the same tensor object (the module
+    /// gets one clone per distinct tensor, so `attn(x, x, x)` still sees `q is k is v`).
+    alias: Vec<usize>,
     n_out: usize,
     out_idx: Vec<usize>,
     grad_out: Option<Py<PyTuple>>,
@@ -279,12 +282,15 @@ impl LeanHooks {
             on_grad(&new, self.done(slf, &call, Done::Arg)?.bind(py).as_any())?;
             return Ok(Some(PyTuple::new(py, [new])?.into_any().unbind()));
         }
+        let items: Vec<Bound<'py, PyAny>> = args.iter().collect();
+        let alias: Vec<usize> =
+            items.iter().enumerate().map(|(i, a)| items[..i].iter().position(|b| b.is(a)).unwrap_or(i)).collect();
         let mut grad_idx = Vec::new();
         let mut idx = Vec::new();
-        for (i, a) in args.iter().enumerate() {
-            if self.is_tensor(&a)? {
+        for (i, a) in items.iter().enumerate() {
+            if self.is_tensor(a)? {
                 idx.push(i);
-                if a.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
+                if alias[i] == i && a.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
                     grad_idx.push(i);
                 }
             }
@@ -292,18 +298,23 @@ impl LeanHooks {
         if grad_idx.is_empty() {
             return Ok(None);
         }
-        let mut new = Vec::with_capacity(args.len());
+        let mut new: Vec<Bound<'py, PyAny>> = Vec::with_capacity(items.len());
         let mut meta = Vec::with_capacity(idx.len());
-        for a in args.iter() {
-            if self.is_tensor(&a)? {
+        for (i, a) in items.iter().enumerate() {
+            if alias[i] != i {
+                let first = new[alias[i]].clone();
+                new.push(first);
+            } else if self.is_tensor(a)? {
+                new.push(a.call_method0(intern!(py, "clone"))?);
+            } else {
+                new.push(a.clone());
+            }
+            if self.is_tensor(a)? {
                 meta.push((
                     a.getattr(intern!(py, "shape"))?.unbind(),
                     a.getattr(intern!(py, "dtype"))?.unbind(),
                     a.getattr(intern!(py, "device"))?.unbind(),
                 ));
-                new.push(a.call_method0(intern!(py, "clone"))?);
-            } else {
-                new.push(a);
             }
         }
         let hooked: Vec<Bound<'py, PyAny>> = grad_idx.iter().map(|&i| new[i].clone()).collect();
@@ -312,6 +323,7 @@ impl LeanHooks {
             io.in_idx = Some(idx);
             io.grad_idx = grad_idx;
             io.in_meta = meta;
+            io.alias = alias;
         }
         self.grads_hook(py, hooked, self.done(slf, &call, Done::Input)?, self.done(slf, &call, Done::Inputs)?)?;
         Ok(Some(PyTuple::new(py, new)?.into_any().unbind()))
@@ -361,27 +373,28 @@ impl LeanHooks {
             on_grad(&new, self.done(slf, &call, Done::Output)?.bind(py).as_any())?;
             return Ok(Some(new.unbind()));
         }
-        // As 1.1.1: only a tensor or a tuple of tensors gets a backward record.
+        // As 1.1.1 (torch's BackwardHook on what its filter lets through): a tensor or a tuple
+        // gets a backward record; in a tuple the tensors at its top level are hooked, other
+        // items (None, a nested tuple) stay and get null gradients (MultiheadAttention's
+        // `(out, None)`, LSTM's `(out, (h, c))`).
         let Ok(tuple) = output.cast::<PyTuple>() else { return Ok(None) };
         if tuple.is_empty() {
             return Ok(None);
         }
         let items: Vec<Bound<'py, PyAny>> = tuple.iter().collect();
-        for o in &items {
-            if !self.is_tensor(o)? {
-                return Ok(None);
-            }
-        }
         let mut out_idx = Vec::new();
         for (i, o) in items.iter().enumerate() {
-            if o.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
+            if self.requires_grad(o)? {
                 out_idx.push(i);
             }
         }
         if out_idx.is_empty() {
             return Ok(None);
         }
-        let clones = items.iter().map(|o| o.call_method0(intern!(py, "clone"))).collect::<PyResult<Vec<_>>>()?;
+        let clones = items
+            .iter()
+            .map(|o| if self.is_tensor(o)? { o.call_method0(intern!(py, "clone")) } else { Ok(o.clone()) })
+            .collect::<PyResult<Vec<_>>>()?;
         let new = if output.get_type().is(py.get_type::<PyTuple>()) {
             PyTuple::new(py, &clones)?.into_any()
         } else {
@@ -458,15 +471,17 @@ impl LeanHooks {
     ) -> PyResult<()> {
         let c = call.get();
         // Copied out: no lock is held while Python runs.
-        let (idx, grad_idx, meta) = {
+        let (idx, grad_idx, meta, alias) = {
             let io = lock(&c.io);
             let meta: Vec<_> =
                 io.in_meta.iter().map(|(s, d, v)| (s.clone_ref(py), d.clone_ref(py), v.clone_ref(py))).collect();
-            (io.in_idx.clone().unwrap_or_default(), io.grad_idx.clone(), meta)
+            (io.in_idx.clone().unwrap_or_default(), io.grad_idx.clone(), meta, io.alias.clone())
         };
         let mut full = Vec::with_capacity(idx.len());
         for (&i, (shape, dtype, device)) in idx.iter().zip(&meta) {
-            let got = grad_idx.iter().position(|&g| g == i).and_then(|k| grads.get(k)).filter(|g| !g.is_none());
+            // an argument repeated (the same tensor object) shares its first position's gradient
+            let src = alias.get(i).copied().unwrap_or(i);
+            let got = grad_idx.iter().position(|&g| g == src).and_then(|k| grads.get(k)).filter(|g| !g.is_none());
             full.push(match got {
                 Some(g) => g.clone(),
                 None => {

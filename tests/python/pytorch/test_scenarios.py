@@ -20,6 +20,7 @@ JOBS = {
     "convnet": ("convnet.py", []),
     "values": ("values.py", []),
     "inplace": ("inplace.py", []),
+    "inplace_pre": ("inplace.py", ["pre"]),
     "steps": ("steps.py", []),
     "rank0": ("rank.py", ["[0]"]),
     "rank1": ("rank.py", ["[1]"]),
