@@ -1,0 +1,272 @@
+//! Tensor-mode metrics (`compare_by_op`, `npy_compare.py` and `check_accuracy` of msprobe 1.1.1),
+//! computed in one streaming pass over the memory-mapped files.
+
+use super::tensor::{Kind, Tensor, DT};
+use super::value::{format_value, round6, Cell};
+
+pub const UNSUPPORTED: &str = "unsupported";
+pub const SHAPE_UNMATCH: &str = "shape unmatched";
+
+/// Cosine, MaxAbsErr, MaxRelativeErr, One and Five Thousandth Err Ratio, and the message.
+pub struct Metrics {
+    pub values: [Cell; 5],
+    pub msg: String,
+}
+
+fn all(c: Cell, msg: &str) -> Metrics {
+    Metrics { values: [c.clone(), c.clone(), c.clone(), c.clone(), c], msg: msg.into() }
+}
+
+/// The metrics when a file could not be read (`READ_NONE`).
+pub fn read_none(msg: &str) -> Metrics {
+    all(Cell::s(UNSUPPORTED), msg)
+}
+
+fn round_to(k: Kind, v: f64) -> f64 {
+    match k {
+        Kind::F16 => half::f16::from_f64(v).to_f64(),
+        Kind::F32 => v as f32 as f64,
+        Kind::F64 => v,
+    }
+}
+
+/// numpy's `(n - b) / b` in kind `k`, absolute.
+#[inline]
+fn rel_in(k: Kind, n: f64, b: f64) -> f64 {
+    match k {
+        Kind::F64 => ((n - b) / b).abs(),
+        Kind::F32 => (((n as f32) - (b as f32)) / (b as f32)).abs() as f64,
+        Kind::F16 => {
+            let d = half::f16::from_f32((n as f32) - (b as f32)).to_f32();
+            half::f16::from_f32(d / (b as f32)).to_f32().abs() as f64
+        }
+    }
+}
+
+fn eps(k: Kind) -> f64 {
+    match k {
+        Kind::F16 => half::f16::EPSILON.to_f64(),
+        Kind::F32 => f32::EPSILON as f64,
+        Kind::F64 => f64::EPSILON,
+    }
+}
+
+/// numpy's result float kind for `n - b` when the bench is a float array.
+fn promote(n: DT, b: Kind) -> Kind {
+    match n.float_kind() {
+        Some(k) => k.max(b),
+        None => match (n, b) {
+            (DT::Bool | DT::I8 | DT::U8, k) => k,
+            (DT::I16 | DT::U16, Kind::F16) => Kind::F32,
+            (DT::I16 | DT::U16, k) => k,
+            _ => Kind::F64,
+        },
+    }
+}
+
+struct Acc {
+    dot: f64,
+    nn: f64,
+    bb: f64,
+    max_abs: f64,
+    max_rel: f64,
+    below1: u64,
+    below5: u64,
+}
+
+/// Compares two loaded tensors as msprobe 1.1.1 does.
+pub fn compare(n: &Tensor, b: &Tensor) -> Metrics {
+    let numel = n.numel();
+    if numel == 0 {
+        let z = Cell::I(0);
+        return Metrics { values: [Cell::s(UNSUPPORTED), z.clone(), z.clone(), z.clone(), z], msg: "This is empty data, can not compare.".into() };
+    }
+    if n.shape != b.shape {
+        return all(Cell::s(SHAPE_UNMATCH), "Shape of NPU and bench Tensor do not match. Skipped.");
+    }
+    let scalar = n.shape.is_empty();
+    let b_float = b.dtype.float_kind();
+    // kind of the relative error arithmetic, and the epsilon numpy adds where the bench is 0
+    let (k, e) = match b_float {
+        Some(bk) => (promote(n.dtype, bk), eps(bk)),
+        None => (Kind::F64, f64::EPSILON),
+    };
+    let nk = n.dtype.float_kind();
+    let thr1 = round_to(k, 0.001);
+    let thr5 = round_to(k, 0.005);
+
+    let mut zero_invalid = false;
+    if !scalar && (nk.is_some() || b_float.is_some()) {
+        // handle_inf_nan: positions of inf and nan must agree; they are then zeroed
+        let mut nb = vec![0f64; 4096];
+        let mut bbuf = vec![0f64; 4096];
+        let mut any = false;
+        let mut from = 0;
+        while from < numel {
+            let len = (numel - from).min(4096);
+            n.read_f64(from, &mut nb[..len]);
+            b.read_f64(from, &mut bbuf[..len]);
+            for (x, y) in nb[..len].iter().zip(&bbuf[..len]) {
+                let (xi, xn, yi, yn) = (x.is_infinite(), x.is_nan(), y.is_infinite(), y.is_nan());
+                if xi || xn || yi || yn {
+                    any = true;
+                    if xi != yi || xn != yn {
+                        return all(Cell::s("N/A"), "The position of inf or nan in NPU and bench Tensor do not match.");
+                    }
+                }
+            }
+            from += len;
+        }
+        zero_invalid = any;
+    }
+
+    let mut a = Acc { dot: 0.0, nn: 0.0, bb: 0.0, max_abs: 0.0, max_rel: 0.0, below1: 0, below5: 0 };
+    let mut abs_nan = false;
+    let mut rel_nan = false;
+    let mut nb = vec![0f64; 4096];
+    let mut bbuf = vec![0f64; 4096];
+    let mut from = 0;
+    while from < numel {
+        let len = (numel - from).min(4096);
+        n.read_f64(from, &mut nb[..len]);
+        b.read_f64(from, &mut bbuf[..len]);
+        for (&x0, &y0) in nb[..len].iter().zip(&bbuf[..len]) {
+            let (mut x, mut y) = (x0, y0);
+            if zero_invalid && !x.is_finite() {
+                x = 0.0;
+            }
+            if zero_invalid && !y.is_finite() {
+                y = 0.0;
+            }
+            // get_relative_err adds eps where the bench is 0; for float benches in place (the
+            // later metrics see it), for others on float64 copies
+            let (xr, yr) = if y == 0.0 {
+                match (b_float, nk) {
+                    (Some(_), Some(nkk)) => (round_to(nkk, x + e), e),
+                    (Some(_), None) => (x, e),
+                    (None, _) => (x + e, e),
+                }
+            } else {
+                (x, y)
+            };
+            let rel = rel_in(k, xr, yr);
+            if rel.is_nan() {
+                rel_nan = true;
+            } else if rel > a.max_rel {
+                a.max_rel = rel;
+            }
+            if rel < thr1 {
+                a.below1 += 1;
+            }
+            if rel < thr5 {
+                a.below5 += 1;
+            }
+            let (xm, ym) = if b_float.is_some() { (xr, yr) } else { (x, y) };
+            let d = (xm - ym).abs();
+            if d.is_nan() {
+                abs_nan = true;
+            } else if d > a.max_abs {
+                a.max_abs = d;
+            }
+            a.dot += xm * ym;
+            a.nn += xm * xm;
+            a.bb += ym * ym;
+        }
+        from += len;
+    }
+
+    let mut msg = String::new();
+    if scalar {
+        msg.push_str("This is type of scalar data, can not compare.");
+    }
+    // Cosine
+    let cos = if scalar {
+        Cell::s(UNSUPPORTED)
+    } else if numel == 1 {
+        msg.push_str("This tensor is scalar.");
+        Cell::s(UNSUPPORTED)
+    } else {
+        let (an, bn) = (a.nn.sqrt(), a.bb.sqrt());
+        if an <= f64::EPSILON && bn <= f64::EPSILON {
+            Cell::F(1.0)
+        } else if an <= f64::EPSILON {
+            msg.push_str("Cannot compare by Cosine Similarity, All the data is Zero in npu dump data.");
+            Cell::s("Nan")
+        } else if bn <= f64::EPSILON {
+            msg.push_str("Cannot compare by Cosine Similarity, All the data is Zero in Bench dump data.");
+            Cell::s("Nan")
+        } else {
+            let c = a.dot / (an * bn);
+            if c.is_nan() {
+                msg.push_str("Cannot compare by Cosine Similarity, the dump data has NaN.");
+                Cell::s("Nan")
+            } else {
+                let mut r = format_value(c);
+                if r > 0.9999 {
+                    r = round6(r);
+                }
+                Cell::F(if r > 0.99999 { 1.0 } else { r })
+            }
+        }
+    };
+    let nan_msg = "Cannot compare by MaxRelativeError, the data contains nan/inf/-inf in dump data.";
+    let max_abs = if abs_nan {
+        msg.push_str(nan_msg);
+        Cell::s("Nan")
+    } else {
+        // a 0-d tensor's difference is taken in its own dtype
+        let v = if scalar { round_to(nk.unwrap_or(Kind::F64), a.max_abs) } else { a.max_abs };
+        Cell::F(format_value(v))
+    };
+    let max_rel = if rel_nan {
+        msg.push_str(nan_msg);
+        Cell::s("Nan")
+    } else {
+        Cell::F(format_value(a.max_rel))
+    };
+    let (r1, r5) = if scalar {
+        (Cell::s("Nan"), Cell::s("Nan"))
+    } else {
+        (Cell::F(format_value(a.below1 as f64 / numel as f64)), Cell::F(format_value(a.below5 as f64 / numel as f64)))
+    };
+    Metrics { values: [cos, max_abs, max_rel, r1, r5], msg }
+}
+
+/// msprobe's `check_accuracy(cos, max_abs_err)`.
+pub fn check_accuracy(cos: &Cell, max_abs: &Cell) -> &'static str {
+    let is = |c: &Cell, s: &str| matches!(c, Cell::S(x) if x == s);
+    if is(cos, SHAPE_UNMATCH) {
+        return "Unmatched";
+    }
+    if is(cos, "None") || is(max_abs, "None") {
+        return "None";
+    }
+    if is(cos, "N/A") || is(max_abs, "N/A") {
+        return "No";
+    }
+    let f = |c: &Cell| -> Option<f64> {
+        match c {
+            Cell::S(s) => py_float(s),
+            other => other.num(),
+        }
+    };
+    let (Some(c), Some(m)) = (f(cos), f(max_abs)) else { return "None" };
+    if c < 0.99 && m > 0.001 {
+        return "No";
+    }
+    if c < 0.9 || m > 1.0 {
+        return "No";
+    }
+    "Yes"
+}
+
+/// Python's `float(str)` for the strings that can reach it.
+fn py_float(s: &str) -> Option<f64> {
+    let t = s.trim();
+    match t.to_ascii_lowercase().as_str() {
+        "nan" | "+nan" | "-nan" => Some(f64::NAN),
+        "inf" | "+inf" | "infinity" | "+infinity" => Some(f64::INFINITY),
+        "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
+        _ => t.parse().ok(),
+    }
+}
