@@ -21,6 +21,9 @@ pub enum DT {
     I64,
     U64,
     Bool,
+    /// complex: msprobe's `astype(float)` keeps the real part
+    C64,
+    C128,
 }
 
 /// Float kind used for arithmetic in numpy's dtype.
@@ -37,7 +40,8 @@ impl DT {
             DT::I8 | DT::U8 | DT::Bool => 1,
             DT::F16 | DT::BF16 | DT::I16 | DT::U16 => 2,
             DT::F32 | DT::I32 | DT::U32 => 4,
-            DT::F64 | DT::I64 | DT::U64 => 8,
+            DT::F64 | DT::I64 | DT::U64 | DT::C64 => 8,
+            DT::C128 => 16,
         }
     }
 
@@ -104,6 +108,16 @@ impl Tensor {
             DT::U32 => conv!(u32, |v: u32| v as f64),
             DT::I64 => conv!(i64, |v: i64| v as f64),
             DT::U64 => conv!(u64, |v: u64| v as f64),
+            DT::C64 => {
+                for (o, c) in out.iter_mut().zip(d.chunks_exact(8)) {
+                    *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64;
+                }
+            }
+            DT::C128 => {
+                for (o, c) in out.iter_mut().zip(d.chunks_exact(16)) {
+                    *o = f64::from_le_bytes(c[..8].try_into().unwrap_or_default());
+                }
+            }
         }
     }
 }
@@ -155,6 +169,8 @@ fn load_npy(m: memmap2::Mmap, path: &Path) -> Result<Tensor, String> {
         "<u4" => DT::U32,
         "<i8" => DT::I64,
         "<u8" => DT::U64,
+        "<c8" => DT::C64,
+        "<c16" => DT::C128,
         other => return Err(format!("{}: unsupported dtype {other}", path.display())),
     };
     if header.contains("'fortran_order': True") {
@@ -421,6 +437,8 @@ fn find_rebuild(p: &P) -> Option<Rebuild> {
         "CharStorage" => DT::I8,
         "ByteStorage" => DT::U8,
         "BoolStorage" => DT::Bool,
+        "ComplexFloatStorage" => DT::C64,
+        "ComplexDoubleStorage" => DT::C128,
         _ => return None,
     };
     let offset = match a.get(1)? {
