@@ -6,7 +6,6 @@ in tensor, statistics and md5 modes. Then the first divergence on a perturbed mo
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -170,7 +169,9 @@ def test_first_divergence(tmp_path, level, task, summary, expect):
     npu = cu.make_dump(tmp_path / "npu", task, summary, level, perturb=True, ours=True)
     bench = cu.make_dump(tmp_path / "bench", task, summary, level, perturb=False, ours=True)
     out = tmp_path / "out"
-    p = subprocess.run([str(CLI), "compare", str(npu), str(bench), "-o", str(out), "--no-progress"], capture_output=True, text=True)
+    p = subprocess.run(
+        [str(CLI), "compare", str(npu), str(bench), "-o", str(out), "--no-progress"], capture_output=True, text=True
+    )
     assert p.returncode == 0, p.stderr
     text = _first_divergence(out)
     first = text.splitlines()[0]
@@ -180,7 +181,9 @@ def test_first_divergence(tmp_path, level, task, summary, expect):
         assert "module path: Module.fc2.Linear.forward.0" in text, text
     # the bench against itself: no divergence at all
     out2 = tmp_path / "same"
-    subprocess.run([str(CLI), "compare", str(bench), str(bench), "-o", str(out2), "--no-progress"], check=True, capture_output=True)
+    subprocess.run(
+        [str(CLI), "compare", str(bench), str(bench), "-o", str(out2), "--no-progress"], check=True, capture_output=True
+    )
     assert _first_divergence(out2).startswith("no divergence"), _first_divergence(out2)
 
 
@@ -190,7 +193,12 @@ def test_whole_dump_and_errors(tmp_path):
     root = SAMPLES.parent / "msprobe-1.1.1-pytorch" / "config_variants" / "steps"
     out = tmp_path / "out"
     env = dict(os.environ, MSPROBE_COMPARE_TIMESTAMP="t")
-    p = subprocess.run([str(CLI), "compare", str(root), str(root), "-o", str(out), "--no-progress"], capture_output=True, text=True, env=env)
+    p = subprocess.run(
+        [str(CLI), "compare", str(root), str(root), "-o", str(out), "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr
     names = sorted(f.name for f in out.glob("compare_result*.xlsx"))
     steps = sorted(d.name for d in root.iterdir() if d.name.startswith("step"))
@@ -199,7 +207,12 @@ def test_whole_dump_and_errors(tmp_path):
     gone = sorted((npu / "dump_tensor_data").glob("*.pt"))[0]
     gone.unlink()
     out3 = tmp_path / "out3"
-    p = subprocess.run([str(CLI), "compare", str(npu), str(SAMPLES / "mlp_L1_tensor/step0/rank"), "-o", str(out3), "--no-progress"], capture_output=True, text=True, env=env)
+    p = subprocess.run(
+        [str(CLI), "compare", str(npu), str(SAMPLES / "mlp_L1_tensor/step0/rank"), "-o", str(out3), "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr
     csv = (out3 / "compare_result_t.csv").read_text()
     assert f"Dump file: {gone.name} not found." in csv

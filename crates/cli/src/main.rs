@@ -51,7 +51,8 @@ fn compare_cmd(args: &[String]) -> Result<(), String> {
             "-q" | "--quiet" => quiet = true,
             "--rtol" => opt.tol.rtol = num(it.next(), "--rtol")?,
             "--atol" => opt.tol.atol = num(it.next(), "--atol")?,
-            "-cm" | "--cell_mapping" | "-am" | "--api_mapping" | "-dm" | "--data_mapping" | "-lm" | "--layer_mapping" => {
+            "-cm" | "--cell_mapping" | "-am" | "--api_mapping" | "-dm" | "--data_mapping" | "-lm"
+            | "--layer_mapping" => {
                 return Err(format!("{a} (name mappings across frameworks) is not supported yet"));
             }
             other if other.starts_with('-') => return Err(format!("unknown option {other}\n{USAGE}")),

@@ -23,7 +23,9 @@ pub fn row_differs(row: &Row, mode: Mode, tol: Tolerance) -> Option<bool> {
     let stats_differ = |n0: usize, b0: usize| -> bool {
         let scale = c[b0].num().unwrap_or(0.0).abs().max(c[b0 + 1].num().unwrap_or(0.0).abs());
         (0..4).any(|i| match (c[n0 + i].num(), c[b0 + i].num()) {
-            (Some(x), Some(y)) => (x.is_nan() != y.is_nan()) || (!x.is_nan() && (x - y).abs() > tol.atol + tol.rtol * scale),
+            (Some(x), Some(y)) => {
+                (x.is_nan() != y.is_nan()) || (!x.is_nan() && (x - y).abs() > tol.atol + tol.rtol * scale)
+            }
             _ => c[n0 + i].py_str() != c[b0 + i].py_str(),
         })
     };

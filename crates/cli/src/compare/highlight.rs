@@ -40,7 +40,14 @@ fn n(c: &Cell) -> f64 {
     c.num().unwrap_or(f64::NAN)
 }
 
-fn find_error_rows(rows: &[Vec<Cell>], start: usize, n_in: usize, mode: Mode, red: &mut Vec<(usize, Vec<&'static str>)>, yellow: &mut Vec<(usize, Vec<&'static str>)>) {
+fn find_error_rows(
+    rows: &[Vec<Cell>],
+    start: usize,
+    n_in: usize,
+    mode: Mode,
+    red: &mut Vec<(usize, Vec<&'static str>)>,
+    yellow: &mut Vec<(usize, Vec<&'static str>)>,
+) {
     let ix = idx(mode);
     for (i, line) in rows.iter().enumerate() {
         let num = start + i;
@@ -78,15 +85,27 @@ fn find_error_rows(rows: &[Vec<Cell>], start: usize, n_in: usize, mode: Mode, re
                 if ro > 0.5 {
                     add(red, num, "maximum relative error exceeds 0.5");
                 } else if ro > 0.1 && ri < 0.01 {
-                    add(yellow, num, "The output's maximum relative error exceeds 0.1, while the input's is below 0.01");
+                    add(
+                        yellow,
+                        num,
+                        "The output's maximum relative error exceeds 0.1, while the input's is below 0.01",
+                    );
                 }
             } else {
                 if inp[ix.one].is_num() && out[ix.one].is_num() {
                     let (a, b) = (n(&inp[ix.one]), n(&out[ix.one]));
                     if a > 0.9 && b < 0.6 {
-                        add(red, num, "The input's one thousandth err ratio exceeds 0.9, while the output's is below 0.6");
+                        add(
+                            red,
+                            num,
+                            "The input's one thousandth err ratio exceeds 0.9, while the output's is below 0.6",
+                        );
                     } else if a - b > 0.1 {
-                        add(yellow, num, "The output's one thousandth err ratio decreases by more than 0.1 compared to the input's");
+                        add(
+                            yellow,
+                            num,
+                            "The output's one thousandth err ratio decreases by more than 0.1 compared to the input's",
+                        );
                     }
                 }
                 if inp[ix.cos].is_num() && out[ix.cos].is_num() && n(&inp[ix.cos]) - n(&out[ix.cos]) > 0.1 {

@@ -54,7 +54,8 @@ fn check_struct_match(n: &Op, b: &Op) -> bool {
     if n.input_struct.is_empty() || b.input_struct.is_empty() || n.input_struct.len() != b.input_struct.len() {
         return false;
     }
-    check_type_shape_match(&n.input_struct, &b.input_struct) && check_type_shape_match(&n.output_struct, &b.output_struct)
+    check_type_shape_match(&n.input_struct, &b.input_struct)
+        && check_type_shape_match(&n.output_struct, &b.output_struct)
 }
 
 /// msprobe's `rename_api`: the name without its call index, split at `process`.
@@ -106,11 +107,9 @@ fn match_op(nq: &[(usize, Op)], bq: &[(usize, Op)], fuzzy: bool) -> Option<(usiz
     None
 }
 
-/// Matched pairs (npu record index, bench op) and the table rows, in msprobe's order.
+/// The table rows, in msprobe's order.
 pub struct Matched {
     pub rows: Vec<Row>,
-    /// for each row, the bench record index when matched
-    pub pairs: Vec<(usize, Option<usize>)>,
 }
 
 /// `compare_process`: walks both dumps in step, matching records as msprobe does.
@@ -118,7 +117,6 @@ pub fn compare_process(npu: &[Option<Op>], bench: &[Option<Op>], fuzzy: bool, mo
     let mut nq: Vec<(usize, Op)> = Vec::new();
     let mut bq: Vec<(usize, Op)> = Vec::new();
     let mut rows = Vec::new();
-    let mut pairs = Vec::new();
     let (mut ni, mut bi) = (0usize, 0usize);
     let (mut more_n, mut more_b) = (true, true);
     loop {
@@ -155,20 +153,17 @@ pub fn compare_process(npu: &[Option<Op>], bench: &[Option<Op>], fuzzy: bool, mo
         let Some((nm, bm)) = match_op(&nq, &bq, fuzzy) else { continue };
         for (idx, op) in &nq[..nm] {
             un_match_rows(&mut rows, *idx, op, mode);
-            pairs.push((*idx, None));
         }
         let (nidx, nop) = &nq[nm];
-        let (bidx, bop) = &bq[bm];
+        let (_, bop) = &bq[bm];
         accuracy_rows(&mut rows, *nidx, nop, bop, mode);
-        pairs.push((*nidx, Some(*bidx)));
         nq.drain(..=nm);
         bq.drain(..=bm);
     }
     for (idx, op) in &nq {
         un_match_rows(&mut rows, *idx, op, mode);
-        pairs.push((*idx, None));
     }
-    Matched { rows, pairs }
+    Matched { rows }
 }
 
 fn process_summary(s: &[Cell; 4]) -> Vec<Cell> {
@@ -238,7 +233,16 @@ pub fn accuracy_rows(rows: &mut Vec<Row>, record: usize, n: &Op, b: &Op, mode: M
 }
 
 #[allow(clippy::too_many_arguments)]
-fn core(rows: &mut Vec<Row>, record: usize, n: &Op, b: &Op, mode: Mode, ns: (usize, usize), bs: (usize, usize), input: bool) {
+fn core(
+    rows: &mut Vec<Row>,
+    record: usize,
+    n: &Op,
+    b: &Op,
+    mode: Mode,
+    ns: (usize, usize),
+    bs: (usize, usize),
+    input: bool,
+) {
     let (n_start, n_len) = ns;
     let (b_start, b_len) = bs;
     let nst = struct_of(n, input);
@@ -251,7 +255,14 @@ fn core(rows: &mut Vec<Row>, record: usize, n: &Op, b: &Op, mode: Mode, ns: (usi
             log::warn!("index out of bounds comparing {} with {}", n.record, b.record);
             return;
         };
-        let mut item = vec![Cell::S(nn.clone()), Cell::S(bn.clone()), ns.dtype.clone(), bs.dtype.clone(), ns.shape.clone(), bs.shape.clone()];
+        let mut item = vec![
+            Cell::S(nn.clone()),
+            Cell::S(bn.clone()),
+            ns.dtype.clone(),
+            bs.dtype.clone(),
+            ns.shape.clone(),
+            bs.shape.clone(),
+        ];
         if mode == Mode::Md5 {
             let (nm, bm) = (ns.md5.clone().unwrap_or(Cell::N), bs.md5.clone().unwrap_or(Cell::N));
             let res = if nm == bm { "pass" } else { "Different" };
@@ -270,7 +281,11 @@ fn core(rows: &mut Vec<Row>, record: usize, n: &Op, b: &Op, mode: Mode, ns: (usi
             if w {
                 err.push_str("Need double check api accuracy.");
             }
-            if w { "Warning" } else { "" }
+            if w {
+                "Warning"
+            } else {
+                ""
+            }
         } else {
             "Yes"
         };
@@ -281,7 +296,8 @@ fn core(rows: &mut Vec<Row>, record: usize, n: &Op, b: &Op, mode: Mode, ns: (usi
     }
     for index in b_len..n_len {
         let (Some(nn), Some(ns)) = (n.names.get(n_start + index), nst.get(index)) else { return };
-        let mut item = vec![Cell::S(nn.clone()), Cell::s(NAN), ns.dtype.clone(), Cell::s(NAN), ns.shape.clone(), Cell::s(NAN)];
+        let mut item =
+            vec![Cell::S(nn.clone()), Cell::s(NAN), ns.dtype.clone(), Cell::s(NAN), ns.shape.clone(), Cell::s(NAN)];
         if mode == Mode::Md5 {
             item.extend([ns.md5.clone().unwrap_or(Cell::N), Cell::s(NAN), Cell::s(NAN)]);
             rows.push(Row { cells: item, stack: Cell::s("None"), data_name: None, record, is_input: input });
@@ -314,7 +330,8 @@ pub fn un_match_rows(rows: &mut Vec<Row>, record: usize, n: &Op, mode: Mode) {
             log::warn!("index out of bounds in the unmatched record {}", n.record);
             return;
         };
-        let mut item = vec![Cell::S(name.clone()), Cell::s(N_A), st.dtype.clone(), Cell::s(N_A), st.shape.clone(), Cell::s(N_A)];
+        let mut item =
+            vec![Cell::S(name.clone()), Cell::s(N_A), st.dtype.clone(), Cell::s(N_A), st.shape.clone(), Cell::s(N_A)];
         let stack = if index == 0 { n.stack.clone() } else { Cell::s("None") };
         if mode == Mode::Md5 {
             item.extend(std::iter::repeat_n(Cell::s(N_A), 3));

@@ -79,7 +79,10 @@ pub fn compare(n: &Tensor, b: &Tensor) -> Metrics {
     let numel = n.numel();
     if numel == 0 {
         let z = Cell::I(0);
-        return Metrics { values: [Cell::s(UNSUPPORTED), z.clone(), z.clone(), z.clone(), z], msg: "This is empty data, can not compare.".into() };
+        return Metrics {
+            values: [Cell::s(UNSUPPORTED), z.clone(), z.clone(), z.clone(), z],
+            msg: "This is empty data, can not compare.".into(),
+        };
     }
     if n.shape != b.shape {
         return all(Cell::s(SHAPE_UNMATCH), "Shape of NPU and bench Tensor do not match. Skipped.");

@@ -81,8 +81,17 @@ pub const HEADER_SUMMARY: [&str; 24] = [
     "Result",
     "Err_message",
 ];
-pub const HEADER_MD5: [&str; 9] =
-    ["NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape", "NPU MD5", "BENCH MD5", "Result"];
+pub const HEADER_MD5: [&str; 9] = [
+    "NPU Name",
+    "Bench Name",
+    "NPU Dtype",
+    "Bench Dtype",
+    "NPU Tensor Shape",
+    "Bench Tensor Shape",
+    "NPU MD5",
+    "BENCH MD5",
+    "Result",
+];
 
 /// Options of one comparison run.
 #[derive(Clone, Debug)]
@@ -146,7 +155,8 @@ fn sort_ranks(v: &mut [String]) {
 /// Turns two paths (files or directories) into the pairs of dump.json files to compare.
 pub fn resolve(npu: &Path, bench: &Path, stack: Option<&Path>) -> Result<Vec<Pair>, String> {
     if npu.is_file() && bench.is_file() {
-        let stack_json = stack.map(Path::to_path_buf).or_else(|| npu.parent().map(|d| d.join("stack.json")).filter(|p| p.is_file()));
+        let stack_json =
+            stack.map(Path::to_path_buf).or_else(|| npu.parent().map(|d| d.join("stack.json")).filter(|p| p.is_file()));
         return Ok(vec![Pair { npu_json: npu.into(), bench_json: bench.into(), stack_json, suffix: String::new() }]);
     }
     if !npu.is_dir() || !bench.is_dir() {
@@ -165,8 +175,10 @@ pub fn resolve(npu: &Path, bench: &Path, stack: Option<&Path>) -> Result<Vec<Pai
             suffix: String::new(),
         }]);
     }
-    let (mut nr, mut br): (Vec<String>, Vec<String>) =
-        (subdirs(npu)?.into_iter().filter(|n| is_rank_dir(n)).collect(), subdirs(bench)?.into_iter().filter(|n| is_rank_dir(n)).collect());
+    let (mut nr, mut br): (Vec<String>, Vec<String>) = (
+        subdirs(npu)?.into_iter().filter(|n| is_rank_dir(n)).collect(),
+        subdirs(bench)?.into_iter().filter(|n| is_rank_dir(n)).collect(),
+    );
     if !nr.is_empty() || !br.is_empty() {
         if nr.len() != br.len() {
             return Err(format!(
@@ -226,7 +238,10 @@ fn dump_mode(n: &Json, b: &Json) -> Result<Mode, String> {
     match nt {
         "tensor" => Ok(Mode::All),
         "statistics" => {
-            let (nm, bm) = (n.get("data").map(parse::md5_find).unwrap_or(false), b.get("data").map(parse::md5_find).unwrap_or(false));
+            let (nm, bm) = (
+                n.get("data").map(parse::md5_find).unwrap_or(false),
+                b.get("data").map(parse::md5_find).unwrap_or(false),
+            );
             if nm != bm {
                 return Err("Please check the dump task is consistent: one dump has md5 and the other not.".into());
             }
@@ -256,7 +271,12 @@ pub fn compare_pair(pair: &Pair, opt: &Options) -> Result<PairResult, String> {
         Some(p) => Some(load_json(p)?),
         None => None,
     };
-    let construct = pair.npu_json.parent().map(|d| d.join("construct.json")).filter(|p| p.is_file()).and_then(|p| load_json(&p).ok());
+    let construct = pair
+        .npu_json
+        .parent()
+        .map(|d| d.join("construct.json"))
+        .filter(|p| p.is_file())
+        .and_then(|p| load_json(&p).ok());
     let (records, nops) = ops_of(&nd, stack.as_ref(), mode);
     let (_, bops) = ops_of(&bd, None, mode);
     if opt.fuzzy {
@@ -412,7 +432,11 @@ pub fn run(pairs: &[Pair], opt: &Options) -> Result<(), String> {
                     p.bench_json.display(),
                     r.records,
                     r.rows,
-                    if r.errors > 0 { format!(", {} rows with unreadable files (see Err_message)", r.errors) } else { String::new() }
+                    if r.errors > 0 {
+                        format!(", {} rows with unreadable files (see Err_message)", r.errors)
+                    } else {
+                        String::new()
+                    }
                 );
                 for f in &r.files {
                     println!("  wrote {}", f.display());
@@ -438,8 +462,10 @@ pub fn run(pairs: &[Pair], opt: &Options) -> Result<(), String> {
 pub fn from_input_json(path: &Path) -> Result<(Vec<Pair>, bool), String> {
     let j = load_json(path)?;
     let get = |k: &str| j.get(k).and_then(Json::as_str).map(PathBuf::from);
-    let npu = get("npu_path").ok_or_else(|| format!("Missing npu_path in configuration file {}, please check!", path.display()))?;
-    let bench = get("bench_path").ok_or_else(|| format!("Missing bench_path in configuration file {}, please check!", path.display()))?;
+    let npu = get("npu_path")
+        .ok_or_else(|| format!("Missing npu_path in configuration file {}, please check!", path.display()))?;
+    let bench = get("bench_path")
+        .ok_or_else(|| format!("Missing bench_path in configuration file {}, please check!", path.display()))?;
     let stack = get("stack_path");
     if npu.is_file() && bench.is_file() && stack.is_none() {
         return Err(format!("Missing stack_path in configuration file {}, please check!", path.display()));

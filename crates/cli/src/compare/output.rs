@@ -17,7 +17,13 @@ fn xlsx_text(c: &Cell) -> String {
 }
 
 /// Writes the xlsx file. `extra` is an optional second sheet (name, lines).
-pub fn write_xlsx(path: &Path, header: &[&str], rows: &[Vec<Cell>], hl: &Highlight, extra: Option<(&str, &[String])>) -> Result<(), String> {
+pub fn write_xlsx(
+    path: &Path,
+    header: &[&str],
+    rows: &[Vec<Cell>],
+    hl: &Highlight,
+    extra: Option<(&str, &[String])>,
+) -> Result<(), String> {
     let mut wb = Workbook::new();
     let red = Format::new().set_background_color(Color::RGB(0xFF0000)).set_pattern(FormatPattern::Solid);
     let yellow = Format::new().set_background_color(Color::RGB(0xFFFF00)).set_pattern(FormatPattern::Solid);

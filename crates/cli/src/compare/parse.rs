@@ -154,7 +154,9 @@ pub fn has_part(name: &str, part: &str) -> bool {
 /// holds no data item.
 pub fn merge_op(record: &str, data: &Json, stack: Option<&Json>, mode: Mode) -> Option<Op> {
     let mut items = Vec::new();
-    for (key, suffix) in [("input_args", ".input"), ("input_kwargs", ".input"), ("input", ".input"), ("output", ".output")] {
+    for (key, suffix) in
+        [("input_args", ".input"), ("input_kwargs", ".input"), ("input", ".input"), ("output", ".output")]
+    {
         if let Some(v) = data.get(key) {
             item_parse(v, &format!("{record}{suffix}"), 0, &mut items);
         }
@@ -172,11 +174,7 @@ pub fn merge_op(record: &str, data: &Json, stack: Option<&Json>, mode: Mode) -> 
         stack: stack.map(py_repr).map(Cell::S).unwrap_or(Cell::N),
     };
     for it in items {
-        let st = Struct {
-            dtype: it.dtype,
-            shape: it.shape,
-            md5: if mode == Mode::Md5 { Some(it.md5) } else { None },
-        };
+        let st = Struct { dtype: it.dtype, shape: it.shape, md5: if mode == Mode::Md5 { Some(it.md5) } else { None } };
         if has_part(&it.name, "input") {
             op.input_struct.push(st);
         } else if has_part(&it.name, "kwargs") {

@@ -202,9 +202,9 @@ fn load_npy(m: memmap2::Mmap, path: &Path) -> Result<Tensor, String> {
 #[derive(Clone, Debug)]
 enum P {
     None,
-    Bool(bool),
+    /// a bool or a float: carried, never read
+    Scalar,
     Int(i64),
-    Float(f64),
     Str(String),
     Bytes,
     Tuple(Vec<P>),
@@ -250,8 +250,8 @@ fn unpickle(b: &[u8]) -> Result<P, String> {
             b')' => st.push(P::Tuple(vec![])),
             b'(' => st.push(P::Mark),
             b'N' => st.push(P::None),
-            0x88 => st.push(P::Bool(true)),
-            0x89 => st.push(P::Bool(false)),
+            0x88 => st.push(P::Scalar),
+            0x89 => st.push(P::Scalar),
             b'K' => st.push(P::Int(take!(1)[0] as i64)),
             b'M' => {
                 let s = take!(2);
@@ -275,7 +275,8 @@ fn unpickle(b: &[u8]) -> Result<P, String> {
             }
             b'G' => {
                 let s = take!(8);
-                st.push(P::Float(f64::from_be_bytes(s.try_into().unwrap_or_default())))
+                let _ = s;
+                st.push(P::Scalar)
             }
             b'X' => {
                 let s = take!(4);
@@ -403,14 +404,19 @@ struct Rebuild {
 
 fn ints(p: &P) -> Option<Vec<usize>> {
     match p {
-        P::Tuple(v) | P::List(v) => v.iter().map(|x| if let P::Int(i) = x { usize::try_from(*i).ok() } else { None }).collect(),
+        P::Tuple(v) | P::List(v) => {
+            v.iter().map(|x| if let P::Int(i) = x { usize::try_from(*i).ok() } else { None }).collect()
+        }
         _ => None,
     }
 }
 
 fn find_rebuild(p: &P) -> Option<Rebuild> {
     let P::Reduce(f, args) = p else { return None };
-    let P::Global(_, fname) = &**f else { return None };
+    let P::Global(module, fname) = &**f else { return None };
+    if !module.starts_with("torch") {
+        return None;
+    }
     let P::Tuple(a) = &**args else { return None };
     if fname == "_rebuild_parameter" || fname == "_rebuild_parameter_with_state" {
         return a.first().and_then(find_rebuild);
@@ -420,7 +426,10 @@ fn find_rebuild(p: &P) -> Option<Rebuild> {
     }
     let P::Pers(pid) = a.first()? else { return None };
     let P::Tuple(pid) = &**pid else { return None };
-    let P::Global(_, storage) = pid.get(1)? else { return None };
+    let P::Global(smod, storage) = pid.get(1)? else { return None };
+    if smod != "torch" {
+        return None;
+    }
     let key = match pid.get(2)? {
         P::Str(s) => s.clone(),
         P::Int(i) => i.to_string(),
@@ -462,12 +471,18 @@ fn load_pt(m: memmap2::Mmap, path: &Path) -> Result<Tensor, String> {
     let bad = |why: String| format!("{} is not a readable torch.save file: {why}", path.display());
     let (pkl_name, prefix, rb, data) = {
         let mut z = zip::ZipArchive::new(Cursor::new(&m[..])).map_err(|e| bad(e.to_string()))?;
-        let pkl_name = z.file_names().filter_map(|n| n.ok()).find(|n| n.ends_with("data.pkl")).map(|n| n.to_string()).ok_or_else(|| bad("no data.pkl".into()))?;
+        let pkl_name = z
+            .file_names()
+            .filter_map(|n| n.ok())
+            .find(|n| n.ends_with("data.pkl"))
+            .map(|n| n.to_string())
+            .ok_or_else(|| bad("no data.pkl".into()))?;
         let prefix = pkl_name.trim_end_matches("data.pkl").to_string();
         let (ps, pl) = entry_range(&mut z, &pkl_name).ok_or_else(|| bad("data.pkl is compressed".into()))?;
         let p = unpickle(&m[ps..ps + pl]).map_err(bad)?;
         let rb = find_rebuild(&p).ok_or_else(|| bad("the pickle holds no plain tensor".into()))?;
-        let data = entry_range(&mut z, &format!("{prefix}data/{}", rb.key)).ok_or_else(|| bad("storage missing or compressed".into()))?;
+        let data = entry_range(&mut z, &format!("{prefix}data/{}", rb.key))
+            .ok_or_else(|| bad("storage missing or compressed".into()))?;
         (pkl_name, prefix, rb, data)
     };
     let _ = (pkl_name, prefix);
