@@ -82,6 +82,11 @@ impl Tensor {
         &all[self.start..self.start + self.numel() * self.dtype.size()]
     }
 
+    /// The raw little-endian bytes of a float32 tensor.
+    pub fn f32_bytes(&self) -> &[u8] {
+        self.data()
+    }
+
     /// Elements `[from, from + out.len())` as f64 (exact for every type read here).
     pub fn read_f64(&self, from: usize, out: &mut [f64]) {
         let sz = self.dtype.size();
@@ -127,7 +132,7 @@ fn map(path: &Path) -> Result<memmap2::Mmap, String> {
     // SAFETY: the dump files are read-only inputs; a file truncated by another process while we
     // read it could fault, which is the same contract every mmap-based reader accepts (msprobe
     // users do not rewrite a dump while comparing it).
-    unsafe { memmap2::Mmap::map(&f) }.map_err(|e| format!("cannot map {}: {e}", path.display()))
+    unsafe { memmap2::MmapOptions::new().populate().map(&f) }.map_err(|e| format!("cannot map {}: {e}", path.display()))
 }
 
 /// Loads a `.pt` or `.npy` file.
