@@ -206,6 +206,7 @@ struct Lanes {
 impl Lanes {
     /// One group of eight element pairs, written lane-wise so it compiles to vector code.
     #[inline(always)]
+    #[allow(clippy::needless_range_loop)]
     fn add8(&mut self, xs: &[f32; L], ys: &[f32; L]) {
         const E: f32 = f32::EPSILON;
         let (mut xr, mut yr, mut rel) = ([0f32; L], [0f32; L], [0f32; L]);
