@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: msprobe recover DIR   rebuild JSON files from the journals under DIR
        msprobe summary DIR   list the step/rank directories under DIR with their record counts
-       msprobe compare NPU BENCH [-o OUT] [-s] [--fuzzy] [--csv|--no-csv] [--no-xlsx] [--rtol X] [--atol X] [-q]
+       msprobe compare NPU BENCH [-o OUT] [-s] [--fuzzy] [--no-csv] [--no-xlsx] [--no-html] [--rtol X] [--atol X] [-q]
                              compare two dumps (dump.json files, rank, step or dump directories)
        msprobe [-f pytorch|mindspore] compare -i compare.json [-o OUT] [-s] [-c] [-f]
                              msprobe 1.1.1's invocation (npu_path, bench_path, stack_path, is_print_compare_log)";
@@ -26,6 +26,7 @@ fn compare_cmd(args: &[String]) -> Result<(), String> {
         print_log: false,
         xlsx: true,
         csv: true,
+        html: true,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         tol: compare::divergence::Tolerance { rtol: 1e-4, atol: 1e-12 },
         timestamp: std::env::var("MSPROBE_COMPARE_TIMESTAMP").ok(),
@@ -47,6 +48,7 @@ fn compare_cmd(args: &[String]) -> Result<(), String> {
             "--csv" => opt.csv = true,
             "--no-csv" => opt.csv = false,
             "--no-xlsx" => opt.xlsx = false,
+            "--no-html" => opt.html = false,
             "--no-progress" => opt.progress = false,
             "-q" | "--quiet" => quiet = true,
             "--rtol" => opt.tol.rtol = num(it.next(), "--rtol")?,

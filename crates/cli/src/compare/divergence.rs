@@ -83,7 +83,7 @@ impl Divergence {
     }
 }
 
-fn parents(construct: Option<&Json>, record: &str) -> Vec<String> {
+pub fn parents(construct: Option<&Json>, record: &str) -> Vec<String> {
     let mut out = Vec::new();
     let Some(c) = construct else { return out };
     let mut cur = record.to_string();

@@ -397,3 +397,54 @@ fn py_float(s: &str) -> Option<f64> {
         _ => t.parse().ok(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accuracy_rule() {
+        assert_eq!(check_accuracy(&Cell::F(1.0), &Cell::F(0.0)), "Yes");
+        assert_eq!(check_accuracy(&Cell::F(0.95), &Cell::F(0.01)), "No");
+        assert_eq!(check_accuracy(&Cell::F(0.95), &Cell::F(0.0001)), "Yes");
+        assert_eq!(check_accuracy(&Cell::F(0.999), &Cell::F(2.0)), "No");
+        assert_eq!(check_accuracy(&Cell::s(SHAPE_UNMATCH), &Cell::s(SHAPE_UNMATCH)), "Unmatched");
+        assert_eq!(check_accuracy(&Cell::s(UNSUPPORTED), &Cell::s(UNSUPPORTED)), "None");
+        assert_eq!(check_accuracy(&Cell::s("N/A"), &Cell::s("N/A")), "No");
+    }
+
+    #[test]
+    fn fast_path_agrees_with_the_general_path() {
+        // the general path in float64 arithmetic reference, computed here independently
+        let n: Vec<f32> = (0..1003).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
+        let b: Vec<f32> = n
+            .iter()
+            .enumerate()
+            .map(|(i, v)| if i % 5 == 0 { 0.0 } else { v * (1.0 + 1e-3 * (i % 3) as f32) })
+            .collect();
+        let nb: Vec<u8> = n.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let bb: Vec<u8> = b.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let a = fast_f32(&nb, &bb).unwrap();
+        let (mut dot, mut nn, mut sb, mut mabs, mut mrel, mut c1) = (0f64, 0f64, 0f64, 0f64, 0f32, 0u64);
+        for (&x, &y) in n.iter().zip(&b) {
+            let (x, y) = if y == 0.0 { (x + f32::EPSILON, f32::EPSILON) } else { (x, y) };
+            let rel = ((x - y) / y).abs();
+            mrel = mrel.max(rel);
+            c1 += (rel < 0.001) as u64;
+            let (xd, yd) = (x as f64, y as f64);
+            mabs = mabs.max((xd - yd).abs());
+            dot += xd * yd;
+            nn += xd * xd;
+            sb += yd * yd;
+        }
+        assert_eq!(a.max_abs, mabs);
+        assert_eq!(a.max_rel, mrel as f64);
+        assert_eq!(a.below1, c1);
+        for (x, y) in [(a.dot, dot), (a.nn, nn), (a.bb, sb)] {
+            assert!((x - y).abs() <= 1e-12 * y.abs(), "{x} vs {y}");
+        }
+        let mut with_nan = nb.clone();
+        with_nan[..4].copy_from_slice(&f32::NAN.to_le_bytes());
+        assert!(fast_f32(&with_nan, &bb).is_none());
+    }
+}

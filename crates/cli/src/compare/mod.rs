@@ -10,6 +10,7 @@
 
 pub mod divergence;
 pub mod highlight;
+pub mod html;
 pub mod matching;
 pub mod metrics;
 pub mod output;
@@ -102,6 +103,7 @@ pub struct Options {
     pub print_log: bool,
     pub xlsx: bool,
     pub csv: bool,
+    pub html: bool,
     pub progress: bool,
     pub tol: divergence::Tolerance,
     /// fixed timestamp for the file names (tests); the local time otherwise
@@ -334,6 +336,42 @@ pub fn compare_pair(pair: &Pair, opt: &Options) -> Result<PairResult, String> {
     if opt.csv {
         let p = opt.out_dir.join(format!("{stem}.csv"));
         output::write_csv(&p, &full_header, &table)?;
+        files.push(p);
+    }
+    if opt.html {
+        let modules: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let rec = &records[r.record];
+                let mut chain = divergence::parents(construct.as_ref(), rec);
+                chain.reverse();
+                chain.join(" / ")
+            })
+            .collect();
+        let colors = (0..rows.len())
+            .map(|i| {
+                if hl.red.contains(&i) {
+                    "red"
+                } else if hl.yellow.contains(&i) {
+                    "yellow"
+                } else {
+                    ""
+                }
+            })
+            .collect();
+        let marker = divs.first().and_then(|d| rows.iter().position(|r| records[r.record] == d.record));
+        let report = html::Report {
+            title: format!("msprobe compare: {} vs {}", pair.npu_json.display(), pair.bench_json.display()),
+            mode,
+            header: &full_header,
+            rows: &table,
+            modules,
+            colors,
+            divergence: &div_lines,
+            marker,
+        };
+        let p = opt.out_dir.join(format!("{stem}.html"));
+        std::fs::write(&p, html::render(&report)).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         files.push(p);
     }
     let p = opt.out_dir.join(format!("first_divergence{}_{ts}.txt", pair.suffix));

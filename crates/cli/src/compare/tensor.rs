@@ -528,3 +528,52 @@ fn load_pt(m: memmap2::Mmap, path: &Path) -> Result<Tensor, String> {
     }
     Ok(Tensor { bytes: Bytes::Owned(out), start: 0, dtype: rb.dtype, shape: rb.size })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use msprobe_core::dtype::DType;
+    use msprobe_core::tensorfile::{encode_npy, encode_pt};
+
+    fn write(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("msprobe-cmp-test-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    #[test]
+    fn reads_pt_and_npy_written_by_the_core() {
+        let vals: Vec<f32> = (0..6).map(|i| i as f32 * 0.5 - 1.0).collect();
+        let raw: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        for (name, bytes) in [
+            ("a.pt", encode_pt("a", DType::F32, &[2, 3], &raw).unwrap()),
+            ("a.npy", encode_npy(DType::F32, &[2, 3], &raw)),
+        ] {
+            let t = load(&write(name, &bytes)).unwrap();
+            assert_eq!(t.shape, vec![2, 3]);
+            assert_eq!(t.dtype, DT::F32);
+            let mut out = [0f64; 6];
+            t.read_f64(0, &mut out);
+            assert_eq!(out.to_vec(), vals.iter().map(|v| *v as f64).collect::<Vec<_>>());
+        }
+        let bf: Vec<u8> = [1.5f32, -2.0].iter().flat_map(|v| ((v.to_bits() >> 16) as u16).to_le_bytes()).collect();
+        let t = load(&write("b.pt", &encode_pt("b", DType::BF16, &[2], &bf).unwrap())).unwrap();
+        let mut out = [0f64; 2];
+        t.read_f64(0, &mut out);
+        assert_eq!(out, [1.5, -2.0]);
+    }
+
+    #[test]
+    fn rejects_garbage_and_cut_files() {
+        assert!(load(&write("bad.pt", b"not a zip at all")).is_err());
+        let raw = vec![0u8; 24];
+        let mut npy = encode_npy(DType::F32, &[6], &raw);
+        npy.truncate(npy.len() - 4);
+        match load(&write("cut.npy", &npy)) {
+            Err(e) => assert!(e.contains("cut short"), "{e}"),
+            Ok(_) => panic!("a cut .npy file was read"),
+        }
+    }
+}
