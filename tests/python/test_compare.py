@@ -7,6 +7,7 @@ in tensor, statistics and md5 modes. Then the first divergence on a perturbed mo
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -217,3 +218,41 @@ def test_whole_dump_and_errors(tmp_path):
     csv = (out3 / "compare_result_t.csv").read_text()
     assert f"Dump file: {gone.name} not found." in csv
     assert csv.count("\n") == 67
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def test_html_report_in_headless_chromium(tmp_path):
+    """The HTML report renders its table and draws its plots (headless Chromium runs its script)."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    npu = cu.make_dump(tmp_path / "npu", "tensor", "statistics", "mix", perturb=True, ours=True)
+    bench = cu.make_dump(tmp_path / "bench", "tensor", "statistics", "mix", perturb=False, ours=True)
+    out = tmp_path / "out"
+    subprocess.run([str(CLI), "compare", str(npu), str(bench), "-o", str(out), "--no-progress"], check=True)
+    page = next(out.glob("compare_result*.html"))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files"]
+    p = subprocess.run(
+        [browser, *flags, "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    dom = p.stdout
+    assert 'data-ready="1"' in dom, p.stderr[-2000:]
+    n_csv = next(out.glob("compare_result*.csv")).read_text().count("\n") - 1
+    assert f"{n_csv} of {n_csv} rows" in dom
+    assert dom.count("<tr class=") == n_csv
+    assert "first divergence (forward): Functional.linear.1.forward" in dom
+    drawn = [int(x) for x in re.findall(r'data-points="(\d+)"', dom)]
+    assert len(drawn) == 4 and all(d > 0 for d in drawn), drawn
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [browser, *flags, "--window-size=1400,1000", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
+    assert shot.exists() and shot.stat().st_size > 10_000

@@ -4,7 +4,7 @@
 
 use super::matching::Row;
 use super::value::Cell;
-use super::Mode;
+use super::value::Mode;
 use msprobe_core::json::Json;
 
 /// When a row's two tensors count as different.

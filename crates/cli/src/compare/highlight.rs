@@ -2,7 +2,7 @@
 //! to `Err_message`.
 
 use super::value::Cell;
-use super::Mode;
+use super::value::Mode;
 
 #[derive(Default)]
 pub struct Highlight {

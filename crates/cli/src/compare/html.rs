@@ -3,7 +3,7 @@
 //! metric along execution order, so the place where the error starts to grow can be seen.
 
 use super::value::Cell;
-use super::Mode;
+use super::value::Mode;
 use msprobe_core::json::Json;
 
 fn cell_json(c: &Cell) -> Json {

@@ -2,8 +2,8 @@
 //! `check_op` and `get_accuracy`/`get_un_match_accuracy` of msprobe 1.1.1).
 
 use super::parse::{has_part, Op, Struct};
+use super::value::Mode;
 use super::value::{py_float_str, Cell};
-use super::Mode;
 
 pub const N_A: &str = "N/A";
 pub const NAN: &str = "Nan";

@@ -23,15 +23,7 @@ use msprobe_core::json::{self, Json};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use value::Cell;
-
-/// msprobe's dump modes: tensor (`ALL`), statistics (`SUMMARY`) and md5 (`MD5`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    All,
-    Summary,
-    Md5,
-}
+use value::{Cell, Mode};
 
 pub const HEADER_ALL: [&str; 21] = [
     "NPU Name",

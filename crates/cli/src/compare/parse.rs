@@ -1,8 +1,8 @@
 //! dump.json records → msprobe 1.1.1's per-record lists (`read_op`, `op_item_parse`,
 //! `gen_op_item`, `merge_tensor` of `msprobe/core/compare/utils.py`).
 
+use super::value::Mode;
 use super::value::{py_repr, py_str_of, Cell};
-use super::Mode;
 use msprobe_core::json::Json;
 
 /// (dtype, shape[, md5]) of one tensor: msprobe's `input_struct`/`output_struct` entries.

@@ -3,6 +3,14 @@
 
 use msprobe_core::json::Json;
 
+/// msprobe's dump modes: tensor (`ALL`), statistics (`SUMMARY`) and md5 (`MD5`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    All,
+    Summary,
+    Md5,
+}
+
 /// One cell: what msprobe's table would hold at that place.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cell {
