@@ -99,7 +99,11 @@ pub fn compare(n: &Tensor, b: &Tensor) -> Metrics {
     let thr5 = round_to(k, 0.005);
 
     if !scalar && n.dtype == DT::F32 && b.dtype == DT::F32 {
-        if let Some(acc) = fast_f32(n.f32_bytes(), b.f32_bytes()) {
+        let acc = fast_f32(n.f32_bytes(), b.f32_bytes(), |from, to| {
+            n.release(from, to);
+            b.release(from, to);
+        });
+        if let Some(acc) = acc {
             return finish(acc, false, false, false, numel, nk);
         }
     }
@@ -123,6 +127,8 @@ pub fn compare(n: &Tensor, b: &Tensor) -> Metrics {
                     }
                 }
             }
+            n.release(from, from + len);
+            b.release(from, from + len);
             from += len;
         }
         zero_invalid = any;
@@ -180,6 +186,8 @@ pub fn compare(n: &Tensor, b: &Tensor) -> Metrics {
             a.nn += xm * xm;
             a.bb += ym * ym;
         }
+        n.release(from, from + len);
+        b.release(from, from + len);
         from += len;
     }
     finish(a, abs_nan, rel_nan, scalar, numel, nk)
@@ -264,11 +272,11 @@ fn f32s(b: &[u8]) -> [f32; L] {
     o
 }
 
-fn fast_f32(n: &[u8], b: &[u8]) -> Option<Acc> {
+fn fast_f32(n: &[u8], b: &[u8], mut release: impl FnMut(usize, usize)) -> Option<Acc> {
     let mut a = Lanes::default();
     let (mut total1, mut total5) = (0u64, 0u64);
     let block = L * 4 * 4096;
-    for (nc, bc) in n.chunks(block).zip(b.chunks(block)) {
+    for (k, (nc, bc)) in n.chunks(block).zip(b.chunks(block)).enumerate() {
         let mut ni = nc.chunks_exact(L * 4);
         let mut bi = bc.chunks_exact(L * 4);
         for (x8, y8) in (&mut ni).zip(&mut bi) {
@@ -288,6 +296,7 @@ fn fast_f32(n: &[u8], b: &[u8]) -> Option<Acc> {
         if a.fin.iter().any(|&nonfinite| nonfinite) {
             return None;
         }
+        release(k * L * 4096, k * L * 4096 + nc.len() / 4);
     }
     let sum = |v: &[f64; L]| ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
     Some(Acc {
@@ -424,7 +433,7 @@ mod tests {
             .collect();
         let nb: Vec<u8> = n.iter().flat_map(|v| v.to_le_bytes()).collect();
         let bb: Vec<u8> = b.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let a = fast_f32(&nb, &bb).unwrap();
+        let a = fast_f32(&nb, &bb, |_, _| {}).unwrap();
         let (mut dot, mut nn, mut sb, mut mabs, mut mrel, mut c1) = (0f64, 0f64, 0f64, 0f64, 0f32, 0u64);
         for (&x, &y) in n.iter().zip(&b) {
             let (x, y) = if y == 0.0 { (x + f32::EPSILON, f32::EPSILON) } else { (x, y) };
@@ -445,6 +454,6 @@ mod tests {
         }
         let mut with_nan = nb.clone();
         with_nan[..4].copy_from_slice(&f32::NAN.to_le_bytes());
-        assert!(fast_f32(&with_nan, &bb).is_none());
+        assert!(fast_f32(&with_nan, &bb, |_, _| {}).is_none());
     }
 }

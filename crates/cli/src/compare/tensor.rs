@@ -61,6 +61,10 @@ enum Bytes {
     Owned(Vec<u8>),
 }
 
+/// Files up to this size are mapped with their pages read in at once; larger ones are read as
+/// they are compared and their pages dropped behind the reader, so memory stays bounded.
+const POPULATE_MAX: u64 = 64 << 20;
+
 /// A loaded tensor: contiguous little-endian elements.
 pub struct Tensor {
     bytes: Bytes,
@@ -80,6 +84,25 @@ impl Tensor {
             Bytes::Owned(v) => &v[..],
         };
         &all[self.start..self.start + self.numel() * self.dtype.size()]
+    }
+
+    /// Drops the mapped pages of elements `[from, to)` once they are compared (large files only:
+    /// small ones are unmapped whole when the tensor is dropped).
+    pub fn release(&self, from: usize, to: usize) {
+        let Bytes::Map(m) = &self.bytes else { return };
+        if (m.len() as u64) <= POPULATE_MAX {
+            return;
+        }
+        const PAGE: usize = 4096;
+        let sz = self.dtype.size();
+        let a = (self.start + from * sz).div_ceil(PAGE) * PAGE;
+        let b = ((self.start + to * sz) / PAGE * PAGE).min(m.len());
+        if b > a {
+            // SAFETY: a read-only shared mapping of a file: MADV_DONTNEED only drops the pages,
+            // and a later read of the range loads the same file contents again; no slice into
+            // the range is used across this call by a writer (there is none).
+            let _ = unsafe { m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, a, b - a) };
+        }
     }
 
     /// The raw little-endian bytes of a float32 tensor.
@@ -129,10 +152,15 @@ impl Tensor {
 
 fn map(path: &Path) -> Result<memmap2::Mmap, String> {
     let f = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let small = f.metadata().map(|m| m.len() <= POPULATE_MAX).unwrap_or(false);
+    let mut o = memmap2::MmapOptions::new();
+    if small {
+        o.populate();
+    }
     // SAFETY: the dump files are read-only inputs; a file truncated by another process while we
     // read it could fault, which is the same contract every mmap-based reader accepts (msprobe
     // users do not rewrite a dump while comparing it).
-    unsafe { memmap2::MmapOptions::new().populate().map(&f) }.map_err(|e| format!("cannot map {}: {e}", path.display()))
+    unsafe { o.map(&f) }.map_err(|e| format!("cannot map {}: {e}", path.display()))
 }
 
 /// Loads a `.pt` or `.npy` file.
