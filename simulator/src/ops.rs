@@ -3,6 +3,7 @@ use crate::consts::*;
 use crate::dtype::DType;
 use crate::errmsg::fail;
 use crate::kernels as k;
+pub use crate::tensor::{bview, SV};
 use crate::tensor::{numel, TView};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,13 +172,6 @@ pub enum Op {
     Ext(Box<crate::ops_ext::ExtOp>),
 }
 
-/// The value of one executor slot at launch time.
-#[derive(Clone, Debug)]
-pub enum SV {
-    T(Option<TView>),
-    L(Vec<TView>),
-}
-
 fn inv(msg: impl Into<String>) -> i32 {
     fail(ACLNN_ERR_PARAM_INVALID, msg)
 }
@@ -216,26 +210,6 @@ fn norm_dim(d: i64, rank: usize) -> Result<usize, i32> {
     } else {
         Ok(dd as usize)
     }
-}
-
-/// View `v` broadcast to `shape` (stride 0 on broadcast axes).
-pub fn bview(v: &TView, shape: &[i64]) -> Result<TView, i32> {
-    if v.shape.len() > shape.len() {
-        return Err(inv(format!("cannot broadcast {:?} to {:?}", v.shape, shape)));
-    }
-    let lead = shape.len() - v.shape.len();
-    let mut st = vec![0i64; shape.len()];
-    for i in 0..v.shape.len() {
-        let (d, o) = (v.shape[i], shape[lead + i]);
-        st[lead + i] = if d == o {
-            v.strides[i]
-        } else if d == 1 {
-            0
-        } else {
-            return Err(inv(format!("cannot broadcast {:?} to {:?}", v.shape, shape)));
-        };
-    }
-    Ok(TView { addr: v.addr, dtype: v.dtype, shape: shape.to_vec(), strides: st, offset: v.offset })
 }
 
 /// Shapes of a (batched) matmul; returns (batch, m, k, n, out_shape).

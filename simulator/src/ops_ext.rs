@@ -5,8 +5,7 @@
 //! Same conventions as `ops.rs`: phase 1 validates shapes and dtypes, phase 2 runs on the stream
 //! worker; math in f64/f32, rounded to the output dtype on store.
 use crate::errmsg::fail;
-use crate::ops::{bview, SV};
-use crate::tensor::{numel, TView};
+use crate::tensor::{bview, numel, TView, SV};
 use cann_abi::status::*;
 
 /// Elementwise `Foreach` kinds. `s` is the scalar (or the i-th element of a scalar list).

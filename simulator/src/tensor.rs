@@ -167,3 +167,36 @@ mod t {
         mem::free(a).unwrap();
     }
 }
+
+/// The value of one executor slot at launch time.
+#[derive(Clone, Debug)]
+pub enum SV {
+    T(Option<TView>),
+    L(Vec<TView>),
+}
+
+/// View `v` broadcast to `shape` (stride 0 on broadcast axes).
+pub fn bview(v: &TView, shape: &[i64]) -> Result<TView, i32> {
+    if v.shape.len() > shape.len() {
+        return Err(crate::errmsg::fail(
+            ACLNN_ERR_PARAM_INVALID,
+            format!("cannot broadcast {:?} to {:?}", v.shape, shape),
+        ));
+    }
+    let lead = shape.len() - v.shape.len();
+    let mut st = vec![0i64; shape.len()];
+    for i in 0..v.shape.len() {
+        let (d, o) = (v.shape[i], shape[lead + i]);
+        st[lead + i] = if d == o {
+            v.strides[i]
+        } else if d == 1 {
+            0
+        } else {
+            return Err(crate::errmsg::fail(
+                ACLNN_ERR_PARAM_INVALID,
+                format!("cannot broadcast {:?} to {:?}", v.shape, shape),
+            ));
+        };
+    }
+    Ok(TView { addr: v.addr, dtype: v.dtype, shape: shape.to_vec(), strides: st, offset: v.offset })
+}

@@ -2,14 +2,77 @@
 //!
 //! `msprobe recover DIR` rebuilds dump.json, stack.json and construct.json from the journals a
 //! killed process left under DIR. `msprobe summary DIR` prints what a dump holds.
+//! `msprobe compare NPU BENCH` compares two dumps as msprobe 1.1.1's compare does (also invoked
+//! msprobe's way: `msprobe -f pytorch compare -i compare.json -o out/`).
+
+mod compare;
 
 use msprobe_core::json::{self, Json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: msprobe recover DIR   rebuild JSON files from the journals under DIR (exit 0; 1: some
                              journal entries were damaged and skipped; 2: nothing recovered)
-       msprobe summary DIR   list the step/rank directories under DIR with their record counts";
+       msprobe summary DIR   list the step/rank directories under DIR with their record counts
+       msprobe compare NPU BENCH [-o OUT] [-s] [--fuzzy] [--no-csv] [--no-xlsx] [--no-html] [--rtol X] [--atol X] [-q]
+                             compare two dumps (dump.json files, rank, step or dump directories)
+       msprobe [-f pytorch|mindspore] compare -i compare.json [-o OUT] [-s] [-c] [-f]
+                             msprobe 1.1.1's invocation (npu_path, bench_path, stack_path, is_print_compare_log)";
+
+fn compare_cmd(args: &[String]) -> Result<(), String> {
+    let mut opt = compare::Options {
+        out_dir: PathBuf::from("./output"),
+        stack_mode: false,
+        fuzzy: false,
+        print_log: false,
+        xlsx: true,
+        csv: true,
+        html: true,
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        tol: compare::divergence::Tolerance { rtol: 1e-4, atol: 1e-12 },
+        timestamp: std::env::var("MSPROBE_COMPARE_TIMESTAMP").ok(),
+    };
+    let mut input_json: Option<PathBuf> = None;
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut quiet = false;
+    let mut it = args.iter();
+    let num = |v: Option<&String>, k: &str| -> Result<f64, String> {
+        v.and_then(|s| s.parse().ok()).ok_or_else(|| format!("{k} needs a number"))
+    };
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-i" | "--input_path" => input_json = it.next().map(PathBuf::from),
+            "-o" | "--output_path" => opt.out_dir = it.next().map(PathBuf::from).ok_or("-o needs a directory")?,
+            "-s" | "--stack_mode" => opt.stack_mode = true,
+            "-f" | "--fuzzy_match" | "--fuzzy" => opt.fuzzy = true,
+            "-c" | "--compare_only" => {}
+            "--csv" => opt.csv = true,
+            "--no-csv" => opt.csv = false,
+            "--no-xlsx" => opt.xlsx = false,
+            "--no-html" => opt.html = false,
+            "--no-progress" => opt.progress = false,
+            "-q" | "--quiet" => quiet = true,
+            "--rtol" => opt.tol.rtol = num(it.next(), "--rtol")?,
+            "--atol" => opt.tol.atol = num(it.next(), "--atol")?,
+            "-cm" | "--cell_mapping" | "-am" | "--api_mapping" | "-dm" | "--data_mapping" | "-lm"
+            | "--layer_mapping" => {
+                return Err(format!("{a} (name mappings across frameworks) is not supported yet"));
+            }
+            other if other.starts_with('-') => return Err(format!("unknown option {other}\n{USAGE}")),
+            other => paths.push(PathBuf::from(other)),
+        }
+    }
+    let pairs = match (input_json, paths.as_slice()) {
+        (Some(j), []) => {
+            let (pairs, print) = compare::from_input_json(&j)?;
+            opt.print_log = print && !quiet;
+            pairs
+        }
+        (None, [n, b]) => compare::resolve(n, b, None)?,
+        _ => return Err(USAGE.to_string()),
+    };
+    compare::run(&pairs, &opt)
+}
 
 fn summary(root: &Path) -> Result<(), String> {
     let mut found = Vec::new();
@@ -95,8 +158,13 @@ fn recover(dir: &str) -> Result<bool, String> {
 
 fn main() -> ExitCode {
     msprobe_core::logging::init();
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    // msprobe's global `-f/--framework pytorch|mindspore` comes before the subcommand
+    if args.len() >= 2 && (args[0] == "-f" || args[0] == "--framework") {
+        args.drain(..2);
+    }
     let result = match args.as_slice() {
+        [cmd, rest @ ..] if cmd == "compare" => compare_cmd(rest).map(|()| true),
         [cmd, dir] if cmd == "recover" => recover(dir),
         [cmd, dir] if cmd == "summary" => summary(Path::new(dir)).map(|()| true),
         _ => Err(USAGE.to_string()),

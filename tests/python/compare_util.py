@@ -1,0 +1,168 @@
+"""Helpers for the `msprobe compare` tests: dumps of a small model made by our package and by
+msprobe 1.1.1, msprobe 1.1.1's own compare run from its venv, and a cell-by-cell diff of two
+compare_result xlsx files (read with openpyxl in msprobe 1.1.1's venv)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+from pathlib import Path
+
+from recorder_testutil import CLI, LIB, REPO
+
+V111 = REPO / "target" / "venv-msprobe111" / "bin"
+
+# The MLP of the samples (run_case.py, seed 0); "npu" = fc2.weight + 1e-3 * N(0, 1) when perturbed.
+DUMP = r"""
+import sys, json, os, torch, torch.nn as nn, torch.nn.functional as F
+from msprobe.pytorch import PrecisionDebugger
+out, task, summary, level, perturb = sys.argv[1:6]
+cfg = {"task": task, "dump_path": out, "rank": [], "step": [], "level": level,
+       task: {"scope": [], "list": [], "data_mode": ["all"], "summary_mode": summary}}
+os.makedirs(os.path.dirname(out), exist_ok=True)
+cp = out + ".json"; json.dump(cfg, open(cp, "w"))
+torch.manual_seed(0); torch.set_num_threads(1)
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__(); self.fc1 = nn.Linear(32, 64); self.act = nn.ReLU()
+        self.fc2 = nn.Linear(64, 64); self.fc3 = nn.Linear(64, 10)
+    def forward(self, x): return self.fc3(self.act(self.fc2(self.act(self.fc1(x)))))
+m = MLP()
+if perturb == "1":
+    with torch.no_grad():
+        m.fc2.weight += 1e-3 * torch.randn(m.fc2.weight.shape, generator=torch.Generator().manual_seed(7))
+opt = torch.optim.SGD(m.parameters(), lr=0.01)
+g = torch.Generator().manual_seed(1234)
+x, y = torch.randn(16, 32, generator=g), torch.randint(0, 10, (16,), generator=g)
+d = PrecisionDebugger(config_path=cp, model=m if level in ("L0", "mix") else None); d.start()
+F.cross_entropy(m(x), y).backward(); opt.step(); opt.zero_grad()
+d.stop(); d.step()
+"""
+
+READ_XLSX = r"""
+import sys, json, glob, openpyxl
+f = sorted(glob.glob(sys.argv[1] + "/compare_result*.xlsx"))[-1]
+ws = openpyxl.load_workbook(f).worksheets[0]
+rows, fills = [], []
+for r in ws.iter_rows():
+    rows.append([c.value for c in r])
+    rgb = r[0].fill.start_color.rgb if r[0].fill and r[0].fill.fill_type == "solid" else None
+    fills.append(str(rgb)[-6:] if rgb else None)
+print(json.dumps({"file": f, "rows": rows, "fills": fills}))
+"""
+
+
+def setup_111() -> None:
+    subprocess.run(["bash", str(REPO / "scripts" / "setup-msprobe111.sh")], check=True, cwd=REPO)
+
+
+def make_dump(out: Path, task: str, summary: str, level: str, perturb: bool, ours: bool) -> Path:
+    """One training step of the MLP dumped by our package (`ours`) or by msprobe 1.1.1; returns the rank dir."""
+    env = dict(os.environ, MSPROBE_LOG_LEVEL="2")
+    if ours:
+        py = str(REPO / ".venv" / "bin" / "python")
+        env.update(PYTHONPATH=str(REPO / "python"), MSPROBE_LIB=str(LIB))
+    else:
+        py = str(V111 / "python")
+        env.pop("PYTHONPATH", None)
+    p = subprocess.run(
+        [py, "-c", DUMP, str(out), task, summary, level, "1" if perturb else "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out / "step0" / "rank"
+
+
+def write_input(path: Path, npu: Path, bench: Path) -> Path:
+    path.write_text(
+        json.dumps(
+            {
+                "npu_path": str(npu / "dump.json"),
+                "bench_path": str(bench / "dump.json"),
+                "stack_path": str(npu / "stack.json"),
+                "is_print_compare_log": False,
+            }
+        )
+    )
+    return path
+
+
+def run_111(cfg: Path, out: Path) -> subprocess.CompletedProcess:
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    return subprocess.run(
+        [str(V111 / "msprobe"), "-f", "pytorch", "compare", "-i", str(cfg), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=out,
+        env=env,
+        timeout=900,
+    )
+
+
+def run_ours(cfg: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    out.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [str(CLI), "-f", "pytorch", "compare", "-i", str(cfg), "-o", str(out), "--no-progress", *extra],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def read_xlsx(out: Path) -> dict:
+    p = subprocess.run([str(V111 / "python"), "-c", READ_XLSX, str(out)], capture_output=True, text=True, check=True)
+    return json.loads(p.stdout)
+
+
+def _num(v):
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str) and v.endswith("%"):
+        try:
+            return float(v[:-1])
+        except ValueError:
+            return None
+    return None
+
+
+def same_cell(a, b) -> bool:
+    """Equal labels, or numbers within 1e-6 relative (and 1e-12 absolute near 0)."""
+    if a in (None, "") and b in (None, ""):
+        return True
+    x, y = _num(a), _num(b)
+    if x is not None and y is not None:
+        if isinstance(a, str) != isinstance(b, str):
+            return False
+        if math.isnan(x) or math.isnan(y):
+            return math.isnan(x) and math.isnan(y)
+        return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-12)
+    return a == b
+
+
+def diff_tables(ours: dict, theirs: dict) -> list[str]:
+    """Every cell that differs (empty when the two tables agree), and the row fills."""
+    out = []
+    ro, rt = ours["rows"], theirs["rows"]
+    if len(ro) != len(rt):
+        out.append(f"{len(ro)} rows vs msprobe's {len(rt)}")
+    if ro and rt and ro[0] != rt[0]:
+        out.append(f"header {ro[0]} vs {rt[0]}")
+    for i, (a, b) in enumerate(zip(ro[1:], rt[1:]), start=1):
+        for j, (x, y) in enumerate(zip(a, b)):
+            if not same_cell(x, y):
+                out.append(f"row {i} ({b[0]}) column {rt[0][j]}: ours {x!r} vs msprobe {y!r}")
+        if len(a) != len(b):
+            out.append(f"row {i}: {len(a)} cells vs {len(b)}")
+    for i, (x, y) in enumerate(zip(ours["fills"], theirs["fills"])):
+        if x != y:
+            out.append(f"row {i} fill: ours {x} vs msprobe {y}")
+    return out
