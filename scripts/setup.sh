@@ -2,14 +2,16 @@
 # Idempotent machine setup: Python venv with the packages tests need. Fast when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# bindgen (build.rs) needs libclang.
-if ! dpkg -s libclang-dev >/dev/null 2>&1; then
-  echo "setup: installing libclang-dev (for bindgen)"
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev >/dev/null
-  else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev >/dev/null
-  fi
+# Debian packages: libclang for bindgen (build.rs); Chromium for the test that opens
+# `msprobe compare`'s HTML report headless (tests/python/test_compare.py).
+missing=()
+for pkg in libclang-dev chromium; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 VENV=${MSPROBE_VENV:-.venv}
 PY=${PYTHON:-python3}

@@ -229,8 +229,7 @@ def _chromium() -> str | None:
 def test_html_report_in_headless_chromium(tmp_path):
     """The HTML report renders its table and draws its plots (headless Chromium runs its script)."""
     browser = _chromium()
-    if browser is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    assert browser, "Chromium is not installed: scripts/setup.sh installs it (apt-get install chromium)"
     npu = cu.make_dump(tmp_path / "npu", "tensor", "statistics", "mix", perturb=True, ours=True)
     bench = cu.make_dump(tmp_path / "bench", "tensor", "statistics", "mix", perturb=False, ours=True)
     out = tmp_path / "out"
