@@ -26,12 +26,16 @@ def per_call(work: Path, calls: int) -> None:
     subprocess.run(
         ["cc", "-O2", "-shared", "-fPIC", "-o", work / "libfakeop.so", REPO / "benches/fakeop.c"], check=True
     )
-    subprocess.run(["cc", "-O2", "-o", work / "l2_call", REPO / "benches/l2_call.c", "-ldl"], check=True)
+    src = REPO / "benches/l2_call.c"
+    subprocess.run(["cc", "-O2", "-o", work / "l2_call", src, "-ldl"], check=True)
+    link = [f"-L{work}", "-lfakeop", f"-Wl,-rpath,{work}"]
+    subprocess.run(["cc", "-O2", "-DLINKED", "-o", work / "l2_call_linked", src, *link], check=True)
+    subprocess.run(["cc", "-O2", "-DLINKED", "-DACLOP", "-o", work / "l2_call_aclop", src, *link], check=True)
     (work / "l1.json").write_text('{"level": "L1"}')
 
-    def ns(**env: str) -> float:
+    def ns(exe: str, **env: str) -> float:
         out = subprocess.run(
-            [work / "l2_call", work / "libfakeop.so", str(calls)],
+            [work / exe, work / "libfakeop.so", str(calls)],
             env=clean_env(**env),
             capture_output=True,
             text=True,
@@ -39,24 +43,30 @@ def per_call(work: Path, calls: int) -> None:
         )
         return float(out.stdout.strip())
 
-    rows = [
-        ("direct (no preload)", ns()),
-        ("wrapped, capture off (level L1 config)", ns(LD_PRELOAD=str(LIB), MSPROBE_CONFIG=str(work / "l1.json"))),
-        (
-            "wrapped, L2 on, op filtered out",
-            ns(
-                LD_PRELOAD=str(LIB),
-                MSPROBE_LEVEL="L2",
-                MSPROBE_LIST="Aclnn.Mm.",
-                MSPROBE_DUMP_PATH=str(work / "d"),
-                MSPROBE_LOG_LEVEL="2",
-            ),
-        ),
-    ]
-    print(f"== per-call cost of a trivial aclnn op (phase 2 via dlsym), best of 5 x {calls} calls")
-    print(f"{'configuration':<44} {'ns/call':>8} {'extra ns':>9}")
-    for name, v in rows:
-        print(f"{name:<44} {v:>8.2f} {v - rows[0][1]:>9.2f}")
+    off = {"LD_PRELOAD": str(LIB), "MSPROBE_CONFIG": str(work / "l1.json")}
+    filtered = {
+        "LD_PRELOAD": str(LIB),
+        "MSPROBE_LEVEL": "L2",
+        "MSPROBE_LIST": "Aclnn.Mm.",
+        "MSPROBE_DUMP_PATH": str(work / "d"),
+        "MSPROBE_LOG_LEVEL": "2",
+    }
+    for exe, what in (
+        ("l2_call", "aclnnAdd (phase 2) via dlsym"),
+        ("l2_call_linked", "aclnnAdd (phase 2) called by name (export)"),
+        ("l2_call_aclop", "aclopExecuteV2 called by name (export)"),
+    ):
+        rows = [
+            ("direct (no preload)", ns(exe)),
+            ("wrapped, capture off (level L1 config)", ns(exe, **off)),
+            ("wrapped, no MSPROBE_LEVEL/config at all", ns(exe, LD_PRELOAD=str(LIB))),
+        ]
+        if exe != "l2_call_aclop":  # the list prefilter is per aclnn op
+            rows.append(("wrapped, L2 on, op filtered out", ns(exe, **filtered)))
+        print(f"== per-call cost of a trivial {what}, best of 5 x {calls} calls")
+        print(f"{'configuration':<44} {'ns/call':>8} {'extra ns':>9}")
+        for name, v in rows:
+            print(f"{name:<44} {v:>8.2f} {v - rows[0][1]:>9.2f}")
 
 
 def step_time(work: Path, lib64: str, reps: int = 3) -> None:
@@ -101,7 +111,8 @@ def main() -> None:
     lib64 = sys.argv[1]
     with tempfile.TemporaryDirectory() as d:
         per_call(Path(d), int(os.environ.get("BENCH_CALLS", "20000000")))
-        step_time(Path(d), lib64)
+        if os.environ.get("BENCH_STEPS", "1") != "0":
+            step_time(Path(d), lib64)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,10 @@
  * wrote it. Built with -DNO_SYNC it has no aclrtSynchronizeStream at all.
  *   STUB_SYNC_RC=<n>  aclrtSynchronizeStream waits for the kernels, then returns n
  *   STUB_D2H_RC=<n>   every device-to-host aclrtMemcpy fails with n
+ *   STUB_TASK_RC=<n>  the first kernel fails once it ran (asynchronously: its launch returned 0);
+ *                     the next aclrtSynchronizeStream returns n and clears it, as the simulator's
+ * With -DEVENTS it also has events (aclrtCreateEvent/RecordEvent/SynchronizeEvent: the event
+ * completes when the kernels launched before it are done; waiting for it reports no task error).
  * stubWaitAll() waits for the kernels (the client's own synchronisation). */
 #include <pthread.h>
 #include <stdint.h>
@@ -22,6 +26,8 @@ typedef struct {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t pending[64];
 static int n_pending;
+static pthread_mutex_t err_mu = PTHREAD_MUTEX_INITIALIZER; /* kernels end while wait_all holds mu */
+static int task_error, kernels_run;
 
 static int env_rc(const char *name) {
     const char *v = getenv(name);
@@ -71,6 +77,9 @@ static void *relu_kernel(void *arg) {
     nanosleep(&d, NULL);
     for (int64_t i = 0; i < e->in->numel; i++) e->out->data[i] = e->in->data[i] > 0 ? e->in->data[i] : 0.0f;
     free(e);
+    pthread_mutex_lock(&err_mu);
+    if (kernels_run++ == 0 && env_rc("STUB_TASK_RC")) task_error = env_rc("STUB_TASK_RC");
+    pthread_mutex_unlock(&err_mu);
     return NULL;
 }
 
@@ -95,7 +104,27 @@ int aclnnRelu(void *ws, uint64_t ws_size, void *executor, void *stream) {
 int aclrtSynchronizeStream(void *stream) {
     (void)stream;
     wait_all();
-    return env_rc("STUB_SYNC_RC");
+    pthread_mutex_lock(&err_mu);
+    int e = task_error;
+    task_error = 0;
+    pthread_mutex_unlock(&err_mu);
+    return e ? e : env_rc("STUB_SYNC_RC");
+}
+#endif
+
+#ifdef EVENTS
+int aclrtCreateEvent(void **event) {
+    *event = malloc(1);
+    return *event ? 0 : 207001;
+}
+int aclrtRecordEvent(void *event, void *stream) {
+    (void)event, (void)stream;
+    return 0;
+}
+int aclrtSynchronizeEvent(void *event) {
+    (void)event;
+    wait_all();
+    return 0;
 }
 #endif
 

@@ -1,6 +1,7 @@
 /* The client of tests/programs/stub_cann.c: opens the stub by path (argv[1]), uploads
  * x = [-4, -3, ..., 3] and runs Relu twice on one stream (x -> y -> z), then waits for the
- * kernels with the stub's own stubWaitAll. It never looks up aclrtSynchronizeStream. */
+ * kernels with the stub's own stubWaitAll. It never looks up aclrtSynchronizeStream, unless told
+ * to synchronise with it at the end (argv[2] "sync"): then it prints what that returned. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@ static void *sym(const char *name) {
 #define FN(ret, name, ...) ret (*name)(__VA_ARGS__) = (ret (*)(__VA_ARGS__))sym(#name)
 
 int main(int argc, char **argv) {
-    if (argc != 2 || !(lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL))) return 2;
+    if (argc < 2 || !(lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL))) return 2;
     FN(int, aclrtMalloc, P *, size_t, int);
     FN(int, aclrtMemcpy, P, size_t, const void *, size_t, int);
     FN(P, aclCreateTensor, const int64_t *, uint64_t, int, const int64_t *, int64_t, int, const int64_t *, uint64_t,
@@ -42,6 +43,10 @@ int main(int argc, char **argv) {
     if (aclnnReluGetWorkspaceSize(X, Y, &ws, &ex) || aclnnRelu(NULL, 0, ex, NULL)) return 1;
     if (aclnnReluGetWorkspaceSize(Y, Z, &ws, &ex) || aclnnRelu(NULL, 0, ex, NULL)) return 1;
     stubWaitAll();
+    if (argc > 2) {
+        FN(int, aclrtSynchronizeStream, P);
+        printf("sync %d\n", aclrtSynchronizeStream(NULL));
+    }
     printf("done\n");
     return 0;
 }

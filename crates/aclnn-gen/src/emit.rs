@@ -3,7 +3,12 @@
 //! wrappers and the slots of the real functions, included by `interposer/aclnn.rs`).
 //!
 //! The emitted code names items of libmsprobe: `Arg`, `Role`, `OpInfo`, `Phase`, `Slot`,
-//! `phase2`, `bind_executor`, `op_capturing`, `c_void`, `aclnnStatus`.
+//! `phase2`, `export_p2`, `export_real`, `ACLNN_MISSING`, `bind_executor`, `op_capturing`, `c_void`,
+//! `aclnnStatus`.
+//!
+//! Both phases of every op are also exported under their C names (`aclnnXxxGetWorkspaceSize`,
+//! `aclnnXxx`) for clients that link them directly: the export resolves the real function into
+//! the same slot the dlsym path fills and calls the same wrapper.
 
 use crate::parse::{Op, Parsed};
 use crate::roles::ArgKind;
@@ -130,6 +135,43 @@ fn wrapper(k: usize, op: &Op) -> TokenStream {
     }
 }
 
+/// The exports of op `k`'s two phases under their C names: the real function resolved into the
+/// slot the dlsym path uses, then the same wrappers.
+fn exports(k: usize, op: &Op) -> TokenStream {
+    let p1 = ident(&format!("aclnn{}GetWorkspaceSize", op.name));
+    let p2 = ident(&format!("aclnn{}", op.name));
+    let wrapper = ident(&format!("p1_{}", op.name));
+    let args: Vec<Ident> = op.params.iter().map(|p| arg_ident(&p.name)).collect();
+    let tys: Vec<&syn::Type> = op.params.iter().map(|p| &p.ty).collect();
+    quote! {
+        /// Phase 1, exported for clients that link it directly.
+        ///
+        /// # Safety
+        /// The aclnn C contract of this function.
+        #[no_mangle]
+        #[allow(non_snake_case, clippy::too_many_arguments)]
+        pub unsafe extern "C" fn #p1(#(#args: #tys),*) -> aclnnStatus {
+            if REAL_P1[#k].load().is_null() && export_real(&REAL_P1[#k]).is_null() {
+                ACLNN_MISSING as aclnnStatus
+            } else {
+                // SAFETY: the slot holds the real function; the caller's arguments, unchanged.
+                unsafe { #wrapper(#(#args),*) }
+            }
+        }
+
+        /// Phase 2, exported for clients that link it directly.
+        ///
+        /// # Safety
+        /// The aclnn C contract of this function.
+        #[no_mangle]
+        #[allow(non_snake_case)]
+        pub unsafe extern "C" fn #p2(ws: *mut c_void, size: u64, ex: *mut c_void, stream: *mut c_void) -> aclnnStatus {
+            // SAFETY: the caller's arguments, unchanged.
+            unsafe { export_p2::<#k>(ws, size, ex, stream) as aclnnStatus }
+        }
+    }
+}
+
 fn c_literal(name: &str) -> Literal {
     Literal::c_string(&std::ffi::CString::new(name).expect("no NUL in a C name"))
 }
@@ -147,6 +189,7 @@ pub fn emit(parsed: &Parsed) -> Generated {
     let mut p2_slots = TokenStream::new();
     for (k, op) in ops.iter().enumerate() {
         wrappers.extend(wrapper(k, op));
+        wrappers.extend(exports(k, op));
         let fname = ident(&format!("p1_{}", op.name));
         let name = &op.name;
         let pnames: Vec<&str> = op.recorded().iter().map(|p| p.name.as_str()).collect();

@@ -166,6 +166,10 @@ mod tests {
         assert_eq!(role("selfRef", CONST_T), Role::InOut);
         // aclnnInplaceSub / Mul / Copy / Zero declare `aclTensor *selfRef`.
         assert_eq!(role("selfRef", MUT_T), Role::InOut);
+        // aclnnInplaceAddV3(const aclScalar *selfRef, aclTensor *otherRef, ...) writes its second
+        // argument: the tensor is copied before the launch and again after it.
+        assert_eq!(role("otherRef", MUT_T), Role::InOut);
+        assert_eq!(classify("selfRef", "* const aclScalar"), ArgKind::Scalar);
         // aclnnApplyAdamW.
         for n in ["varRef", "mRef", "vRef"] {
             assert_eq!(role(n, MUT_T), Role::InOut, "{n}");

@@ -58,6 +58,13 @@ pub mod status {
 }
 
 /// `aclrtMemcpyKind`.
+/// `aclMemType` (`aclSetTensorPlaceMent`).
+pub mod memtype {
+    pub const ACL_MEMTYPE_DEVICE: i32 = 0;
+    pub const ACL_MEMTYPE_HOST: i32 = 1;
+    pub const ACL_MEMTYPE_HOST_COMPILE_INDEPENDENT: i32 = 2;
+}
+
 pub mod memcpy {
     pub const ACL_MEMCPY_HOST_TO_HOST: i32 = 0;
     pub const ACL_MEMCPY_HOST_TO_DEVICE: i32 = 1;

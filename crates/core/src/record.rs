@@ -403,6 +403,16 @@ impl RecordBuilder {
         Ok(())
     }
 
+    /// Sets a top-level key of the record outside the sections (e.g. an L2 launch's `status`),
+    /// after the open section; data_mode does not filter it.
+    pub fn set_key(&mut self, key: &str, v: Json) {
+        self.finish_section();
+        match self.body.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = v,
+            None => self.body.push((key.to_string().into(), v)),
+        }
+    }
+
     /// Closes the open section and returns the body; the builder keeps files, stack and parent.
     pub fn take_body(&mut self) -> Json {
         self.finish_section();

@@ -11,9 +11,27 @@ use std::ffi::{c_int, c_void};
 static ACLRT_MEMCPY: Slot = Slot::new(c"aclrtMemcpy");
 static ACLRT_SYNC_STREAM: Slot = Slot::new(c"aclrtSynchronizeStream");
 static HCCL_GET_RANK_SIZE: Slot = Slot::new(c"HcclGetRankSize");
+static HCCL_GET_RANK_ID: Slot = Slot::new(c"HcclGetRankId");
+static ACLRT_CREATE_EVENT: Slot = Slot::new(c"aclrtCreateEvent");
+static ACLRT_RECORD_EVENT: Slot = Slot::new(c"aclrtRecordEvent");
+static ACLRT_SYNC_EVENT: Slot = Slot::new(c"aclrtSynchronizeEvent");
 
 /// The runtime functions the tool calls, remembered when a client looks them up.
-pub(crate) static OBSERVED: [&Slot; 3] = [&ACLRT_MEMCPY, &ACLRT_SYNC_STREAM, &HCCL_GET_RANK_SIZE];
+pub(crate) static OBSERVED: [&Slot; 7] = [
+    &ACLRT_MEMCPY,
+    &ACLRT_SYNC_STREAM,
+    &HCCL_GET_RANK_SIZE,
+    &HCCL_GET_RANK_ID,
+    &ACLRT_CREATE_EVENT,
+    &ACLRT_RECORD_EVENT,
+    &ACLRT_SYNC_EVENT,
+];
+
+thread_local! {
+    /// This thread's event for waiting on streams (created on first use, kept for the thread's
+    /// life). Const-initialised with no destructor: never allocates.
+    static EVENT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// Why a device operation could not be done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,8 +54,14 @@ impl std::fmt::Display for DeviceError {
     }
 }
 
-/// Waits for `stream` (the tool's own call, never captured).
+/// Waits for `stream` (the tool's own calls, never captured): for an event of ours recorded on it
+/// when the runtime has events, else with `aclrtSynchronizeStream`. The event leaves the error of
+/// a failed task where it is: `aclrtSynchronizeStream` returns such an error and clears it, so
+/// waiting with it would hide the failure from the client's own synchronisation.
 pub(crate) fn sync_stream(stream: *mut c_void) -> Result<(), DeviceError> {
+    if let Some(r) = sync_by_event(stream) {
+        return r;
+    }
     let f = ACLRT_SYNC_STREAM.resolve();
     if f.is_null() {
         return Err(DeviceError::Unresolved);
@@ -50,6 +74,35 @@ pub(crate) fn sync_stream(stream: *mut c_void) -> Result<(), DeviceError> {
     } else {
         Err(DeviceError::Acl(rc))
     }
+}
+
+/// Records this thread's event on `stream` and waits for it; None (use the stream sync) when the
+/// runtime has no events or the event cannot be created or recorded (e.g. another device).
+fn sync_by_event(stream: *mut c_void) -> Option<Result<(), DeviceError>> {
+    let (create, record, wait) =
+        (ACLRT_CREATE_EVENT.resolve(), ACLRT_RECORD_EVENT.resolve(), ACLRT_SYNC_EVENT.resolve());
+    if create.is_null() || record.is_null() || wait.is_null() {
+        return None;
+    }
+    type Create = unsafe extern "C" fn(*mut *mut c_void) -> c_int;
+    type Record = unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int;
+    type Wait = unsafe extern "C" fn(*mut c_void) -> c_int;
+    let mut ev = EVENT.with(|e| e.get()) as *mut c_void;
+    if ev.is_null() {
+        // SAFETY: the slot holds the real aclrtCreateEvent(aclrtEvent *).
+        let rc = unsafe { ACLRT_CREATE_EVENT.get::<Create>()(&mut ev) };
+        if rc != 0 || ev.is_null() {
+            return None;
+        }
+        EVENT.with(|e| e.set(ev as usize));
+    }
+    // SAFETY: the slot holds the real aclrtRecordEvent(event, stream); ev is our live event.
+    if unsafe { ACLRT_RECORD_EVENT.get::<Record>()(ev, stream) } != 0 {
+        return None;
+    }
+    // SAFETY: the slot holds the real aclrtSynchronizeEvent(event).
+    let rc = unsafe { ACLRT_SYNC_EVENT.get::<Wait>()(ev) };
+    Some(if rc == 0 { Ok(()) } else { Err(DeviceError::Acl(rc)) })
 }
 
 /// Copies `len` device bytes at `src` into a new host buffer.
@@ -86,12 +139,22 @@ pub(crate) fn copy_to_host(src: usize, len: usize) -> Result<Vec<u8>, DeviceErro
 
 /// `HcclGetRankSize(comm)`.
 pub(crate) fn hccl_rank_size(comm: *mut c_void) -> Option<u32> {
-    if HCCL_GET_RANK_SIZE.resolve().is_null() {
+    hccl_query(&HCCL_GET_RANK_SIZE, comm)
+}
+
+/// `HcclGetRankId(comm)`: this process's rank in `comm`.
+pub(crate) fn hccl_rank_id(comm: *mut c_void) -> Option<u32> {
+    hccl_query(&HCCL_GET_RANK_ID, comm)
+}
+
+/// `HcclResult f(HcclComm, uint32_t *)`.
+fn hccl_query(slot: &Slot, comm: *mut c_void) -> Option<u32> {
+    if slot.resolve().is_null() {
         return None;
     }
     type F = unsafe extern "C" fn(*mut c_void, *mut u32) -> c_int;
     let mut v = 0u32;
-    // SAFETY: the slot holds the real HcclGetRankSize(comm, uint32_t*).
-    let rc = unsafe { HCCL_GET_RANK_SIZE.get::<F>()(comm, &mut v) };
+    // SAFETY: the slot holds the real HcclGetRankSize / HcclGetRankId, both (comm, uint32_t*).
+    let rc = unsafe { slot.get::<F>()(comm, &mut v) };
     (rc == 0).then_some(v)
 }

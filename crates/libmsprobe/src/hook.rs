@@ -1,5 +1,5 @@
-//! The one hook mechanism: a [`Slot`] holds the real CANN function behind a name, and
-//! [`hook_table!`] declares a library's hooked names, their slots and their wrappers in one table.
+//! The one hook mechanism: a [`Slot`] holds the real CANN function behind a name (the tables of
+//! hooked names, their slots, wrappers and exports are declared with `interposer::table`).
 //!
 //! A slot is filled in one of two ways:
 //! - **claimed** by the dlsym hook when a client looks the name up (the wrapper is handed out
@@ -121,6 +121,11 @@ pub(crate) fn in_loaded(lib: &CStr, name: &CStr) -> *mut c_void {
         return null_mut();
     }
     f
+}
+
+/// Whether `p` lies in libmsprobe itself (one of our exports, never a real CANN function).
+pub(crate) fn is_own(p: *mut c_void) -> bool {
+    in_own_object(p)
 }
 
 /// Whether `p` lies in libmsprobe itself (our exports are never the real CANN function).
@@ -287,34 +292,6 @@ impl Slot {
         unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) }
     }
 }
-
-/// Declares one library's hooked names in one table: a [`Slot`] per name and a dispatch
-/// function `fn $wrap(name, found) -> Option<wrapper>` for the dlsym hook.
-///
-/// ```ignore
-/// hook_table! {
-///     /// Wraps an HCCL function.
-///     pub(crate) fn wrap {
-///         c"HcclAllReduce" => ALL_REDUCE: all_reduce,
-///     }
-/// }
-/// ```
-macro_rules! hook_table {
-    ($(#[$doc:meta])* $vis:vis fn $wrap:ident { $($name:literal => $slot:ident : $wrapper:expr),* $(,)? }) => {
-        $( static $slot: $crate::hook::Slot = $crate::hook::Slot::new($name); )*
-
-        $(#[$doc])*
-        $vis fn $wrap(name: &[u8], found: *mut std::ffi::c_void) -> Option<*mut std::ffi::c_void> {
-            $(
-                if name == $slot.name().to_bytes() {
-                    return $slot.claim(found, $wrapper as *mut std::ffi::c_void);
-                }
-            )*
-            None
-        }
-    };
-}
-pub(crate) use hook_table;
 
 #[cfg(test)]
 mod tests {

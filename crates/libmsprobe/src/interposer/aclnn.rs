@@ -1,13 +1,16 @@
 //! aclnn wrappers: nnopbase object hooks, generated phase-1 wrappers, generic phase-2 wrappers.
 
-use super::activation::{capturing, op_capturing};
+use super::activation::{self, capturing, op_capturing, OP_OFF};
 use super::meta::{self, Bound, ExecState, Obj, Role, TensorMeta};
 use super::ops::{Phase, N_OPS, OPS};
-use crate::hook::{hook_table, Slot};
+use super::table::{cann_table, resolve_export};
+use crate::hook::Slot;
+use cann_abi::status::ACLNN_ERR_INNER_NULLPTR;
 use msprobe_core::dtype::DType;
 use msprobe_core::json::Json;
 use msprobe_core::record::value_leaf;
 use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// A phase-1 argument as the generated wrappers see it (every kind a CANN header can declare;
 /// the bundled declarations use a subset).
@@ -70,13 +73,26 @@ fn bind_arg(a: &Arg) -> Bound {
 
 type P2Fn = unsafe extern "C" fn(*mut c_void, u64, *mut c_void, *mut c_void) -> i32;
 
+/// What an exported aclnn name returns when no loaded library defines it.
+const ACLNN_MISSING: i32 = ACLNN_ERR_INNER_NULLPTR;
+
+/// The real function of an exported aclnn name (resolved into `slot` on first use).
+fn export_real(slot: &Slot) -> *mut c_void {
+    resolve_export(slot)
+}
+
 /// Phase 2 of op `K`: `aclnnXxx(workspace, workspaceSize, executor, stream)`.
 unsafe extern "C" fn phase2<const K: usize>(ws: *mut c_void, size: u64, ex: *mut c_void, stream: *mut c_void) -> i32 {
     // SAFETY: REAL_P2[K] holds the real phase-2 function (same signature for every op), claimed
     // before this wrapper was handed out.
     let real: P2Fn = unsafe { REAL_P2[K].get::<P2Fn>() };
-    if !op_capturing(K) {
+    if !capturing() {
         // SAFETY: the caller's arguments, unchanged.
+        return unsafe { real(ws, size, ex, stream) };
+    }
+    if OP_OFF[K].load(Relaxed) {
+        activation::PREFILTERED[activation::Path::Dlsym as usize].fetch_add(1, Relaxed);
+        // SAFETY: as above.
         return unsafe { real(ws, size, ex, stream) };
     }
     super::capture::aclnn_launch(OPS[K].op, ex as usize, stream, || {
@@ -85,12 +101,69 @@ unsafe extern "C" fn phase2<const K: usize>(ws: *mut c_void, size: u64, ex: *mut
     })
 }
 
+/// Phase 2 of op `K` called through its exported name.
+///
+/// # Safety
+/// The aclnn phase-2 C contract.
+unsafe fn export_p2<const K: usize>(ws: *mut c_void, size: u64, ex: *mut c_void, stream: *mut c_void) -> i32 {
+    let f = REAL_P2[K].load();
+    if !f.is_null() {
+        let idle = activation::idle();
+        // The op filtered out by `list`: counted, passed through (still no register saved).
+        let filtered = !idle && activation::on() && OP_OFF[K].load(Relaxed);
+        if idle || filtered {
+            if filtered {
+                activation::PREFILTERED[activation::Path::Linked as usize].fetch_add(1, Relaxed);
+            }
+            // SAFETY: f is the real phase-2 function (never ours), signature P2Fn.
+            let real: P2Fn = unsafe { std::mem::transmute::<*mut c_void, P2Fn>(f) };
+            // SAFETY: the caller's arguments, unchanged.
+            return unsafe { real(ws, size, ex, stream) };
+        }
+    }
+    // SAFETY: as above.
+    unsafe { export_p2_slow::<K>(ws, size, ex, stream) }
+}
+
+/// [`export_p2`] past its idle path: resolution, activation, the prefilter, capture.
+///
+/// # Safety
+/// The aclnn phase-2 C contract.
+#[cold]
+#[inline(never)]
+unsafe fn export_p2_slow<const K: usize>(ws: *mut c_void, size: u64, ex: *mut c_void, stream: *mut c_void) -> i32 {
+    let mut f = REAL_P2[K].load();
+    if f.is_null() {
+        f = export_real(&REAL_P2[K]);
+        if f.is_null() {
+            return ACLNN_MISSING;
+        }
+    }
+    // SAFETY: f is the real phase-2 function (never ours), signature P2Fn.
+    let real: P2Fn = unsafe { std::mem::transmute::<*mut c_void, P2Fn>(f) };
+    if !capturing() {
+        // SAFETY: the caller's arguments, unchanged.
+        return unsafe { real(ws, size, ex, stream) };
+    }
+    if OP_OFF[K].load(Relaxed) {
+        activation::PREFILTERED[activation::Path::Linked as usize].fetch_add(1, Relaxed);
+        // SAFETY: as above.
+        return unsafe { real(ws, size, ex, stream) };
+    }
+    // SAFETY: the slot is filled, as the wrapper requires; the caller's arguments, unchanged.
+    activation::linked(|| unsafe { phase2::<K>(ws, size, ex, stream) })
+}
+
 /// Wraps phase 1 or phase 2 of op `k` (found by [`super::ops::find`]).
 pub(crate) fn wrap_op(k: usize, phase: Phase, found: *mut c_void) -> Option<*mut c_void> {
     let slot = match phase {
         Phase::One => &REAL_P1[k],
         Phase::Two => &REAL_P2[k],
     };
+    if crate::hook::is_own(found) {
+        // Our own export (a global-scope lookup): the export when a library defines the name.
+        return Some(super::table::own_export(slot, found));
+    }
     slot.claim(found, wrapper(k, phase))
 }
 
@@ -377,40 +450,43 @@ unsafe extern "C" fn pta_find_exec_cache(buf: *const u8, len: usize, ws: *mut u6
     call_real!(PTA_FIND_EXEC_CACHE, unsafe extern "C" fn(*const u8, usize, *mut u64) -> *mut c_void, buf, len, ws)
 }
 
-hook_table! {
+type P = *mut c_void;
+type CP = *const c_void;
+
+cann_table! {
     /// Wraps an nnopbase object or executor function (and torch_npu's executor-cache queries).
     pub(crate) fn wrap_nnopbase {
-        c"aclCreateTensor" => CREATE_TENSOR: create_tensor,
-        c"aclInitTensor" => INIT_TENSOR: init_tensor,
-        c"aclCreateScalar" => CREATE_SCALAR: create_scalar,
-        c"aclCreateIntArray" => CREATE_INT_ARRAY: create_int_array,
-        c"aclCreateFloatArray" => CREATE_FLOAT_ARRAY: create_float_array,
-        c"aclCreateBoolArray" => CREATE_BOOL_ARRAY: create_bool_array,
-        c"aclCreateTensorList" => CREATE_TENSOR_LIST: create_tensor_list,
-        c"aclDestroyTensor" => DESTROY_TENSOR: destroy_tensor,
-        c"aclDestroyScalar" => DESTROY_SCALAR: destroy_scalar,
-        c"aclDestroyIntArray" => DESTROY_INT_ARRAY: destroy_int_array,
-        c"aclDestroyFloatArray" => DESTROY_FLOAT_ARRAY: destroy_float_array,
-        c"aclDestroyBoolArray" => DESTROY_BOOL_ARRAY: destroy_bool_array,
-        c"aclDestroyTensorList" => DESTROY_TENSOR_LIST: destroy_tensor_list,
-        c"aclSetAclOpExecutorRepeatable" => SET_REPEATABLE: set_repeatable,
-        c"aclDestroyAclOpExecutor" => DESTROY_EXECUTOR: destroy_executor,
-        c"aclSetInputTensorAddr" => SET_INPUT_ADDR: set_input_addr,
-        c"aclSetOutputTensorAddr" => SET_OUTPUT_ADDR: set_output_addr,
-        c"aclSetTensorAddr" => SET_TENSOR_ADDR: set_tensor_addr,
-        c"AclSetInputTensorAddr" => SET_INPUT_ADDR_CAP: set_input_addr_cap,
-        c"AclSetOutputTensorAddr" => SET_OUTPUT_ADDR_CAP: set_output_addr_cap,
-        c"AclSetTensorAddr" => SET_TENSOR_ADDR_CAP: set_tensor_addr_cap,
-        c"aclSetDynamicInputTensorAddr" => SET_DYN_INPUT_ADDR: set_dyn_input_addr,
-        c"aclSetDynamicOutputTensorAddr" => SET_DYN_OUTPUT_ADDR: set_dyn_output_addr,
-        c"aclSetDynamicTensorAddr" => SET_DYN_TENSOR_ADDR: set_dyn_tensor_addr,
-        c"AclSetDynamicInputTensorAddr" => SET_DYN_INPUT_ADDR_CAP: set_dyn_input_addr_cap,
-        c"AclSetDynamicOutputTensorAddr" => SET_DYN_OUTPUT_ADDR_CAP: set_dyn_output_addr_cap,
-        c"AclSetDynamicTensorAddr" => SET_DYN_TENSOR_ADDR_CAP: set_dyn_tensor_addr_cap,
-        c"aclSetRawTensorAddr" => SET_RAW_ADDR: set_raw_addr,
-        c"CanUsePTACache" => CAN_USE_PTA_CACHE: can_use_pta_cache,
-        c"PTAGetExecCache" => PTA_GET_EXEC_CACHE: pta_get_exec_cache,
-        c"PTAFindExecCache" => PTA_FIND_EXEC_CACHE: pta_find_exec_cache,
+        export fn aclCreateTensor(view_dims: *const i64, n: u64, dtype: i32, stride: *const i64, offset: i64, format: i32, storage_dims: *const i64, m: u64, data: P) -> P = CREATE_TENSOR: create_tensor, missing std::ptr::null_mut();
+        export fn aclInitTensor(t: P, view_dims: *const i64, n: u64, dtype: i32, stride: *const i64, offset: i64, format: i32, storage_dims: *const i64, m: u64, data: P) -> i32 = INIT_TENSOR: init_tensor, missing ACLNN_MISSING;
+        export fn aclCreateScalar(value: P, dtype: i32) -> P = CREATE_SCALAR: create_scalar, missing std::ptr::null_mut();
+        export fn aclCreateIntArray(value: *const i64, size: u64) -> P = CREATE_INT_ARRAY: create_int_array, missing std::ptr::null_mut();
+        export fn aclCreateFloatArray(value: *const f32, size: u64) -> P = CREATE_FLOAT_ARRAY: create_float_array, missing std::ptr::null_mut();
+        export fn aclCreateBoolArray(value: *const u8, size: u64) -> P = CREATE_BOOL_ARRAY: create_bool_array, missing std::ptr::null_mut();
+        export fn aclCreateTensorList(value: *const CP, size: u64) -> P = CREATE_TENSOR_LIST: create_tensor_list, missing std::ptr::null_mut();
+        export fn aclDestroyTensor(obj: CP) -> i32 = DESTROY_TENSOR: destroy_tensor, missing ACLNN_MISSING;
+        export fn aclDestroyScalar(obj: CP) -> i32 = DESTROY_SCALAR: destroy_scalar, missing ACLNN_MISSING;
+        export fn aclDestroyIntArray(obj: CP) -> i32 = DESTROY_INT_ARRAY: destroy_int_array, missing ACLNN_MISSING;
+        export fn aclDestroyFloatArray(obj: CP) -> i32 = DESTROY_FLOAT_ARRAY: destroy_float_array, missing ACLNN_MISSING;
+        export fn aclDestroyBoolArray(obj: CP) -> i32 = DESTROY_BOOL_ARRAY: destroy_bool_array, missing ACLNN_MISSING;
+        export fn aclDestroyTensorList(obj: CP) -> i32 = DESTROY_TENSOR_LIST: destroy_tensor_list, missing ACLNN_MISSING;
+        export fn aclSetAclOpExecutorRepeatable(ex: P) -> i32 = SET_REPEATABLE: set_repeatable, missing ACLNN_MISSING;
+        export fn aclDestroyAclOpExecutor(ex: P) -> i32 = DESTROY_EXECUTOR: destroy_executor, missing ACLNN_MISSING;
+        export fn aclSetInputTensorAddr(ex: P, index: usize, tensor: P, addr: P) -> i32 = SET_INPUT_ADDR: set_input_addr, missing ACLNN_MISSING;
+        export fn aclSetOutputTensorAddr(ex: P, index: usize, tensor: P, addr: P) -> i32 = SET_OUTPUT_ADDR: set_output_addr, missing ACLNN_MISSING;
+        export fn aclSetTensorAddr(ex: P, index: usize, tensor: P, addr: P) -> i32 = SET_TENSOR_ADDR: set_tensor_addr, missing ACLNN_MISSING;
+        export fn AclSetInputTensorAddr(ex: P, index: usize, tensor: P, addr: P) -> i32 = SET_INPUT_ADDR_CAP: set_input_addr_cap, missing ACLNN_MISSING;
+        export fn AclSetOutputTensorAddr(ex: P, index: usize, tensor: P, addr: P) -> i32 = SET_OUTPUT_ADDR_CAP: set_output_addr_cap, missing ACLNN_MISSING;
+        export fn AclSetTensorAddr(ex: P, index: usize, tensor: P, addr: P) -> i32 = SET_TENSOR_ADDR_CAP: set_tensor_addr_cap, missing ACLNN_MISSING;
+        export fn aclSetDynamicInputTensorAddr(ex: P, ir: usize, rel: usize, list: P, addr: P) -> i32 = SET_DYN_INPUT_ADDR: set_dyn_input_addr, missing ACLNN_MISSING;
+        export fn aclSetDynamicOutputTensorAddr(ex: P, ir: usize, rel: usize, list: P, addr: P) -> i32 = SET_DYN_OUTPUT_ADDR: set_dyn_output_addr, missing ACLNN_MISSING;
+        export fn aclSetDynamicTensorAddr(ex: P, ir: usize, rel: usize, list: P, addr: P) -> i32 = SET_DYN_TENSOR_ADDR: set_dyn_tensor_addr, missing ACLNN_MISSING;
+        export fn AclSetDynamicInputTensorAddr(ex: P, ir: usize, rel: usize, list: P, addr: P) -> i32 = SET_DYN_INPUT_ADDR_CAP: set_dyn_input_addr_cap, missing ACLNN_MISSING;
+        export fn AclSetDynamicOutputTensorAddr(ex: P, ir: usize, rel: usize, list: P, addr: P) -> i32 = SET_DYN_OUTPUT_ADDR_CAP: set_dyn_output_addr_cap, missing ACLNN_MISSING;
+        export fn AclSetDynamicTensorAddr(ex: P, ir: usize, rel: usize, list: P, addr: P) -> i32 = SET_DYN_TENSOR_ADDR_CAP: set_dyn_tensor_addr_cap, missing ACLNN_MISSING;
+        export fn aclSetRawTensorAddr(tensor: P, addr: P) -> i32 = SET_RAW_ADDR: set_raw_addr, missing ACLNN_MISSING;
+        lookup fn CanUsePTACache(api: *const c_char) -> bool = CAN_USE_PTA_CACHE: can_use_pta_cache, missing false;
+        lookup fn PTAGetExecCache(hash: u64, ws: *mut u64) -> P = PTA_GET_EXEC_CACHE: pta_get_exec_cache, missing std::ptr::null_mut();
+        lookup fn PTAFindExecCache(buf: *const u8, len: usize, ws: *mut u64) -> P = PTA_FIND_EXEC_CACHE: pta_find_exec_cache, missing std::ptr::null_mut();
     }
 }
 

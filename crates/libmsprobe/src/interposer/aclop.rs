@@ -1,15 +1,17 @@
 //! aclop wrappers: `aclopExecute(V2)`, `aclopCompileAndExecute(V2)` and `aclopCast`, captured
-//! from their descriptors and data buffers, plus the attribute setters (an `aclopAttr` has no
-//! getters, cann-abi.md §4.4).
+//! from their descriptors and data buffers; the attribute setters (an `aclopAttr` has no
+//! getters, cann-abi.md §4.4); and the descriptor calls that say where an input lives
+//! (`aclSetTensorPlaceMent`, `aclSetTensorConst`: no getters either), so host-placed and const
+//! inputs are read from host memory.
 //!
-//! torch_npu links `aclopCompileAndExecute`, `aclopCreateAttr`/`aclopDestroyAttr` and the
-//! `aclopSetAttr*` setters directly (PLT), so the first three and the Int/Bool setters are also
-//! exported from libmsprobe ([`exports`]); everything else arrives through the dlsym hook.
+//! Every name of the table is also exported for clients that link it directly (torch_npu links
+//! `aclopCompileAndExecute`, the attribute calls and the descriptor setters, cann-abi.md §10).
 
-use super::activation::{self, capturing};
-use super::capture::{kernel_launch, KArg};
-use super::meta::{self, Obj, Role, TensorMeta};
-use crate::hook::{hook_table, Slot};
+use super::activation::capturing;
+use super::capture::{launch, KArg};
+use super::meta::{self, DescInfo, Obj, Role, TensorMeta};
+use super::table::cann_table;
+use crate::hook::Slot;
 use cann_abi::status::ACL_ERROR_INVALID_PARAM;
 use msprobe_core::json::Json;
 use msprobe_core::record::value_leaf;
@@ -38,7 +40,8 @@ fn desc_tensor(desc: P, buf: P, role: Role) -> KArg {
         return KArg::Missing(role);
     }
     // SAFETY: the pointers are the real acl_base getters with these C signatures, called on the
-    // caller's live descriptor and buffer.
+    // caller's live descriptor and buffer; a host-placed buffer holds `size` readable bytes at its
+    // address (the aclop contract, which the library itself relies on during this call).
     unsafe {
         let dtype = std::mem::transmute::<P, unsafe extern "C" fn(P) -> c_int>(t)(desc);
         let n = std::mem::transmute::<P, unsafe extern "C" fn(P) -> usize>(nd)(desc);
@@ -55,16 +58,38 @@ fn desc_tensor(desc: P, buf: P, role: Role) -> KArg {
             shape.push(d);
         }
         let a = std::mem::transmute::<P, unsafe extern "C" fn(P) -> P>(addr)(buf);
+        let es = msprobe_core::dtype::DType::from_acl(dtype).map(|d| d.size()).unwrap_or(1) as u128;
+        let need = msprobe_core::layout::numel(&shape) * es;
+        let t = TensorMeta { dtype, shape, strides: None, offset: 0, addr: a as usize };
+        // Where the input lives (no getter: learned from our hooks of the descriptor's setters).
+        let info = match meta::objects().get(&(desc as usize)) {
+            Some(Obj::Desc(d)) => Some(d.clone()),
+            _ => None,
+        };
+        if let Some(DescInfo { const_data: Some(bytes), .. }) = &info {
+            // Const data: the library uses the copy made at aclSetTensorConst.
+            return KArg::HostTensor(t, bytes.clone(), role);
+        }
         // Never read past the data buffer: a descriptor larger than its buffer is recorded as null.
         let size_fn = GET_BUF_SIZE.resolve();
-        if !size_fn.is_null() {
-            let size = std::mem::transmute::<P, unsafe extern "C" fn(P) -> usize>(size_fn)(buf);
-            let es = msprobe_core::dtype::DType::from_acl(dtype).map(|d| d.size()).unwrap_or(1) as u128;
-            if msprobe_core::layout::numel(&shape) * es > size as u128 {
+        let size = if size_fn.is_null() {
+            None
+        } else {
+            Some(std::mem::transmute::<P, unsafe extern "C" fn(P) -> usize>(size_fn)(buf) as u128)
+        };
+        if size.is_some_and(|size| need > size) {
+            return KArg::Missing(role);
+        }
+        if info.is_some_and(|d| d.host()) {
+            // A host-placed input: the library reads it from host memory during this call.
+            let Some(size) = size else { return KArg::Missing(role) };
+            if a.is_null() || need > size || need > isize::MAX as u128 {
                 return KArg::Missing(role);
             }
+            let bytes = std::slice::from_raw_parts(a as *const u8, need as usize).to_vec();
+            return KArg::HostTensor(t, bytes, role);
         }
-        KArg::Tensor(TensorMeta { dtype, shape, strides: None, offset: 0, addr: a as usize }, role)
+        KArg::Tensor(t, role)
     }
 }
 
@@ -91,7 +116,8 @@ unsafe fn tensors(n: c_int, descs: *const P, bufs: *const P, role: Role) -> Vec<
         .collect()
 }
 
-/// Captures one aclop execution; the attribute values become the record's last input leaf.
+/// Captures one aclop execution; the attribute values become the record's input leaf after the
+/// inputs.
 #[allow(clippy::too_many_arguments)]
 fn execute(
     op_type: *const c_char,
@@ -105,19 +131,24 @@ fn execute(
     stream: P,
     real: impl FnOnce() -> i32,
 ) -> i32 {
-    let Some(l2) = (if capturing() { activation::l2() } else { None }) else { return real() };
-    let op = if op_type.is_null() {
-        "unknown".to_string()
-    } else {
-        // SAFETY: opType is the caller's NUL-terminated op type name.
-        unsafe { CStr::from_ptr(op_type) }.to_string_lossy().into_owned()
+    if !capturing() {
+        return real();
+    }
+    let describe = || {
+        let op = if op_type.is_null() {
+            "unknown".to_string()
+        } else {
+            // SAFETY: opType is the caller's NUL-terminated op type name.
+            unsafe { CStr::from_ptr(op_type) }.to_string_lossy().into_owned()
+        };
+        // SAFETY: the arrays hold n_in / n_out entries (aclop contract).
+        let mut args = unsafe { tensors(n_in, in_desc, inputs, Role::In) };
+        args.push(attrs(attr));
+        // SAFETY: as above.
+        args.extend(unsafe { tensors(n_out, out_desc, outputs, Role::Out) });
+        (op, args)
     };
-    // SAFETY: the arrays hold n_in / n_out entries (aclop contract).
-    let mut args = unsafe { tensors(n_in, in_desc, inputs, Role::In) };
-    args.push(attrs(attr));
-    // SAFETY: as above.
-    args.extend(unsafe { tensors(n_out, out_desc, outputs, Role::Out) });
-    kernel_launch(&l2, "Aclop", &op, args, stream, real)
+    launch("Aclop", describe, stream, real)
 }
 
 type ExecFn = unsafe extern "C" fn(*const c_char, c_int, *const P, *const P, c_int, *const P, *const P, P, P) -> c_int;
@@ -193,23 +224,26 @@ unsafe extern "C" fn cast(src_desc: P, src: P, dst_desc: P, dst: P, truncate: u8
     type F = unsafe extern "C" fn(P, P, P, P, u8, P) -> c_int;
     // SAFETY: the slot holds the real aclopCast.
     let f: F = unsafe { CAST.get::<F>() };
-    let Some(l2) = (if capturing() { activation::l2() } else { None }) else {
+    if !capturing() {
         // SAFETY: the caller's arguments, unchanged.
         return unsafe { f(src_desc, src, dst_desc, dst, truncate, stream) };
+    }
+    let describe = || {
+        let args = vec![
+            desc_tensor(src_desc, src, Role::In),
+            KArg::Value(value_leaf("int", Json::Int(truncate as i128))),
+            desc_tensor(dst_desc, dst, Role::Out),
+        ];
+        ("Cast".to_string(), args)
     };
-    let args = vec![
-        desc_tensor(src_desc, src, Role::In),
-        KArg::Value(value_leaf("int", Json::Int(truncate as i128))),
-        desc_tensor(dst_desc, dst, Role::Out),
-    ];
     // SAFETY: as above.
-    kernel_launch(&l2, "Aclop", "Cast", args, stream, || unsafe { f(src_desc, src, dst_desc, dst, truncate, stream) })
+    launch("Aclop", describe, stream, || unsafe { f(src_desc, src, dst_desc, dst, truncate, stream) })
 }
 
 // ---- attributes ----
 
 fn set_attr(attr: P, name: *const c_char, v: Json) {
-    if attr.is_null() || name.is_null() || !capturing() {
+    if attr.is_null() || name.is_null() {
         return;
     }
     // SAFETY: attrName is the caller's NUL-terminated attribute name.
@@ -232,7 +266,7 @@ macro_rules! attr_hook {
             let f: F = unsafe { $slot.get::<F>() };
             // SAFETY: the caller's arguments, unchanged.
             let rc = unsafe { f(attr, name, v) };
-            if rc == 0 {
+            if rc == 0 && capturing() {
                 let _ = std::panic::catch_unwind(|| set_attr(attr, name, $leaf(v)));
             }
             rc
@@ -243,26 +277,82 @@ attr_hook!(set_attr_bool, SET_ATTR_BOOL, u8, |v: u8| value_leaf("bool", Json::Bo
 attr_hook!(set_attr_int, SET_ATTR_INT, i64, |v: i64| value_leaf("int", Json::Int(v as i128)));
 attr_hook!(set_attr_float, SET_ATTR_FLOAT, f32, |v: f32| value_leaf("float", Json::Float(v as f64)));
 attr_hook!(set_attr_dtype, SET_ATTR_DTYPE, c_int, |v: c_int| value_leaf("aclDataType", Json::Int(v as i128)));
-attr_hook!(set_attr_string, SET_ATTR_STRING, *const c_char, |v: *const c_char| {
-    if v.is_null() {
-        Json::Null
-    } else {
-        // SAFETY: attrValue is the caller's NUL-terminated string.
-        value_leaf("str", Json::str(unsafe { CStr::from_ptr(v) }.to_string_lossy().into_owned()))
-    }
-});
+attr_hook!(set_attr_string, SET_ATTR_STRING, *const c_char, str_leaf);
 
-unsafe extern "C" fn set_attr_list_int(attr: P, name: *const c_char, n: c_int, v: *const i64) -> c_int {
-    type F = unsafe extern "C" fn(P, *const c_char, c_int, *const i64) -> c_int;
-    // SAFETY: the slot holds the real aclopSetAttrListInt.
-    let f: F = unsafe { SET_ATTR_LIST_INT.get::<F>() };
+/// Reads `n` values of `T` at `v` (none when NULL or n < 0).
+///
+/// # Safety
+/// `v` must be NULL or hold `n` readable values (the setter accepted them).
+unsafe fn host_values<T: Copy>(n: c_int, v: *const T) -> Vec<T> {
+    if v.is_null() || n <= 0 {
+        return Vec::new();
+    }
+    // SAFETY: per the function contract.
+    unsafe { std::slice::from_raw_parts(v, n as usize) }.to_vec()
+}
+
+fn str_leaf(v: *const c_char) -> Json {
+    if v.is_null() {
+        return Json::Null;
+    }
+    // SAFETY: a setter's string value is the caller's NUL-terminated string.
+    value_leaf("str", Json::str(unsafe { CStr::from_ptr(v) }.to_string_lossy().into_owned()))
+}
+
+macro_rules! list_attr_hook {
+    ($fn:ident, $slot:ident, $t:ty, $leaf:expr) => {
+        unsafe extern "C" fn $fn(attr: P, name: *const c_char, n: c_int, v: *const $t) -> c_int {
+            type F = unsafe extern "C" fn(P, *const c_char, c_int, *const $t) -> c_int;
+            // SAFETY: the slot holds the real setter of this name.
+            let f: F = unsafe { $slot.get::<F>() };
+            // SAFETY: the caller's arguments, unchanged.
+            let rc = unsafe { f(attr, name, n, v) };
+            if rc == 0 && capturing() {
+                let _ = std::panic::catch_unwind(|| {
+                    // SAFETY: the setter accepted n values at v.
+                    let vals = unsafe { host_values(n, v) };
+                    set_attr(attr, name, Json::Array(vals.into_iter().map($leaf).collect()));
+                });
+            }
+            rc
+        }
+    };
+}
+list_attr_hook!(set_attr_list_int, SET_ATTR_LIST_INT, i64, |x: i64| value_leaf("int", Json::Int(x as i128)));
+list_attr_hook!(set_attr_list_bool, SET_ATTR_LIST_BOOL, u8, |x: u8| value_leaf("bool", Json::Bool(x != 0)));
+list_attr_hook!(set_attr_list_float, SET_ATTR_LIST_FLOAT, f32, |x: f32| value_leaf("float", Json::Float(x as f64)));
+list_attr_hook!(set_attr_list_dtype, SET_ATTR_LIST_DTYPE, c_int, |x: c_int| value_leaf(
+    "aclDataType",
+    Json::Int(x as i128)
+));
+list_attr_hook!(set_attr_list_string, SET_ATTR_LIST_STRING, *const c_char, str_leaf);
+
+unsafe extern "C" fn set_attr_list_list_int(
+    attr: P,
+    name: *const c_char,
+    n: c_int,
+    counts: *const c_int,
+    values: *const *const i64,
+) -> c_int {
+    type F = unsafe extern "C" fn(P, *const c_char, c_int, *const c_int, *const *const i64) -> c_int;
+    // SAFETY: the slot holds the real aclopSetAttrListListInt.
+    let f: F = unsafe { SET_ATTR_LIST_LIST_INT.get::<F>() };
     // SAFETY: the caller's arguments, unchanged.
-    let rc = unsafe { f(attr, name, n, v) };
-    if rc == 0 && !v.is_null() && n >= 0 {
+    let rc = unsafe { f(attr, name, n, counts, values) };
+    if rc == 0 && capturing() {
         let _ = std::panic::catch_unwind(|| {
-            // SAFETY: the setter accepted n values at v.
-            let vals = unsafe { std::slice::from_raw_parts(v, n as usize) };
-            set_attr(attr, name, Json::Array(vals.iter().map(|x| value_leaf("int", Json::Int(*x as i128))).collect()));
+            // SAFETY: the setter accepted n lists: counts[i] values at values[i].
+            let (counts, lists) = unsafe { (host_values(n, counts), host_values(n, values)) };
+            let v = counts
+                .into_iter()
+                .zip(lists)
+                .map(|(c, l)| {
+                    // SAFETY: as above.
+                    let vals = unsafe { host_values(c, l) };
+                    Json::Array(vals.into_iter().map(|x| value_leaf("int", Json::Int(x as i128))).collect())
+                })
+                .collect();
+            set_attr(attr, name, Json::Array(v));
         });
     }
     rc
@@ -292,136 +382,104 @@ unsafe extern "C" fn destroy_attr(attr: P) {
     unsafe { f(attr) }
 }
 
-hook_table! {
-    /// Wraps an aclop function (the table of hooked names).
+// ---- descriptors: where an input lives ----
+
+/// Forgets what was known of a descriptor pointer (created anew or destroyed: pointers recycle).
+fn forget_desc(desc: P) {
+    if !desc.is_null() && capturing() {
+        let _ = std::panic::catch_unwind(|| meta::forget(desc as usize));
+    }
+}
+
+unsafe extern "C" fn create_tensor_desc(dtype: c_int, n: c_int, dims: *const i64, format: c_int) -> P {
+    type F = unsafe extern "C" fn(c_int, c_int, *const i64, c_int) -> P;
+    // SAFETY: the slot holds the real aclCreateTensorDesc.
+    let f: F = unsafe { CREATE_TENSOR_DESC.get::<F>() };
+    // SAFETY: the caller's arguments, unchanged.
+    let d = unsafe { f(dtype, n, dims, format) };
+    forget_desc(d);
+    d
+}
+
+unsafe extern "C" fn destroy_tensor_desc(desc: P) {
+    forget_desc(desc);
+    type F = unsafe extern "C" fn(P);
+    // SAFETY: the slot holds the real aclDestroyTensorDesc.
+    let f: F = unsafe { DESTROY_TENSOR_DESC.get::<F>() };
+    // SAFETY: the caller's argument, unchanged.
+    unsafe { f(desc) }
+}
+
+fn update_desc(desc: P, f: impl FnOnce(&mut DescInfo)) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut objs = meta::objects();
+        let e = objs.entry(desc as usize).or_insert_with(|| Obj::Desc(DescInfo::default()));
+        if !matches!(e, Obj::Desc(_)) {
+            *e = Obj::Desc(DescInfo::default());
+        }
+        if let Obj::Desc(d) = e {
+            f(d);
+        }
+    }));
+}
+
+unsafe extern "C" fn set_placement(desc: P, mem_type: c_int) -> c_int {
+    type F = unsafe extern "C" fn(P, c_int) -> c_int;
+    // SAFETY: the slot holds the real aclSetTensorPlaceMent.
+    let f: F = unsafe { SET_PLACEMENT.get::<F>() };
+    // SAFETY: the caller's arguments, unchanged.
+    let rc = unsafe { f(desc, mem_type) };
+    if rc == 0 && !desc.is_null() && capturing() {
+        update_desc(desc, |d| d.placement = mem_type);
+    }
+    rc
+}
+
+unsafe extern "C" fn set_const(desc: P, data: P, len: usize) -> c_int {
+    type F = unsafe extern "C" fn(P, P, usize) -> c_int;
+    // SAFETY: the slot holds the real aclSetTensorConst.
+    let f: F = unsafe { SET_CONST.get::<F>() };
+    // SAFETY: the caller's arguments, unchanged.
+    let rc = unsafe { f(desc, data, len) };
+    if rc == 0 && !desc.is_null() && !data.is_null() && capturing() {
+        // SAFETY: the library accepted (and copied) `len` bytes at `data`; so do we.
+        let bytes = unsafe { std::slice::from_raw_parts(data as *const u8, len) }.to_vec();
+        update_desc(desc, |d| d.const_data = Some(bytes));
+    }
+    rc
+}
+
+type CP = *const P;
+
+cann_table! {
+    /// Wraps an aclop function or a descriptor call (the table of hooked names; all exported).
     fn wrap_table {
-        c"aclopExecute" => EXECUTE: execute_v1,
-        c"aclopExecuteV2" => EXECUTE_V2: execute_v2,
-        c"aclopCompileAndExecute" => COMPILE_EXECUTE: compile_execute,
-        c"aclopCompileAndExecuteV2" => COMPILE_EXECUTE_V2: compile_execute_v2,
-        c"aclopCast" => CAST: cast,
-        c"aclopSetAttrBool" => SET_ATTR_BOOL: set_attr_bool,
-        c"aclopSetAttrInt" => SET_ATTR_INT: set_attr_int,
-        c"aclopSetAttrFloat" => SET_ATTR_FLOAT: set_attr_float,
-        c"aclopSetAttrDataType" => SET_ATTR_DTYPE: set_attr_dtype,
-        c"aclopSetAttrString" => SET_ATTR_STRING: set_attr_string,
-        c"aclopSetAttrListInt" => SET_ATTR_LIST_INT: set_attr_list_int,
-        c"aclopCreateAttr" => CREATE_ATTR: create_attr,
-        c"aclopDestroyAttr" => DESTROY_ATTR: destroy_attr,
+        export fn aclopExecute(op: *const c_char, ni: c_int, id: CP, i: CP, no: c_int, od: CP, o: CP, attr: P, stream: P) -> c_int = EXECUTE: execute_v1, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopExecuteV2(op: *const c_char, ni: c_int, id: CP, i: CP, no: c_int, od: CP, o: CP, attr: P, stream: P) -> c_int = EXECUTE_V2: execute_v2, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopCompileAndExecute(op: *const c_char, ni: c_int, id: CP, i: CP, no: c_int, od: CP, o: CP, attr: P, engine: c_int, flag: c_int, path: *const c_char, stream: P) -> c_int = COMPILE_EXECUTE: compile_execute, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopCompileAndExecuteV2(op: *const c_char, ni: c_int, id: CP, i: CP, no: c_int, od: CP, o: CP, attr: P, engine: c_int, flag: c_int, path: *const c_char, stream: P) -> c_int = COMPILE_EXECUTE_V2: compile_execute_v2, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopCast(src_desc: P, src: P, dst_desc: P, dst: P, truncate: u8, stream: P) -> c_int = CAST: cast, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopSetAttrBool(attr: P, name: *const c_char, v: u8) -> c_int = SET_ATTR_BOOL: set_attr_bool, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopSetAttrInt(attr: P, name: *const c_char, v: i64) -> c_int = SET_ATTR_INT: set_attr_int, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopSetAttrFloat(attr: P, name: *const c_char, v: f32) -> c_int = SET_ATTR_FLOAT: set_attr_float, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopSetAttrDataType(attr: P, name: *const c_char, v: c_int) -> c_int = SET_ATTR_DTYPE: set_attr_dtype, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopSetAttrString(attr: P, name: *const c_char, v: *const c_char) -> c_int = SET_ATTR_STRING: set_attr_string, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopSetAttrListBool(attr: P, name: *const c_char, n: c_int, v: *const u8) -> c_int = SET_ATTR_LIST_BOOL: set_attr_list_bool, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopSetAttrListInt(attr: P, name: *const c_char, n: c_int, v: *const i64) -> c_int = SET_ATTR_LIST_INT: set_attr_list_int, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopSetAttrListFloat(attr: P, name: *const c_char, n: c_int, v: *const f32) -> c_int = SET_ATTR_LIST_FLOAT: set_attr_list_float, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopSetAttrListDataType(attr: P, name: *const c_char, n: c_int, v: *const c_int) -> c_int = SET_ATTR_LIST_DTYPE: set_attr_list_dtype, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopSetAttrListString(attr: P, name: *const c_char, n: c_int, v: *const *const c_char) -> c_int = SET_ATTR_LIST_STRING: set_attr_list_string, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopSetAttrListListInt(attr: P, name: *const c_char, n: c_int, counts: *const c_int, values: *const *const i64) -> c_int = SET_ATTR_LIST_LIST_INT: set_attr_list_list_int, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclopCreateAttr() -> P = CREATE_ATTR: create_attr, missing std::ptr::null_mut();
+        export fn aclopDestroyAttr(attr: P) -> () = DESTROY_ATTR: destroy_attr, missing ();
+        export fn aclCreateTensorDesc(dtype: c_int, n: c_int, dims: *const i64, format: c_int) -> P = CREATE_TENSOR_DESC: create_tensor_desc, missing std::ptr::null_mut();
+        export fn aclDestroyTensorDesc(desc: P) -> () = DESTROY_TENSOR_DESC: destroy_tensor_desc, missing ();
+        export fn aclSetTensorPlaceMent(desc: P, mem_type: c_int) -> c_int = SET_PLACEMENT: set_placement, missing ACL_ERROR_INVALID_PARAM;
+        export fn aclSetTensorConst(desc: P, data: P, len: usize) -> c_int = SET_CONST: set_const, missing ACL_ERROR_INVALID_PARAM;
     }
 }
 
-/// Wraps an aclop function; an address of our own export (a client that looked the name up in
-/// the global scope, where the preloaded library comes first) is handed back unchanged.
+/// Wraps an aclop function or a descriptor call.
 pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> Option<*mut c_void> {
-    if exports::is_export(found) {
-        return Some(found);
-    }
     wrap_table(name, found)
-}
-
-/// The names torch_npu links directly, exported so PLT calls reach the wrappers.
-pub(crate) mod exports {
-    use super::*;
-    use std::sync::atomic::Ordering::Relaxed;
-
-    /// The real function behind an export: the address a client looked up through dlsym, else
-    /// the loaded CANN libraries' definition (never our export itself).
-    fn real_of(slot: &Slot) -> P {
-        slot.resolve()
-    }
-
-    pub(crate) fn is_export(p: P) -> bool {
-        [
-            aclopCompileAndExecute as P,
-            aclopSetAttrInt as P,
-            aclopSetAttrBool as P,
-            aclopCreateAttr as P,
-            aclopDestroyAttr as P,
-        ]
-        .contains(&p)
-    }
-
-    /// Exported `aclopCreateAttr` (torch_npu links it directly).
-    ///
-    /// # Safety
-    /// The aclop C contract.
-    #[no_mangle]
-    pub unsafe extern "C" fn aclopCreateAttr() -> P {
-        if real_of(&CREATE_ATTR).is_null() {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: the slot now holds the real function.
-        unsafe { create_attr() }
-    }
-
-    /// Exported `aclopDestroyAttr` (torch_npu links it directly).
-    ///
-    /// # Safety
-    /// The aclop C contract.
-    #[no_mangle]
-    pub unsafe extern "C" fn aclopDestroyAttr(attr: P) {
-        if real_of(&DESTROY_ATTR).is_null() {
-            return;
-        }
-        // SAFETY: the slot now holds the real function.
-        unsafe { destroy_attr(attr) }
-    }
-
-    /// Exported `aclopCompileAndExecute` (torch_npu links it directly).
-    ///
-    /// # Safety
-    /// The aclop C contract.
-    #[no_mangle]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "C" fn aclopCompileAndExecute(
-        op: *const c_char,
-        ni: c_int,
-        id: *const P,
-        i: *const P,
-        no: c_int,
-        od: *const P,
-        o: *const P,
-        attr: P,
-        engine: c_int,
-        flag: c_int,
-        path: *const c_char,
-        stream: P,
-    ) -> c_int {
-        let real = real_of(&COMPILE_EXECUTE);
-        if real.is_null() {
-            return ACL_ERROR_INVALID_PARAM; // no CANN loaded
-        }
-        if activation::STATE.load(Relaxed) == activation::UNKNOWN {
-            activation::capturing();
-        }
-        // SAFETY: real is the CANN function of this name.
-        unsafe { compile_execute(op, ni, id, i, no, od, o, attr, engine, flag, path, stream) }
-    }
-
-    /// Exported `aclopSetAttrInt`.
-    ///
-    /// # Safety
-    /// The aclop C contract.
-    #[no_mangle]
-    pub unsafe extern "C" fn aclopSetAttrInt(attr: P, name: *const c_char, v: i64) -> c_int {
-        if real_of(&SET_ATTR_INT).is_null() {
-            return ACL_ERROR_INVALID_PARAM;
-        }
-        // SAFETY: the slot now holds the real setter.
-        unsafe { set_attr_int(attr, name, v) }
-    }
-
-    /// Exported `aclopSetAttrBool`.
-    ///
-    /// # Safety
-    /// The aclop C contract.
-    #[no_mangle]
-    pub unsafe extern "C" fn aclopSetAttrBool(attr: P, name: *const c_char, v: u8) -> c_int {
-        if real_of(&SET_ATTR_BOOL).is_null() {
-            return ACL_ERROR_INVALID_PARAM;
-        }
-        // SAFETY: the slot now holds the real setter.
-        unsafe { set_attr_bool(attr, name, v) }
-    }
 }

@@ -48,6 +48,19 @@ pub fn capturing() -> bool {
     }
 }
 
+/// Capture is off for good or for now (nothing to do but the real call); false while activation
+/// is pending. One relaxed load, for the exports' idle path.
+#[inline]
+pub fn idle() -> bool {
+    matches!(STATE.load(Relaxed), OFF | DEAD)
+}
+
+/// Capture is on (already activated). One relaxed load.
+#[inline]
+pub fn on() -> bool {
+    STATE.load(Relaxed) == ON
+}
+
 /// `capturing()` and the op not filtered out.
 #[inline]
 pub fn op_capturing(k: usize) -> bool {
@@ -87,6 +100,10 @@ extern "C" fn init() {
         unsafe {
             libc::pthread_atfork(None, None, Some(in_child));
         }
+    } else {
+        // Nothing is wrapped: the linked entry points (our exports) call the real function after
+        // one relaxed load, and never load a configuration.
+        STATE.store(OFF, Relaxed);
     }
 }
 
@@ -161,6 +178,66 @@ static STEP_OP_HITS: AtomicU64 = AtomicU64::new(0);
 pub static UNBOUND_LAUNCHES: AtomicU64 = AtomicU64::new(0);
 pub static COPY_FAILURES: AtomicU64 = AtomicU64::new(0);
 pub static CAPTURED: AtomicU64 = AtomicU64::new(0);
+/// Launches seen while capture was on, by the path they came in through (index: [`Path`]).
+static SEEN: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+/// Captured launches the library rejected (non-zero status): recorded with their status.
+pub static REJECTED: AtomicU64 = AtomicU64::new(0);
+/// Launches passed through because the recorder filters them out (`scope`, `list`, `step`).
+pub static FILTERED: AtomicU64 = AtomicU64::new(0);
+/// Launches of aclnn ops the `list` filter rules out, by path (counted before anything else is
+/// done: one relaxed add, no thread-local access).
+pub static PREFILTERED: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+/// Launches made while this thread was capturing another launch (library-internal calls,
+/// callbacks): passed through, never recorded inside the outer record.
+pub static NESTED: AtomicU64 = AtomicU64::new(0);
+/// Launches that ran uncaptured after an internal error of the capture.
+pub static INTERNAL_ERRORS: AtomicU64 = AtomicU64::new(0);
+
+/// How a launch reached its wrapper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Path {
+    /// A function pointer the client looked up with `dlsym` (our wrapper handed out).
+    Dlsym,
+    /// A call to the name itself, linked by the client (our export, LD_PRELOAD interposition).
+    Linked,
+}
+
+thread_local! {
+    /// Set while a wrapper runs for one of our exported (linked) entry points. Const-initialised
+    /// with no destructor: never allocates.
+    static VIA_LINK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` (a wrapper) for a call that came in through an exported name; the previous path is
+/// restored afterwards, also on unwinding.
+pub(crate) fn linked<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            VIA_LINK.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(VIA_LINK.with(|c| c.replace(true)));
+    f()
+}
+
+/// The path of the launch this thread is making.
+pub(crate) fn path() -> Path {
+    if VIA_LINK.with(|c| c.get()) {
+        Path::Linked
+    } else {
+        Path::Dlsym
+    }
+}
+
+fn seen(p: Path) -> u64 {
+    SEEN[p as usize].load(Relaxed) + PREFILTERED[p as usize].load(Relaxed)
+}
+
+/// Counts a launch seen while capture is on (called once per launch, off the idle path).
+pub(crate) fn note_seen() {
+    SEEN[path() as usize].fetch_add(1, Relaxed);
+}
 /// Launches whose stream could not be synchronised before (index 0) / after (1) the kernel.
 static SYNC_FAILURES: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 /// Tensors recorded as null because their stream could not be synchronised.
@@ -278,13 +355,27 @@ extern "C" fn at_exit() {
         if let Some(s) = l2.recorder.finish() {
             log::info!(
                 concat!(
-                    "L2 run summary:\n  launches captured: {}\n  ops passed through uncaptured: {}\n",
+                    "L2 run summary:\n",
+                    "  launches seen: {} (through dlsym: {}, linked: {})\n",
+                    "  launches captured: {}\n",
+                    "  launches rejected by the library (recorded with their status): {}\n",
+                    "  launches passed through, filtered out: {}\n",
+                    "  launches passed through, nested in a captured launch: {}\n",
+                    "  launches passed through after an internal error: {}\n",
+                    "  ops passed through uncaptured: {}\n",
                     "  launches without phase-1 binding (not captured): {}\n",
                     "  stream syncs failed: {} before launches, {} after launches\n",
                     "  tensors not copied, stream not synchronised (recorded as null): {}\n",
                     "  device copies failed (recorded as null): {}\n{}"
                 ),
+                seen(Path::Dlsym) + seen(Path::Linked),
+                seen(Path::Dlsym),
+                seen(Path::Linked),
                 CAPTURED.load(Relaxed),
+                REJECTED.load(Relaxed),
+                FILTERED.load(Relaxed) + PREFILTERED.iter().map(|c| c.load(Relaxed)).sum::<u64>(),
+                NESTED.load(Relaxed),
+                INTERNAL_ERRORS.load(Relaxed),
                 uncaptured_names(),
                 UNBOUND_LAUNCHES.load(Relaxed),
                 SYNC_FAILURES[Side::Before as usize].load(Relaxed),

@@ -5,7 +5,10 @@
 //! could read the device before the kernels that write it ran. A sync or copy that fails is
 //! counted (the run summary) and its tensors are recorded as null, never as stale bytes.
 
-use super::activation::{self, Side, CAPTURED, COPY_FAILURES, L2, NOT_SYNCED_TENSORS, UNBOUND_LAUNCHES};
+use super::activation::{
+    self, Side, CAPTURED, COPY_FAILURES, FILTERED, INTERNAL_ERRORS, L2, NESTED, NOT_SYNCED_TENSORS, REJECTED,
+    UNBOUND_LAUNCHES,
+};
 use super::meta::{self, Bound, Role, TensorMeta};
 use crate::device::{self, DeviceError};
 use msprobe_core::dtype::DType;
@@ -19,14 +22,38 @@ use std::sync::Once;
 use std::time::Instant;
 
 thread_local! {
-    /// Set while this thread captures: nested launches (callbacks, library-internal calls) pass
-    /// through. Const-initialised with no destructor, so it never allocates.
+    /// Set while this thread makes a launch the capture saw (captured or filtered out by the
+    /// recorder): launches nested in it (callbacks, library-internal calls, of any kernel type)
+    /// pass through and are counted. Const-initialised with no destructor, so it never allocates.
     static BUSY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The re-entrancy guard of every kernel type: marks this thread busy and restores the previous
+/// state when dropped (also on unwinding), so a nested launch never clears its outer launch's mark.
+struct Busy(bool);
+
+impl Busy {
+    fn enter() -> Busy {
+        Busy(BUSY.with(|c| c.replace(true)))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        BUSY.with(|c| c.set(self.0));
+    }
+}
+
+/// Whether this thread is inside a launch the capture saw.
+fn nested() -> bool {
+    BUSY.with(Cell::get)
 }
 
 /// A kernel argument resolved at launch time.
 pub(crate) enum KArg {
     Tensor(TensorMeta, Role),
+    /// A tensor in host memory (a host-placed or const aclop input): its bytes, read at launch.
+    HostTensor(TensorMeta, Vec<u8>, Role),
     List(Vec<TensorMeta>, Role),
     /// A NULL optional tensor.
     Missing(Role),
@@ -35,11 +62,9 @@ pub(crate) enum KArg {
 
 /// Phase 2 of an aclnn op.
 pub(crate) fn aclnn_launch(op: &str, ex: usize, stream: *mut c_void, real: impl FnOnce() -> i32) -> i32 {
-    if BUSY.with(Cell::get) {
-        return real();
-    }
-    let Some(l2) = activation::l2() else { return real() };
-    // Ordinary executors are freed by the launch (their pointers are reused): take the state.
+    activation::note_seen();
+    // Ordinary executors are freed by the launch (their pointers are reused): take the state,
+    // also for a launch that passes through.
     let st = {
         let mut exs = meta::executors();
         match exs.get(&ex) {
@@ -48,12 +73,47 @@ pub(crate) fn aclnn_launch(op: &str, ex: usize, stream: *mut c_void, real: impl 
             None => None,
         }
     };
+    if nested() {
+        NESTED.fetch_add(1, Relaxed);
+        return real();
+    }
+    let Some(l2) = activation::l2() else { return pass_filtered(real) };
     let Some(st) = st else {
         UNBOUND_LAUNCHES.fetch_add(1, Relaxed);
         return real();
     };
     let args = resolve(&st.args);
-    kernel_launch(&l2, "Aclnn", op, args, stream, real)
+    record_launch(&l2, "Aclnn", op, args, stream, real)
+}
+
+/// A launch of an aclop or HCCL kernel: `describe` gives the op name and its arguments (called
+/// only when the launch is to be recorded).
+pub(crate) fn launch(
+    prefix: &str,
+    describe: impl FnOnce() -> (String, Vec<KArg>),
+    stream: *mut c_void,
+    real: impl FnOnce() -> i32,
+) -> i32 {
+    activation::note_seen();
+    if nested() {
+        NESTED.fetch_add(1, Relaxed);
+        return real();
+    }
+    let Some(l2) = activation::l2() else { return pass_filtered(real) };
+    let described = std::panic::catch_unwind(std::panic::AssertUnwindSafe(describe));
+    let Ok((op, args)) = described else {
+        INTERNAL_ERRORS.fetch_add(1, Relaxed);
+        log::warn!("internal error describing a {prefix} launch; it ran uncaptured");
+        return real();
+    };
+    record_launch(&l2, prefix, &op, args, stream, real)
+}
+
+/// A launch seen while capture is on but filtered out before its arguments are read.
+pub(crate) fn pass_filtered(real: impl FnOnce() -> i32) -> i32 {
+    FILTERED.fetch_add(1, Relaxed);
+    let _busy = Busy::enter();
+    real()
 }
 
 /// Looks up the current metadata of the bound tensors (addresses may have been re-bound).
@@ -140,6 +200,7 @@ fn add_side(b: &mut RecordBuilder, l2: &L2, args: &[KArg], side: Side, synced: b
     for a in args {
         match a {
             KArg::Tensor(t, r) if keep(*r) => add_device_tensor(b, l2, t, synced),
+            KArg::HostTensor(t, bytes, r) if keep(*r) => add_host_tensor(b, l2, t, bytes),
             KArg::List(ts, r) if keep(*r) => {
                 let _ = b.open(None, false);
                 for t in ts {
@@ -158,8 +219,27 @@ fn add_side(b: &mut RecordBuilder, l2: &L2, args: &[KArg], side: Side, synced: b
     }
 }
 
-/// Captures one launch of `{prefix}.{op}`; `real` performs it.
-pub(crate) fn kernel_launch(
+/// Adds a tensor whose bytes were read from host memory at the launch (contiguous view).
+fn add_host_tensor(b: &mut RecordBuilder, l2: &L2, t: &TensorMeta, bytes: &[u8]) {
+    let Some(dtype) = DType::from_acl(t.dtype) else {
+        let _ = b.add_value(None, Json::Null);
+        return;
+    };
+    let need = layout::numel(&t.shape) * dtype.size() as u128;
+    if need > bytes.len() as u128 {
+        let _ = b.add_value(None, Json::Null);
+        return;
+    }
+    let tr = TensorRef { dtype, shape: &t.shape, data: &bytes[..need as usize], requires_grad: None, type_name: None };
+    if let Err(e) = b.add_tensor(None, &tr, l2.recorder.budget()) {
+        log::debug!("tensor not recorded: {e}");
+        let _ = b.add_value(None, Json::Null);
+    }
+}
+
+/// Records one launch of `{prefix}.{op}`; `real` performs it. A launch the library rejects
+/// (non-zero status) keeps its inputs and gains a `status` key (no outputs: the kernel did not run).
+pub(crate) fn record_launch(
     l2: &L2,
     prefix: &str,
     op: &str,
@@ -178,12 +258,12 @@ pub(crate) fn kernel_launch(
         None
     };
     let Some(mut b) = builder else {
-        let rc = real();
+        let rc = pass_filtered(real);
         activation::after_launch(l2, &format!("{prefix}.{op}"));
         return rc;
     };
     let t0 = Instant::now();
-    BUSY.with(|c| c.set(true));
+    let busy = Busy::enter();
     let pre = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if matches!(b.section("input_args"), Ok(true)) {
             let synced = sync_for(stream, Side::Before, &b.name);
@@ -197,18 +277,26 @@ pub(crate) fn kernel_launch(
     let post = pre.is_ok()
         && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             // Outputs are copied only once the kernel is known to have run (the sync succeeded).
-            if rc == 0 && matches!(b.section("output"), Ok(true)) {
-                let synced = sync_for(stream, Side::After, &b.name);
-                add_side(&mut b, l2, &args, Side::After, synced);
+            if rc == 0 {
+                if matches!(b.section("output"), Ok(true)) {
+                    let synced = sync_for(stream, Side::After, &b.name);
+                    add_side(&mut b, l2, &args, Side::After, synced);
+                }
+            } else {
+                b.set_key("status", Json::Int(rc as i128));
             }
         }))
         .is_ok();
-    BUSY.with(|c| c.set(false));
+    drop(busy);
     let name = b.name.clone();
     if post {
         rec.end(b);
         CAPTURED.fetch_add(1, Relaxed);
+        if rc != 0 {
+            REJECTED.fetch_add(1, Relaxed);
+        }
     } else {
+        INTERNAL_ERRORS.fetch_add(1, Relaxed);
         log::warn!("internal error capturing {name}; the launch ran uncaptured");
     }
     // Time in capture excludes the kernel itself.

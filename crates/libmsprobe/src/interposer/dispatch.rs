@@ -8,7 +8,9 @@ use crate::hook::{note_cann, Family};
 use std::ffi::c_void;
 
 /// Our wrapper for `name`, or `found` unchanged. Allocates nothing and takes no lock (allocators
-/// call dlsym during their own initialisation).
+/// call dlsym during their own initialisation), except for a CANN name whose lookup found our
+/// own export (a global-scope lookup): then the real definition is searched for, and the lookup
+/// fails (NULL) when no loaded library defines the name, as it would without us.
 pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> *mut c_void {
     // Functions the tool calls itself: remember the client's address, hand it out unchanged.
     if let Some(s) = crate::device::OBSERVED.iter().chain(aclop::OBSERVED.iter()).find(|s| s.name().to_bytes() == name)
@@ -19,7 +21,7 @@ pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> *mut c_void {
     }
     if name.starts_with(b"aclnn") {
         if let Some(w) = ops::find(name).and_then(|(k, phase)| aclnn::wrap_op(k, phase, found)) {
-            if w != found {
+            if w != found && !w.is_null() {
                 note_cann(Family::Aclnn, found);
             }
             return w;
@@ -29,14 +31,16 @@ pub(crate) fn wrap(name: &[u8], found: *mut c_void) -> *mut c_void {
         }
         return found;
     }
-    let (w, family) = if name.starts_with(b"aclop") {
-        (aclop::wrap(name, found), Family::Aclop)
-    } else if name.starts_with(b"Hccl") {
+    let (w, family) = if name.starts_with(b"Hccl") {
         (hccl::wrap(name, found), Family::Hccl)
+    } else if let Some(w) = aclop::wrap(name, found) {
+        (Some(w), Family::Aclop)
     } else {
         (aclnn::wrap_nnopbase(name, found), Family::Nnopbase)
     };
     match w {
+        // Our own export found, and no loaded library defines the name.
+        Some(w) if w.is_null() => w,
         // A wrapper handed out: `found` is the real function (not our export, not another wrapper).
         Some(w) if w != found => {
             note_cann(family, found);

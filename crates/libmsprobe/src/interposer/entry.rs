@@ -77,7 +77,14 @@ unsafe extern "C" fn lookup(handle: *mut c_void, symbol: *const c_char) -> *mut 
         // SAFETY: dlsym found the symbol, so `symbol` is a valid NUL-terminated string, read
         // only during this call.
         super::activation::lookup_while_off(|| unsafe { CStr::from_ptr(symbol) }.to_bytes());
-        return found;
+        if !crate::hook::is_own(found) {
+            return found;
+        }
+        // A global-scope lookup found our export of a CANN name: it fails (NULL) when no loaded
+        // library defines the name, as it would without us (an export of ours is never
+        // wrapped again).
+        // SAFETY: as above.
+        return super::dispatch::wrap(unsafe { CStr::from_ptr(symbol) }.to_bytes(), found);
     }
     // SAFETY: dlsym found the symbol, so `symbol` is a valid NUL-terminated string.
     let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();

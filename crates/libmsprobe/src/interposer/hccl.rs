@@ -2,10 +2,11 @@
 //! after, sizes from count × HcclDataType), and the rank learned from communicator init.
 
 use super::activation::{self, capturing};
-use super::capture::{kernel_launch, KArg};
+use super::capture::{launch, KArg};
 use super::meta::{Role, TensorMeta};
-use crate::hook::hook_table;
+use super::table::cann_table;
 use cann_abi::dtype::ACL_DT_UNDEFINED;
+use cann_abi::status::HCCL_E_NOT_SUPPORT;
 use msprobe_core::json::Json;
 use msprobe_core::record::value_leaf;
 use std::ffi::c_void;
@@ -37,11 +38,12 @@ macro_rules! collective {
     ($slot:ident, $ty:ty, $op:expr, $stream:expr, $args:expr, ($($a:expr),*)) => {{
         // SAFETY: the slot holds the real HCCL function of this name, with signature $ty.
         let f: $ty = unsafe { $slot.get::<$ty>() };
-        match (if capturing() { activation::l2() } else { None }) {
+        if capturing() {
             // SAFETY: the caller's arguments, unchanged.
-            None => unsafe { f($($a),*) },
+            launch("Hccl", || ($op.to_string(), $args), $stream, || unsafe { f($($a),*) })
+        } else {
             // SAFETY: as above.
-            Some(l2) => kernel_launch(&l2, "Hccl", $op, $args, $stream, || unsafe { f($($a),*) }),
+            unsafe { f($($a),*) }
         }
     }};
 }
@@ -57,21 +59,29 @@ unsafe extern "C" fn all_reduce(send: P, recv: P, count: u64, dt: i32, op: i32, 
 
 unsafe extern "C" fn reduce(send: P, recv: P, count: u64, dt: i32, op: i32, root: u32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, P, u64, i32, i32, u32, P, P) -> i32;
+    // Only the root's receive buffer is written (unknown rank: recorded).
     let args = || {
-        vec![
-            flat(send, count, dt, Role::In),
-            flat(recv, count, dt, Role::Out),
-            int(count as i64),
-            int(op as i64),
-            int(root as i64),
-        ]
+        let mut v = vec![flat(send, count, dt, Role::In)];
+        if crate::device::hccl_rank_id(comm).is_none_or(|r| r == root) {
+            v.push(flat(recv, count, dt, Role::Out));
+        }
+        v.extend([int(count as i64), int(op as i64), int(root as i64)]);
+        v
     };
     collective!(REDUCE, F, "Reduce", stream, args(), (send, recv, count, dt, op, root, comm, stream))
 }
 
 unsafe extern "C" fn broadcast(buf: P, count: u64, dt: i32, root: u32, comm: P, stream: P) -> i32 {
     type F = unsafe extern "C" fn(P, u64, i32, u32, P, P) -> i32;
-    let args = || vec![flat(buf, count, dt, Role::InOut), int(count as i64), int(root as i64)];
+    // The root's buffer is read, every other rank's written (unknown rank: both).
+    let args = || {
+        let role = match crate::device::hccl_rank_id(comm) {
+            Some(r) if r == root => Role::In,
+            Some(_) => Role::Out,
+            None => Role::InOut,
+        };
+        vec![flat(buf, count, dt, role), int(count as i64), int(root as i64)]
+    };
     collective!(BROADCAST, F, "Broadcast", stream, args(), (buf, count, dt, root, comm, stream))
 }
 
@@ -217,21 +227,23 @@ init_hook!(init_root_info, INIT_ROOT_INFO, (n: u32, root: *const c_void, rank: u
 init_hook!(init_root_info_config, INIT_ROOT_INFO_CONFIG, (n: u32, root: *const c_void, rank: u32, cfg: *const c_void, comm: *mut P), rank);
 init_hook!(init_cluster_info, INIT_CLUSTER_INFO, (cluster: *const c_void, rank: u32, comm: *mut P), rank);
 
-hook_table! {
-    /// Wraps an HCCL function.
+cann_table! {
+    /// Wraps an HCCL function. The collectives and point-to-point calls are also exported for
+    /// clients that link libhccl; the communicator initialisers only reach clients through dlsym
+    /// (HCCL declares them weak: a client may test them for NULL).
     pub(crate) fn wrap {
-        c"HcclAllReduce" => ALL_REDUCE: all_reduce,
-        c"HcclReduce" => REDUCE: reduce,
-        c"HcclBroadcast" => BROADCAST: broadcast,
-        c"HcclAllGather" => ALL_GATHER: all_gather,
-        c"HcclReduceScatter" => REDUCE_SCATTER: reduce_scatter,
-        c"HcclSend" => SEND: send,
-        c"HcclRecv" => RECV: recv,
-        c"HcclAlltoAll" => ALL_TO_ALL: all_to_all,
-        c"HcclAlltoAllV" => ALL_TO_ALL_V: all_to_all_v,
-        c"HcclBarrier" => BARRIER: barrier,
-        c"HcclCommInitRootInfo" => INIT_ROOT_INFO: init_root_info,
-        c"HcclCommInitRootInfoConfig" => INIT_ROOT_INFO_CONFIG: init_root_info_config,
-        c"HcclCommInitClusterInfo" => INIT_CLUSTER_INFO: init_cluster_info,
+        export fn HcclAllReduce(send: P, recv: P, count: u64, dt: i32, op: i32, comm: P, stream: P) -> i32 = ALL_REDUCE: all_reduce, missing HCCL_E_NOT_SUPPORT;
+        export fn HcclReduce(send: P, recv: P, count: u64, dt: i32, op: i32, root: u32, comm: P, stream: P) -> i32 = REDUCE: reduce, missing HCCL_E_NOT_SUPPORT;
+        export fn HcclBroadcast(buf: P, count: u64, dt: i32, root: u32, comm: P, stream: P) -> i32 = BROADCAST: broadcast, missing HCCL_E_NOT_SUPPORT;
+        export fn HcclAllGather(send: P, recv: P, count: u64, dt: i32, comm: P, stream: P) -> i32 = ALL_GATHER: all_gather, missing HCCL_E_NOT_SUPPORT;
+        export fn HcclReduceScatter(send: P, recv: P, count: u64, dt: i32, op: i32, comm: P, stream: P) -> i32 = REDUCE_SCATTER: reduce_scatter, missing HCCL_E_NOT_SUPPORT;
+        export fn HcclSend(buf: P, count: u64, dt: i32, peer: u32, comm: P, stream: P) -> i32 = SEND: send, missing HCCL_E_NOT_SUPPORT;
+        export fn HcclRecv(buf: P, count: u64, dt: i32, peer: u32, comm: P, stream: P) -> i32 = RECV: recv, missing HCCL_E_NOT_SUPPORT;
+        export fn HcclAlltoAll(send: P, send_count: u64, send_dt: i32, recv: P, recv_count: u64, recv_dt: i32, comm: P, stream: P) -> i32 = ALL_TO_ALL: all_to_all, missing HCCL_E_NOT_SUPPORT;
+        export fn HcclAlltoAllV(send: P, send_counts: P, sdispls: P, send_dt: i32, recv: P, recv_counts: P, rdispls: P, recv_dt: i32, comm: P, stream: P) -> i32 = ALL_TO_ALL_V: all_to_all_v, missing HCCL_E_NOT_SUPPORT;
+        export fn HcclBarrier(comm: P, stream: P) -> i32 = BARRIER: barrier, missing HCCL_E_NOT_SUPPORT;
+        lookup fn HcclCommInitRootInfo(n: u32, root: *const c_void, rank: u32, comm: *mut P) -> i32 = INIT_ROOT_INFO: init_root_info, missing HCCL_E_NOT_SUPPORT;
+        lookup fn HcclCommInitRootInfoConfig(n: u32, root: *const c_void, rank: u32, cfg: *const c_void, comm: *mut P) -> i32 = INIT_ROOT_INFO_CONFIG: init_root_info_config, missing HCCL_E_NOT_SUPPORT;
+        lookup fn HcclCommInitClusterInfo(cluster: *const c_void, rank: u32, comm: *mut P) -> i32 = INIT_CLUSTER_INFO: init_cluster_info, missing HCCL_E_NOT_SUPPORT;
     }
 }

@@ -29,6 +29,25 @@ pub enum Obj {
     /// A host value (already a msprobe leaf).
     Value(Json),
     List(Vec<usize>),
+    /// What an aclop tensor descriptor's setters said about its data (no getters exist).
+    Desc(DescInfo),
+}
+
+/// Where an aclop input's data lives, from `aclSetTensorPlaceMent` / `aclSetTensorConst`.
+#[derive(Clone, Debug, Default)]
+pub struct DescInfo {
+    /// `aclMemType`: 0 device (the default), 1 host, 2 host (compile-independent).
+    pub placement: i32,
+    /// Const data (the library keeps its own copy, as do we).
+    pub const_data: Option<Vec<u8>>,
+}
+
+impl DescInfo {
+    /// The data buffer holds a host address.
+    pub fn host(&self) -> bool {
+        self.placement == cann_abi::memtype::ACL_MEMTYPE_HOST
+            || self.placement == cann_abi::memtype::ACL_MEMTYPE_HOST_COMPILE_INDEPENDENT
+    }
 }
 
 /// Whether a tensor is read, written, or both by the kernel.

@@ -24,3 +24,4 @@ pub(crate) mod entry;
 pub(crate) mod hccl;
 pub(crate) mod meta;
 pub(crate) mod ops;
+pub(crate) mod table;
