@@ -8,7 +8,8 @@
 //! bind phase-1 arguments to the executor ([`aclnn`], generated from headers by build.rs; the op
 //! table is [`ops`]), and at launch copy inputs off the device before the launch and outputs after
 //! it ([`capture`]), handing records to the recorder. aclop executions are wrapped in [`aclop`],
-//! HCCL collectives in [`hccl`].
+//! HCCL collectives in [`hccl`]. Each library's hooked names are declared once ([`table`]): the
+//! same slot and wrapper serve the dlsym path and the export of the name for linked clients.
 //!
 //! Modules depend downwards only: `entry → dispatch → aclnn/aclop/hccl → capture → activation →
 //! ops`, with `meta` beside them; activation (is capture on, step ends, the run summary) knows no
