@@ -126,7 +126,10 @@ pub fn classify(name: &str, ty: &str) -> ArgKind {
 /// const-ness is unreliable (cann-abi.md §3.2), then by const-ness. A trailing `Optional` is
 /// ignored (`meanOutOptional` is `meanOut`).
 ///
-/// 1. `*Ref` → in/out (in-place), whatever the const-ness (`const aclTensor *selfRef`).
+/// 1. `*Ref` → in/out (in-place), whatever the const-ness (`const aclTensor *selfRef`); a
+///    non-const `running*` tensor → in/out too: running statistics, read and updated in place
+///    (`aclTensor *runningMean` / `runningVar` of aclnnBatchNorm; the const ones of
+///    aclnnBatchNormBackward are inputs by rule 4).
 /// 2. `gradOut`, `gradOutput*` declared const → input: the incoming gradient of a backward op
 ///    ("grad of the output"), although it looks like an output name.
 /// 3. `out`, `*Out` (so `*OutOut`), `y`, `gradInput*` → output, whatever the const-ness
@@ -135,7 +138,7 @@ pub fn classify(name: &str, ty: &str) -> ArgKind {
 pub fn tensor_role(name: &str, ty: &str) -> Role {
     let n = name.trim_end_matches("Optional");
     let is_const = ty.contains("const");
-    if n.ends_with("Ref") {
+    if n.ends_with("Ref") || (n.starts_with("running") && !is_const) {
         Role::InOut
     } else if (n == "gradOut" || n.starts_with("gradOutput")) && is_const {
         Role::In
@@ -174,6 +177,18 @@ mod tests {
         for n in ["varRef", "mRef", "vRef"] {
             assert_eq!(role(n, MUT_T), Role::InOut, "{n}");
         }
+    }
+
+    #[test]
+    fn running_statistics_are_inout_when_writable() {
+        // aclnnBatchNorm: `aclTensor *runningMean, aclTensor *runningVar`, updated when training.
+        for n in ["runningMean", "runningVar"] {
+            assert_eq!(role(n, MUT_T), Role::InOut, "{n}");
+            // aclnnBatchNormBackward: `const aclTensor *runningMean`, only read.
+            assert_eq!(role(n, CONST_T), Role::In, "{n}");
+        }
+        // Only the prefix counts.
+        assert_eq!(role("notrunningMean", MUT_T), Role::Out);
     }
 
     #[test]

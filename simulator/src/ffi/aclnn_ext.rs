@@ -384,7 +384,7 @@ pub extern "C" fn aclnnConvolutionBackwardGetWorkspaceSize(
     dilation: H,
     transposed: bool,
     output_padding: H,
-    groups: i64,
+    groups: i32,
     output_mask: H,
     cube_math_type: i8,
     grad_input: H,
@@ -395,19 +395,22 @@ pub extern "C" fn aclnnConvolutionBackwardGetWorkspaceSize(
 ) -> Status {
     p1("aclnnConvolutionBackward", ws, ex, || {
         cube(cube_math_type)?;
-        let geom = conv_geom(stride, padding, dilation, transposed, output_padding, groups)?;
+        let geom = conv_geom(stride, padding, dilation, transposed, output_padding, i64::from(groups))?;
         let m = bool_array(output_mask, "outputMask")?;
         if m.len() != 3 {
             return Err(fail(ACLNN_ERR_PARAM_INVALID, "outputMask must have 3 elements"));
         }
         let mask = [m[0], m[1], m[2]];
+        // A gradient masked out is still an argument of the launch when the caller passes one
+        // (torch_npu passes gradInput of the first layer with outputMask[0] false): the kernel
+        // leaves it untouched, and the trace shows it unchanged.
         let mut a = Args::new();
         a.t(In, "gradOutput", u(grad_output))?
             .t(In, "input", u(input))?
             .t(In, "weight", u(weight))?
-            .t(Out, "gradInput", u(if mask[0] { grad_input } else { std::ptr::null_mut() }))?
-            .t(Out, "gradWeight", u(if mask[1] { grad_weight } else { std::ptr::null_mut() }))?
-            .t(Out, "gradBias", u(if mask[2] { grad_bias } else { std::ptr::null_mut() }))?;
+            .t(Out, "gradInput", u(grad_input))?
+            .t(Out, "gradWeight", u(grad_weight))?
+            .t(Out, "gradBias", u(grad_bias))?;
         Ok((ext(ExtOp::Conv2dBackward { geom, mask }), a))
     })
 }

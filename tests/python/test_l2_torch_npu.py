@@ -1,0 +1,117 @@
+"""L2 capture of unmodified torch_npu training scripts (examples/train_torch_npu.py) on the simulator.
+
+Under `LD_PRELOAD=libmsprobe.so MSPROBE_LEVEL=L2 MSPROBE_SUMMARY_MODE=md5`, every launch in the
+simulator's ground-truth trace (CANNSIM_TRACE, independent of the interposer) must be captured exactly
+once, as the record of the same kind, op and per-op index, with the input/output CRCs the trace computed
+(the logic of scripts/torchnpu_capture_coverage.py). GPT (foreach AdamW, dropout) and CNN (conv, batch
+norm, max pooling, SGD momentum) on 1 rank, the GPT under 2-rank DDP (HCCL) via torchrun.
+"""
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from recorder_testutil import LIB, REPO
+
+EXAMPLE = REPO / "examples" / "train_torch_npu.py"
+NPU_PY = REPO / "target" / "venv-npu" / "bin" / "python"
+LIB64 = Path(os.environ.get("CANNSIM_LIB64", REPO / "target" / "cann" / "latest" / "lib64"))
+
+pytestmark = pytest.mark.skipif(
+    not NPU_PY.exists() or not (LIB64 / "libascendcl.so").exists(),
+    reason="target/venv-npu (scripts/setup-torchnpu.sh) or the simulator's CANN tree (scripts/build.sh) is absent",
+)
+
+
+def coverage_module():
+    spec = importlib.util.spec_from_file_location("cov", REPO / "scripts" / "torchnpu_capture_coverage.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def env(tmp: Path, trace: str) -> dict:
+    root = LIB64.parent
+    e = dict(os.environ)
+    for k in ("CANNSIM_STATS", "MSPROBE_CONFIG", "MSPROBE_STEP", "MSPROBE_SCOPE", "MSPROBE_LIST"):
+        e.pop(k, None)
+    e.update(
+        ASCEND_TOOLKIT_HOME=str(root),
+        ASCEND_HOME_PATH=str(root),
+        ASCEND_OPP_PATH=str(root / "opp"),
+        LD_LIBRARY_PATH=str(LIB64),
+        LD_PRELOAD=str(LIB),
+        CANNSIM_TRACE=trace,
+        MSPROBE_LEVEL="L2",
+        MSPROBE_SUMMARY_MODE="md5",
+        MSPROBE_DUMP_PATH=str(tmp / "dump"),
+    )
+    return e
+
+
+def check(trace: Path, rank_dir: Path):
+    cov = coverage_module()
+    launches = [json.loads(line) for line in trace.read_text().splitlines()]
+    data = json.loads((rank_dir / "dump.json").read_text())["data"]
+    assert launches and all(t["status"] == 0 for t in launches)
+    seen, missed, bad = {}, [], []
+    for t in launches:
+        key = cov.record_of(t["op"])
+        name = f"{key[0]}.{key[1]}.{seen.get(key, 0)}.forward"
+        seen[key] = seen.get(key, 0) + 1
+        rec = data.get(name)
+        if rec is None:
+            missed.append(name)
+            continue
+        want = [x["crc_view_before"] for x in t["tensors"] if x["role"] in ("input", "inout")]
+        want += [x["crc_view_after"] for x in t["tensors"] if x["role"] in ("output", "inout")]
+        got = [x.get("md5") for x in cov.leaves(rec.get("input_args", []))]
+        got += [x.get("md5") for x in cov.leaves(rec.get("output", []))]
+        if got != want:
+            bad.append((name, got, want))
+    assert not missed, f"{len(missed)} of {len(launches)} launches not captured: {missed[:20]}"
+    assert not bad, f"{len(bad)} CRC mismatches, first: {bad[:3]}"
+    # exactly once: no record beyond the traced launches
+    assert len(data) == len(launches), (len(data), len(launches))
+    return launches
+
+
+def run(cmd, e, timeout=300):
+    p = subprocess.run([str(c) for c in cmd], env=e, capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, f"{cmd} failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}"
+    return p
+
+
+@pytest.mark.parametrize("model", ["gpt", "cnn"])
+def test_one_rank_every_launch_captured_with_matching_crcs(model, tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    run([NPU_PY, EXAMPLE, "--model", model, "--steps", "2"], env(tmp_path, str(trace)))
+    ops = {t["op"] for t in check(trace, tmp_path / "dump" / "step0" / "rank")}
+    if model == "gpt":
+        assert {"aclnnInplaceAddcdiv", "aclnnForeachLerpScalar", "aclnnTril", "aclnnDropoutDoMask"} <= ops
+    else:
+        assert {"aclnnConvolutionBackward", "aclnnBatchNorm", "aclnnMaxPool2dWithMask"} <= ops
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_ddp_two_ranks_every_launch_captured_with_matching_crcs(tmp_path):
+    # torchrun gives each worker its RANK; a wrapper names each worker's trace by it.
+    wrapper = tmp_path / "worker.sh"
+    wrapper.write_text(f'#!/bin/sh\nCANNSIM_TRACE="{tmp_path}/trace-rank$RANK.jsonl" exec "{NPU_PY}" "$@"\n')
+    wrapper.chmod(0o755)
+    args = ["-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1"]
+    args += ["--master-port", free_port(), "--no-python", wrapper, EXAMPLE, "--model", "gpt", "--steps", "2"]
+    run([NPU_PY, *args], env(tmp_path, ""), timeout=400)
+    for r in (0, 1):
+        ops = {t["op"] for t in check(tmp_path / f"trace-rank{r}.jsonl", tmp_path / "dump" / "step0" / f"rank{r}")}
+        assert any(op.startswith("Hccl") for op in ops), ops
