@@ -3,7 +3,7 @@ same driver, same config; every dump compared record by record and leaf by leaf.
 
 For each case (level x task x summary mode, plus a few scope/list/data_mode filters) both sides
 run the driver in a fresh process (1.1.1 in target/venv-msprobe111, ours in .venv with
-PYTHONPATH=python). 1.1.1's runs are cached under target/zoo-cache/{hash of driver, case, torch}.
+PYTHONPATH=python). 1.1.1's runs are cached under target/zoo-cache/{hash of driver, case, torch, checkout path}.
 Compared per step (one zoo model per step):
 - record names and their order in dump.json;
 - every leaf of every record: statistics Max/Min exact, Mean/Norm within the README's tolerance
@@ -104,9 +104,10 @@ def env_ours() -> dict[str, str]:
 
 
 def reference(case: str, models: str, tv: str, cache: Path) -> Path:
-    """1.1.1's run of `case`, from the cache when the driver, the case and torch are unchanged."""
+    """1.1.1's run of `case`, from the cache when the driver, the case, torch and the checkout's path
+    (stack.json names files by path) are unchanged."""
     key = hashlib.sha256(
-        DRIVER.read_bytes() + json.dumps([case_args(case, models), "mindstudio-probe 1.1.1", tv]).encode()
+        DRIVER.read_bytes() + json.dumps([case_args(case, models), "mindstudio-probe 1.1.1", tv, str(REPO)]).encode()
     ).hexdigest()[:20]
     d = cache / f"{case}-{key}"
     for old in cache.glob(f"{case}-*"):  # runs of an older driver or torch
