@@ -3,6 +3,8 @@
 #   ${CANNSIM_PREFIX:-<repo>/target/cann}/latest/lib64/{libcannsim.so, libascendcl.so -> libcannsim.so, ...}
 # Idempotent and fast when up to date. Prints the lib64 path as the last line of stdout.
 # Respects CARGO_TARGET_DIR. CANNSIM_LIB=/path/libcannsim.so installs a prebuilt library (no build).
+# CANNSIM_TARGET=aarch64-unknown-linux-gnu cross-builds the tree for aarch64 (the toolchain of
+# scripts/setup-aarch64.sh; the C++ half with aarch64-linux-gnu-g++); unset: the host.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${CANNSIM_PREFIX:-$repo/target/cann}
@@ -19,9 +21,19 @@ if [ -n "${CANNSIM_LIB:-}" ]; then
   lib=$CANNSIM_LIB
 else
   target=${CARGO_TARGET_DIR:-$repo/target}
-  (cd "$repo" && cargo build -q -p cannsim --release >&2)
-  lib=$target/release/libcannsim.so
+  if [ -n "${CANNSIM_TARGET:-}" ]; then
+    (cd "$repo" && cargo build -q -p cannsim --release --target "$CANNSIM_TARGET" >&2)
+    lib=$target/$CANNSIM_TARGET/release/libcannsim.so
+  else
+    (cd "$repo" && cargo build -q -p cannsim --release >&2)
+    lib=$target/release/libcannsim.so
+  fi
 fi
+case "${CANNSIM_TARGET:-}" in
+  "") cxx_cc=g++; arch=$(uname -m); stub_body='  xorl %%eax, %%eax\n  ret' ;;
+  aarch64-*) cxx_cc=aarch64-linux-gnu-g++; arch=aarch64; stub_body='  mov w0, #0\n  ret' ;;
+  *) echo "sim-install: unsupported CANNSIM_TARGET '$CANNSIM_TARGET'" >&2; exit 2 ;;
+esac
 [ -f "$lib" ] || { echo "sim-install: $lib not found" >&2; exit 1; }
 lib64=$prefix/latest/lib64
 mkdir -p "$lib64"
@@ -33,14 +45,14 @@ fi
 # The C++ half (GE / platform / tiling names, securec, slog; old libstdc++ ABI), built with the system g++:
 # libcannsimge.so, DT_NEEDED on libcannsim.so, so every name below also finds every C symbol.
 cxx=$repo/simulator/cxx
-gebuild=${CARGO_TARGET_DIR:-$repo/target}/cannsimge
+gebuild=${CARGO_TARGET_DIR:-$repo/target}/cannsimge${CANNSIM_TARGET:+-$CANNSIM_TARGET}
 mkdir -p "$gebuild"
 if [ ! -f "$gebuild/libcannsimge.so" ] || [ "$cxx/cannsimge.cc" -nt "$gebuild/libcannsimge.so" ] \
    || [ "$cxx/stub_symbols.txt" -nt "$gebuild/libcannsimge.so" ]; then
-  awk '{ printf ".globl %s\n.type %s,@function\n%s:\n  xorl %%eax, %%eax\n  ret\n.size %s,.-%s\n", $1,$1,$1,$1,$1 }' \
+  awk -v body="$stub_body" '{ printf ".globl %s\n.type %s,@function\n%s:\n" body "\n.size %s,.-%s\n", $1,$1,$1,$1,$1 }' \
     "$cxx/stub_symbols.txt" > "$gebuild/stubs.S"
   echo '.section .note.GNU-stack,"",@progbits' >> "$gebuild/stubs.S"
-  g++ -shared -fPIC -O2 -D_GLIBCXX_USE_CXX11_ABI=0 -o "$gebuild/.libcannsimge.so.tmp" "$cxx/cannsimge.cc" "$gebuild/stubs.S" \
+  "$cxx_cc" -shared -fPIC -O2 -D_GLIBCXX_USE_CXX11_ABI=0 -o "$gebuild/.libcannsimge.so.tmp" "$cxx/cannsimge.cc" "$gebuild/stubs.S" \
     -L"$lib64" -l:libcannsim.so -Wl,-rpath,'$ORIGIN' -Wl,-z,now >&2
   mv -f "$gebuild/.libcannsimge.so.tmp" "$gebuild/libcannsimge.so"
 fi
@@ -79,15 +91,14 @@ mkdir -p "$pysite/hccl"
 # real toolkit (one level above latest/).
 cann_version=8.3.RC1
 root=$prefix/latest
-arch=$(uname -m)-linux
-mkdir -p "$root/runtime" "$root/compiler" "$root/opp/vendors" "$root/$arch"
+mkdir -p "$root/runtime" "$root/compiler" "$root/opp/vendors" "$root/$arch-linux"
 for part in runtime compiler opp; do
   printf 'Version=%s\nversion_dir=%s\n' "$cann_version" "$cann_version" > "$root/$part/.version.info.tmp"
   mv -f "$root/$part/.version.info.tmp" "$root/$part/version.info"
 done
 printf 'package_name=Ascend-cann-toolkit\nversion=%s\ninnerversion=V100R001C23SPC001B001\narch=%s\nos=linux\npath=%s\n' \
-  "$cann_version" "$(uname -m)" "$root" > "$root/$arch/.install.tmp"
-mv -f "$root/$arch/.install.tmp" "$root/$arch/ascend_toolkit_install.info"
+  "$cann_version" "$arch" "$root" > "$root/$arch-linux/.install.tmp"
+mv -f "$root/$arch-linux/.install.tmp" "$root/$arch-linux/ascend_toolkit_install.info"
 cat > "$prefix/.set_env.sh.tmp" <<SETENV
 # Environment of the CANN simulator toolkit (like <ascend-toolkit>/set_env.sh): source it.
 export ASCEND_TOOLKIT_HOME=$root
