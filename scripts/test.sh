@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every test: Rust unit, golden and integration tests, then the Python suites (recorder files,
+# Every test: Rust unit, golden and integration tests, the aarch64 build under emulation, then the Python suites (recorder files,
 # fail-open, kill/recover, simulator). Builds what they need first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,9 @@ cargo fmt --all --check
 bash scripts/lint-python.sh
 cargo clippy -q --release --workspace --all-targets -- -D warnings
 cargo test -q --release --workspace
+# aarch64 (Kunpeng hosts): cross build and the tests under qemu-aarch64 user mode (scripts/test-aarch64.sh;
+# installs the cross toolchain once, fails rather than skipping without it)
+bash scripts/test-aarch64.sh
 # torch_npu 2.14 venv for simulator/tests/test_torch_npu.py (idempotent; see scripts/setup-torchnpu.sh)
 bash scripts/setup-torchnpu.sh
 .venv/bin/python -m pytest -q tests/python tests/python/pytorch simulator/tests --ignore=tests/python/mindspore --ignore=tests/python/test_ms_ascend.py

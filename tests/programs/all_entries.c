@@ -15,6 +15,9 @@
  * executions through every execute variant and aclopCast (attributes of every type, a host-placed
  * input, a const input, a host-placed axes input) and one launch the library rejects (op type
  * "NoSuchOp", 100024). Prints "ok" on success.
+ *
+ * PEER_RUNNER=/path/to/emulator (e.g. qemu-aarch64, for the aarch64 build under user-mode
+ * emulation without binfmt_misc) runs rank 1 as `PEER_RUNNER <this program> ...`.
  */
 #include <dlfcn.h>
 #include <spawn.h>
@@ -349,8 +352,18 @@ int main(int argc, char **argv) {
     pid_t peer = 0;
     if (rank == 0) {
         setenv("RANK_ID", "1", 1);
-        char *args[] = {argv[0], argv[1], argv[2], "1", NULL};
-        if (posix_spawn(&peer, "/proc/self/exe", NULL, NULL, args, environ) != 0) return 5;
+        char *runner = getenv("PEER_RUNNER");
+        if (runner && *runner) {
+            static char self[4096];
+            ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+            if (n <= 0) return 5;
+            self[n] = 0;
+            char *args[] = {runner, self, argv[1], argv[2], "1", NULL};
+            if (posix_spawnp(&peer, runner, NULL, NULL, args, environ) != 0) return 5;
+        } else {
+            char *args[] = {argv[0], argv[1], argv[2], "1", NULL};
+            if (posix_spawn(&peer, "/proc/self/exe", NULL, NULL, args, environ) != 0) return 5;
+        }
         setenv("RANK_ID", "0", 1);
     }
     int rc = C(aclInit)(NULL);

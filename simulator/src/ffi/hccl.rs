@@ -167,7 +167,7 @@ pub extern "C" fn HcclGetCommName(comm: H, name: *mut c_char) -> HcclResult {
         let n = b.len().min(128);
         // SAFETY: the caller provides a buffer of COMM_NAME_MAX_LENGTH (128) bytes.
         unsafe {
-            std::ptr::copy_nonoverlapping(b.as_ptr(), name as *mut u8, n);
+            std::ptr::copy_nonoverlapping(b.as_ptr(), name.cast::<u8>(), n);
             *name.add(n - 1) = 0;
         }
         HCCL_SUCCESS

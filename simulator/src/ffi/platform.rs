@@ -159,7 +159,7 @@ pub extern "C" fn rtGetSocVersion(ver: *mut c_char, max_len: u32) -> AclError {
         }
         // SAFETY: the caller passes a buffer of max_len bytes.
         unsafe {
-            std::ptr::copy_nonoverlapping(s.as_ptr(), ver as *mut u8, s.len());
+            std::ptr::copy_nonoverlapping(s.as_ptr(), ver.cast::<u8>(), s.len());
             *ver.add(s.len()) = 0;
         }
         ACL_SUCCESS
@@ -301,7 +301,7 @@ pub extern "C" fn MsprofGetHashId(s: *const c_char, len: usize) -> u64 {
         return 0;
     }
     // SAFETY: the caller passes `len` readable bytes.
-    let b = unsafe { std::slice::from_raw_parts(s as *const u8, len) };
+    let b = unsafe { std::slice::from_raw_parts(s.cast::<u8>(), len) };
     b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &c| (h ^ c as u64).wrapping_mul(0x100_0000_01b3))
 }
 #[no_mangle]
@@ -332,7 +332,7 @@ pub extern "C" fn mmGetEnv(name: *const c_char, value: *mut c_char, len: u32) ->
         }
         // SAFETY: the caller passes a buffer of len bytes.
         unsafe {
-            std::ptr::copy_nonoverlapping(b.as_ptr(), value as *mut u8, b.len());
+            std::ptr::copy_nonoverlapping(b.as_ptr(), value.cast::<u8>(), b.len());
             *value.add(b.len()) = 0;
         }
         EN_OK

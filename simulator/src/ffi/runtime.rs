@@ -801,7 +801,7 @@ pub extern "C" fn cannsimStatsJson(buf: *mut c_char, len: usize) -> usize {
         if !buf.is_null() && len > j.len() {
             // SAFETY: the caller provides `len` (> j.len()) writable bytes at `buf`.
             unsafe {
-                std::ptr::copy_nonoverlapping(j.as_ptr(), buf as *mut u8, j.len());
+                std::ptr::copy_nonoverlapping(j.as_ptr(), buf.cast::<u8>(), j.len());
                 *buf.add(j.len()) = 0;
             }
         }
@@ -869,7 +869,7 @@ pub extern "C" fn aclGetCompileopt(opt: i32, value: *mut c_char, length: usize) 
         }
         // SAFETY: the caller provides `length` writable bytes at `value`; we write v.len() + 1 <= length.
         unsafe {
-            std::ptr::copy_nonoverlapping(v.as_ptr(), value as *mut u8, v.len());
+            std::ptr::copy_nonoverlapping(v.as_ptr(), value.cast::<u8>(), v.len());
             *value.add(v.len()) = 0;
         }
         ACL_SUCCESS
