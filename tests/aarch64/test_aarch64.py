@@ -89,7 +89,10 @@ def dlsym_threads(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_dlsym_trampoline_rtld_next_and_default_from_threads(tmp_path: Path, dlsym_threads: Path) -> None:
     threads, iterations = "8", "300"
     base = run([dlsym_threads, threads, iterations], tmp_path, preload=False, trace=False)
-    hooked = run([dlsym_threads, threads, iterations], tmp_path, trace=False)
+    hooked = run([dlsym_threads, threads, iterations], tmp_path, {"LD_DEBUG": "libs"}, trace=False)
+    # libnexta's constructor (its early lookups) runs before libmsprobe's: the resolver path.
+    inits = [ln.rsplit("/", 1)[-1] for ln in hooked.stderr.splitlines() if "calling init:" in ln]
+    assert inits.index("libnexta.so") < inits.index("libmsprobe.so"), inits
     b, h = base.stdout.splitlines(), hooked.stdout.splitlines()
     # Without the preload the program calls glibc's dlsym; with it, libmsprobe's trampoline.
     assert b[0] == "dlsym in libc.so.6" and h[0] == "dlsym in libmsprobe.so", (b, h)

@@ -39,6 +39,22 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
     )
 }
 
+// AAPCS64 review (tests/aarch64/test_aarch64.py runs it under qemu with RTLD_NEXT and
+// RTLD_DEFAULT lookups from several threads and from a constructor that runs before ours):
+// - glibc's dlsym reads x0 (handle), x1 (name) and x30 (its caller, which defines "next"); both
+//   paths reach it with the three unchanged. q0–q7, x2–x7 and x8 carry nothing into dlsym (two
+//   pointer arguments, a pointer result in x0) and are caller-saved, so the resolver may clobber
+//   them; x19–x28 and x29 are preserved by `resolve` itself (an AAPCS64 function).
+// - x16 (IP0) is the intra-procedure-call scratch register, free at a function's entry.
+// - sp stays 16-byte aligned: one 32-byte frame around the call to `resolve`.
+// - `hint #34` is `bti c` (a NOP on cores without BTI, and accepted by every assembler): the
+//   landing pad for the PLT's `br x17` when the library is built with branch protection
+//   (rustc's -Zbranch-protection=bti; the stable toolchain does not mark the library, so BTI is
+//   not enforced on its pages today). PAC-RET: x30 is never signed, changed or returned through
+//   here (tail branches only), so a signed caller is unaffected.
+// - `b.eq` + `b`, not `b.ne {lookup}`: a conditional branch reaches ±1 MiB and the linker adds
+//   no veneer for it, while `b` reaches ±128 MiB (with veneers beyond); the
+//   library's text is about 1.6 MB.
 #[cfg(target_arch = "aarch64")]
 #[unsafe(no_mangle)]
 #[unsafe(naked)]
@@ -46,8 +62,11 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
 /// Same contract as glibc's `dlsym`.
 pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
     core::arch::naked_asm!(
+        "hint #34",
         "cmn x0, #1",
-        "b.ne {lookup}",
+        "b.eq 1f",
+        "b {lookup}",
+        "1:",
         "adrp x16, {real}",
         "ldr x16, [x16, :lo12:{real}]",
         "cbz x16, 2f",
