@@ -9,11 +9,13 @@
   the aarch64 `msprobe summary` counts the records of those dumps.
 - The simulator's C-level behaviour on aarch64: a linked C client computes what numpy computes, and the
   trace is the same with and without capture.
+- examples/capi_demo.c on the aarch64 library writes the same dump, byte for byte, as on x86-64.
 - The cross-built msprobe._fastpath is a loadable abi3 extension (no aarch64 Python here to import it).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import zlib
@@ -23,6 +25,7 @@ import numpy as np
 import pytest
 from aarch64_util import CC, LIB, LIB64, RELEASE, REPO, cc, run
 
+from recorder_testutil import LIB as HOST_LIB
 from test_l2 import traces
 from test_l2_links import check_trace, dump_data
 
@@ -52,9 +55,10 @@ def test_fastpath_is_an_abi3_extension() -> None:
     assert re.search(r" U PyModule_Create2|U PyModuleDef_Init", syms), "no Python C API import: not an extension"
 
 
-def test_capi_demo_links_the_aarch64_library_and_records(tmp_path: Path) -> None:
+def test_capi_demo_dump_is_byte_identical_to_x86_64(tmp_path: Path) -> None:
     """examples/capi_demo.c against include/msprobe.h and the aarch64 libmsprobe.so (the C ABI's struct
-    layouts as the aarch64 C compiler sees them): it records every step, readable by the aarch64 CLI.
+    layouts as the aarch64 compiler sees them, the recorder's statistics and JSON on aarch64): every
+    file of its dump is byte for byte the one the x86-64 build writes for the same program.
     (crates/libmsprobe/tests/header.rs builds it with the host's cc, so the cargo run skips it.)"""
     inc, src = f"-I{REPO / 'include'}", REPO / "examples/capi_demo.c"
     exe = cc(
@@ -68,12 +72,17 @@ def test_capi_demo_links_the_aarch64_library_and_records(tmp_path: Path) -> None
         "-lm",
         f"-Wl,-rpath,{RELEASE}",
     )
-    run([exe, tmp_path / "dump"], tmp_path, {"MSPROBE_LOG_LEVEL": "error"}, preload=False, trace=False)
-    steps = sorted(p.parent.parent.name for p in (tmp_path / "dump").glob("step*/rank/dump.json"))
-    assert steps == ["step0", "step1", "step2"], steps
-    for step in steps:
-        data = dump_data(tmp_path / "dump" / step / "rank")
-        assert data and all("input_args" in r or "output" in r for r in data.values()), data
+    run([exe, tmp_path / "arm"], tmp_path, {"MSPROBE_LOG_LEVEL": "error"}, preload=False, trace=False)
+    host = tmp_path / "capi_demo_x86_64"
+    link = [f"-L{HOST_LIB.parent}", "-lmsprobe", "-lm", f"-Wl,-rpath,{HOST_LIB.parent}"]
+    subprocess.run(["cc", "-std=c99", "-Werror", "-o", str(host), str(src), inc, *link], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "LD_PRELOAD"))}
+    subprocess.run([host, tmp_path / "x86"], env={**env, "MSPROBE_LOG_LEVEL": "error"}, check=True, capture_output=True)
+    files = sorted(p.relative_to(tmp_path / "x86") for p in (tmp_path / "x86").rglob("*") if p.is_file())
+    assert [f.as_posix() for f in files if f.name == "dump.json"] == [f"step{i}/rank/dump.json" for i in range(3)]
+    assert files == sorted(p.relative_to(tmp_path / "arm") for p in (tmp_path / "arm").rglob("*") if p.is_file())
+    for f in files:
+        assert (tmp_path / "arm" / f).read_bytes() == (tmp_path / "x86" / f).read_bytes(), f"{f} differs"
 
 
 @pytest.fixture(scope="module")
