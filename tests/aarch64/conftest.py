@@ -11,6 +11,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
 
 from aarch64_util import CC, LIB, LIB64, QEMU  # noqa: E402
+
 from recorder_testutil import LIB as HOST_LIB  # noqa: E402
 
 
