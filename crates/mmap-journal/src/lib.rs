@@ -40,7 +40,22 @@ const GROW_MIN: u64 = 4 << 20;
 const AHEAD: u64 = 4 << 20;
 /// Space is given back in steps of at least this.
 const PUNCH_MIN: u64 = 1 << 20;
-const PAGE: u64 = 4096;
+
+/// The kernel's page size, read once. msync and madvise take page-aligned addresses (EINVAL
+/// otherwise: a record-synced journal would silently not be synced), and aarch64 kernels run
+/// with 4, 16 or 64 KiB pages (64 KiB on RHEL-family aarch64 builds), so it is not assumed.
+fn page() -> u64 {
+    static PAGE: AtomicU64 = AtomicU64::new(0);
+    let p = PAGE.load(Relaxed);
+    if p != 0 {
+        return p;
+    }
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let p = if n > 0 { n as u64 } else { 4096 };
+    PAGE.store(p, Relaxed);
+    p
+}
 /// The reservation word: appends in progress above this bit, the next offset below.
 const INFLIGHT_SHIFT: u32 = 48;
 const ONE_INFLIGHT: u64 = 1 << INFLIGHT_SHIFT;
@@ -229,7 +244,7 @@ impl Sink for MmapSink {
             // this append is counted out and reported to it.
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.map.add(start as usize), bytes.len()) };
             if self.sync == SyncPolicy::Record {
-                let from = start / PAGE * PAGE;
+                let from = start / page() * page();
                 // SAFETY: msync of pages inside our mapping.
                 unsafe { libc::msync(self.map.add(from as usize).cast(), (end - from) as usize, libc::MS_SYNC) };
             }
@@ -270,7 +285,7 @@ impl Sink for MmapSink {
         }
         // Whole pages are given back; readers start at `low` itself (an entry's start).
         let low = low.min(tail);
-        let to = low / PAGE * PAGE;
+        let to = low / page() * page();
         if to >= released + PUNCH_MIN {
             self.set_mark(low);
             self.punch(released, to);
@@ -302,13 +317,14 @@ impl Sink for MmapSink {
             return;
         }
         let tail = self.word.load(Acquire) & OFFSET_MASK;
-        let want = (tail + AHEAD).next_multiple_of(PAGE).min(self.cap);
+        let page = page();
+        let want = (tail + AHEAD).next_multiple_of(page).min(self.cap);
         if want > self.allocated.load(Acquire) && !self.grow_to(want) {
             return;
         }
         // A store into a page of the mapping not yet written costs two page faults (read, then
         // write); populating the pages ahead, writable, spares the capturing threads both.
-        let from = self.populated.load(Relaxed).max(tail / PAGE * PAGE);
+        let from = self.populated.load(Relaxed).max(tail / page * page);
         if want > from {
             // SAFETY: madvise over pages inside our mapping, allocated in the file (want <=
             // allocated); it changes no memory contents. EINVAL on kernels before 5.14: the
