@@ -251,8 +251,24 @@ fn summary_one(root: &Path, out: &mut impl Write) -> Result<(), Fail> {
 /// were damaged (skipped and counted) or a directory could not be written.
 fn recover(dir: &Path, progress: bool) -> Result<bool, Fail> {
     use msprobe_core::journal::PREFIX;
-    let _ = progress;
-    let r = msprobe_core::recover::recover_dir(dir).map_err(|e| format!("cannot recover {}: {e}", dir.display()))?;
+    let bar = progress.then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("recover {bar:40} {bytes}/{total_bytes} of journals ({eta})")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let r = msprobe_core::recover::recover_dir_with(dir, &mut |done, total| {
+        if let Some(b) = &bar {
+            b.set_length(total);
+            b.set_position(done);
+        }
+    });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let r = r.map_err(|e| format!("cannot recover {}: {e}", dir.display()))?;
     let dir = dir.display();
     let mut out = std::io::stdout().lock();
     if r.journals == 0 {
