@@ -202,6 +202,24 @@ fn summary(roots: &[PathBuf]) -> Result<(), Fail> {
     }
 }
 
+/// `p` cut into text and number runs, so that `step2` sorts before `step10`.
+fn natural_key(p: &str) -> Vec<(String, u128)> {
+    let mut out = Vec::new();
+    let mut rest = p;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        if digits > 0 {
+            out.push((String::new(), rest[..digits].parse().unwrap_or(u128::MAX)));
+            rest = &rest[digits..];
+        } else {
+            let text = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+            out.push((rest[..text].to_string(), 0));
+            rest = &rest[text..];
+        }
+    }
+    out
+}
+
 fn summary_one(root: &Path, out: &mut impl Write) -> Result<(), Fail> {
     let mut found = Vec::new();
     let mut pending = vec![root.to_path_buf()];
@@ -216,7 +234,8 @@ fn summary_one(root: &Path, out: &mut impl Write) -> Result<(), Fail> {
             }
         }
     }
-    found.sort();
+    // step2 before step10: numbers in the path compare as numbers
+    found.sort_by_cached_key(|p| natural_key(&p.to_string_lossy()));
     if found.is_empty() {
         return Err(format!("no dump.json under {}", root.display()).into());
     }
