@@ -24,12 +24,12 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+from distutils.command.build_scripts import build_scripts  # setuptools ships distutils (its own copy)
 from pathlib import Path
 
 from setuptools import Distribution, setup
 from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
-from distutils.command.build_scripts import build_scripts  # setuptools ships distutils (its own copy)
 
 HERE = Path(__file__).resolve().parent
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", HERE.parent / "target")) / "release"

@@ -49,9 +49,7 @@ def test_usage_errors_exit_2_on_stderr():
 
 def counts(root: Path) -> dict:
     """record counts per directory holding a dump.json, read with json (independent of the CLI)"""
-    return {
-        str(p.parent): len(json.loads(p.read_text())["data"]) for p in sorted(root.rglob("dump.json"))
-    }
+    return {str(p.parent): len(json.loads(p.read_text())["data"]) for p in sorted(root.rglob("dump.json"))}
 
 
 def test_summary_several_directories(tmp_path):
