@@ -153,6 +153,15 @@ int msprobe_flush(void);
 int msprobe_finish(void);
 
 /**
+ * Lets the API drive L2 kernel capture: with libmsprobe.so preloaded and msprobe_init called with
+ * level L2, kernels are captured from now on while msprobe_start .. msprobe_stop has the window
+ * open, and msprobe_step ends the step. Needed when the environment did not set
+ * MSPROBE_LEVEL=L2 at load time. Returns 0; MSPROBE_ERR_STATE (with msprobe_last_error) without
+ * an L2 recorder.
+ */
+int msprobe_l2_enable(void);
+
+/**
  * 1 while capture is on, else 0 (also before msprobe_init).
  */
 int msprobe_is_enabled(void);

@@ -50,17 +50,23 @@ def _candidates() -> list[str]:
     return out
 
 
-def _load() -> ctypes.CDLL:
+def _load() -> tuple[ctypes.CDLL, bool]:
+    """The library and whether it was preloaded (LD_PRELOAD: only then can it interpose CANN)."""
     preloaded = ctypes.CDLL(None)
     if hasattr(preloaded, "msprobe_init"):
-        return preloaded
+        return preloaded, True
     for c in _candidates():
         if os.path.exists(c):
-            return ctypes.CDLL(c)
+            return ctypes.CDLL(c), False
     raise OSError("libmsprobe.so not found; build it with `cargo build --release` or set MSPROBE_LIB")
 
 
-lib = _load()
+def lib_path() -> str:
+    """The path of the libmsprobe.so this package uses when not preloaded (for LD_PRELOAD)."""
+    return next((c for c in _candidates() if os.path.exists(c)), str(_HERE / "lib" / "libmsprobe.so"))
+
+
+lib, preloaded = _load()
 
 
 def _fastpath_candidates() -> list[str]:
@@ -106,6 +112,7 @@ _SIGS = {
     "msprobe_step": (_I, []),
     "msprobe_flush": (_I, []),
     "msprobe_finish": (_I, []),
+    "msprobe_l2_enable": (_I, []),
     "msprobe_is_enabled": (_I, []),
     "msprobe_steps_done": (_I, []),
     "msprobe_current_step": (ctypes.c_int64, []),

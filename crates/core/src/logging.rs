@@ -2,7 +2,8 @@
 //!
 //! `MSPROBE_LOG_LEVEL` takes msprobe's numbers (0 debug, 1 info — the default, 2 warning,
 //! 3 error, 4 silent) or the names debug/info/warn/error/off. Lines look like msprobe's:
-//! `2026-12-02 10:00:00 (1234) [msprobe] [INFO] msg`, with control characters other than newlines
+//! `2026-12-02 10:00:00 (1234) [msprobe] [INFO] msg` (`[msprobe] [rank 3] [INFO]` once the rank is
+//! known), with control characters other than newlines
 //! replaced by `_`.
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
@@ -40,11 +41,24 @@ impl Log for Logger {
         let msg: String =
             r.args().to_string().chars().map(|c| if c.is_control() && c != '\n' { '_' } else { c }).collect();
         // Never panic (eprintln! would on EPIPE): a lost log line must not abort the host job.
-        let line = format!("{} ({}) [msprobe] [{level}] {msg}\n", now_local(), std::process::id());
+        let rank = RANK.load(std::sync::atomic::Ordering::Relaxed);
+        let line = if rank < 0 {
+            format!("{} ({}) [msprobe] [{level}] {msg}\n", now_local(), std::process::id())
+        } else {
+            format!("{} ({}) [msprobe] [rank {rank}] [{level}] {msg}\n", now_local(), std::process::id())
+        };
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
     }
 
     fn flush(&self) {}
+}
+
+/// The process's rank once known (-1 before): lines of a multi-rank job say whose they are.
+static RANK: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(-1);
+
+/// Adds `[rank R]` to every later line (the recorder calls it when it learns its rank).
+pub fn set_rank(rank: u64) {
+    RANK.store(i64::try_from(rank).unwrap_or(i64::MAX), std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Parses `MSPROBE_LOG_LEVEL`.

@@ -131,6 +131,9 @@ pub struct Recorder {
     inflight: AtomicU64,
     /// The session is ending (`quiesce`, `finish`): capture is not turned on again.
     closing: AtomicBool,
+    /// L2 whose capture window the API opens and closes (`PrecisionDebugger(level="L2")`): a step
+    /// end leaves capture as it was instead of turning it on.
+    api_window: AtomicBool,
 }
 
 impl Recorder {
@@ -168,6 +171,7 @@ impl Recorder {
             unjournaled: AtomicU64::new(0),
             inflight: AtomicU64::new(0),
             closing: AtomicBool::new(false),
+            api_window: AtomicBool::new(false),
         }
     }
 
@@ -210,6 +214,7 @@ impl Recorder {
                 log::warn!("rank set to {rank} after capture began in this step; the next step uses rank{rank}");
             }
             st.rank = Some(rank);
+            crate::logging::set_rank(rank);
         }
     }
 
@@ -247,6 +252,9 @@ impl Recorder {
                 return None;
             }
             st.root_ok = true;
+            // Where the dump goes, said once, when capture first writes there.
+            let shown = std::fs::canonicalize(&self.cfg.dump_path).unwrap_or_else(|_| self.cfg.dump_path.clone());
+            log::info!("dump path {}: one directory per step, one per rank inside", shown.display());
             self.open_journal();
         }
         let dir = self.cfg.dump_path.join(naming::step_dir(st.step)).join(naming::rank_dir(st.rank));
@@ -309,15 +317,21 @@ impl Recorder {
         }
     }
 
+    /// L2 capture from now on follows the API's start()/stop() (see `api_window`).
+    pub fn set_api_window(&self) {
+        self.api_window.store(true, Relaxed);
+    }
+
     /// Ends the step: writes its JSON files, then resets the counters and the scope range.
-    /// Capture stays in the state it was in (on for L2, where there is no start/stop).
+    /// Capture stays in the state it was in (on for L2 without start/stop calls, where the step's
+    /// filters decide).
     pub fn step(&self) {
         let mut st = self.lock();
         let closing = st.dir.take();
         st.step += 1;
         st.counters.clear();
         st.in_scope = false;
-        if self.cfg.level == Level::L2 && !self.closing.load(Relaxed) {
+        if self.cfg.level == Level::L2 && !self.closing.load(Relaxed) && !self.api_window.load(Relaxed) {
             let on = self.selected(&st);
             self.enabled.store(on, Relaxed);
         }

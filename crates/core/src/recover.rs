@@ -62,6 +62,12 @@ pub struct Recovered {
 /// Rebuilds dump.json, stack.json and construct.json from every journal found under `root`
 /// (which must be a directory, not a link to one).
 pub fn recover_dir(root: &Path) -> io::Result<Recovered> {
+    recover_dir_with(root, &mut |_, _| {})
+}
+
+/// [`recover_dir`], calling `progress(done, total)` in journal bytes before the first journal and
+/// after each one (a progress bar: one journal per process, so a multi-rank dump moves per rank).
+pub fn recover_dir_with(root: &Path, progress: &mut dyn FnMut(u64, u64)) -> io::Result<Recovered> {
     if !fsutil::is_real_dir(root) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -83,9 +89,15 @@ pub fn recover_dir(root: &Path) -> io::Result<Recovered> {
         }
     }
     journals.sort();
+    let size = |j: &Path| std::fs::symlink_metadata(j).map(|m| m.len()).unwrap_or(0);
+    let total: u64 = journals.iter().map(|j| size(j)).sum();
+    let mut done = 0;
+    progress(done, total);
     let mut out = Recovered::default();
     for j in journals {
         recover_journal(&j, &mut out)?;
+        done += size(&j);
+        progress(done.min(total), total);
     }
     Ok(out)
 }

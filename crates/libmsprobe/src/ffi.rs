@@ -241,6 +241,24 @@ pub extern "C" fn msprobe_finish() -> c_int {
     })
 }
 
+/// Lets the API drive L2 kernel capture: with libmsprobe.so preloaded and msprobe_init called with
+/// level L2, kernels are captured from now on while msprobe_start .. msprobe_stop has the window
+/// open, and msprobe_step ends the step. Needed when the environment did not set
+/// MSPROBE_LEVEL=L2 at load time. Returns 0; MSPROBE_ERR_STATE (with msprobe_last_error) without
+/// an L2 recorder.
+#[no_mangle]
+pub extern "C" fn msprobe_l2_enable() -> c_int {
+    with_recorder(|r| {
+        if r.config().level != config::Level::L2 {
+            set_error("msprobe_l2_enable needs a recorder of level L2 (msprobe_init with \"level\": \"L2\")");
+            return MSPROBE_ERR_STATE;
+        }
+        r.set_api_window();
+        crate::interposer::activation::enable_from_api();
+        MSPROBE_OK
+    })
+}
+
 /// 1 while capture is on, else 0 (also before msprobe_init).
 #[no_mangle]
 pub extern "C" fn msprobe_is_enabled() -> c_int {

@@ -10,7 +10,7 @@ from typing import Any, Optional
 import mindspore as ms
 from msprobe.core import config
 from msprobe.core.errors import MsprobeException
-from msprobe.core.native import init_recorder, lib
+from msprobe.core.native import init_recorder, l2_enable, l2_preloaded, lib
 
 from . import _hooks as H
 from ._record import State, logger
@@ -32,6 +32,15 @@ def _launch_blocking() -> None:
         ms.runtime.launch_blocking()
     except Exception:
         pass
+
+
+def _drain_launches() -> None:
+    """L2: MindSpore launches kernels from its launch pipeline after the Python call returned, so
+    the capture window moves only once what was queued so far has run (runtime.synchronize)."""
+    try:
+        ms.runtime.synchronize()
+    except Exception as e:  # the window moves anyway; say why it may be off by the queued work
+        logger.warning(f"L2: mindspore.runtime.synchronize() failed ({e}); the capture window may include queued work")
 
 
 class PrecisionDebugger:
@@ -59,9 +68,14 @@ class PrecisionDebugger:
         config.check_args(config_path=config_path, task=task, dump_path=dump_path, level=level, step=step)
         self.level = str(config.effective("level", level, config_path, "L1"))
         self.task = str(config.effective("task", task, config_path, "statistics"))
-        rc = init_recorder(
-            config.init_args("mindspore", config_path, task=task, dump_path=dump_path, level=level, step=step)
-        )
+        if self.level == "L2" and not l2_preloaded():
+            rc = -1  # said how to enable L2; no recorder, nothing written
+        else:
+            rc = init_recorder(
+                config.init_args("mindspore", config_path, task=task, dump_path=dump_path, level=level, step=step)
+            )
+            if self.level == "L2" and rc >= 0 and not l2_enable():
+                rc = -1
         # rc 1: a recorder already runs in this process (e.g. preloaded and started): share it.
         # rc -1: the recorder has logged the one line saying why; capture stays off.
         self.ok = rc >= 0
@@ -98,6 +112,7 @@ class PrecisionDebugger:
             )
             raise MsprobeException("missing the parameter 'model'")
         if self.level == "L2":
+            _drain_launches()
             lib.msprobe_start()
             return
         if lib.msprobe_steps_done() == 1:
@@ -130,7 +145,8 @@ class PrecisionDebugger:
 
     def stop(self) -> None:
         if not self.ok or self.ended or self.level == "L2":
-            if self.level == "L2":
+            if self.level == "L2" and self.ok and not self.ended:
+                _drain_launches()
                 lib.msprobe_stop()
             return
         self._reset_stacks()

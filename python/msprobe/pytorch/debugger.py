@@ -10,7 +10,7 @@ import torch
 
 from msprobe.core import config
 from msprobe.core.errors import MsprobeException, logger
-from msprobe.core.native import init_recorder, lib
+from msprobe.core.native import init_recorder, l2_enable, l2_preloaded, lib
 
 from .api_wrap import api_wrapper
 from .module_hooks import hook_model, hook_module, patch_backward_hook
@@ -56,6 +56,21 @@ def _scope_start(config_path: Optional[str], task: str) -> Optional[str]:
     return None
 
 
+def _drain_launches() -> None:
+    """L2: torch_npu launches kernels from its task-queue thread after the Python call returned, so
+    the capture window is moved only once what the script queued so far has been launched and run
+    (torch.npu.synchronize): start() then excludes the work before it, stop() includes the work
+    inside. A no-op without torch_npu or before the device is initialised."""
+    npu = getattr(torch, "npu", None)
+    if npu is None or not hasattr(npu, "synchronize"):
+        return
+    try:
+        if getattr(npu, "is_initialized", lambda: True)():
+            npu.synchronize()
+    except Exception as e:  # the window moves anyway; say why it may be off by the queued work
+        logger.warning(f"L2: torch.npu.synchronize() failed ({e}); the capture window may include queued work")
+
+
 class PrecisionDebugger:
     """Process-wide singleton: later constructions return the first instance unchanged."""
 
@@ -85,11 +100,16 @@ class PrecisionDebugger:
         self.task = str(config.effective("task", task, config_path, "statistics"))
         if _asked_file_format(config_path, self.task) not in (None, "pt"):
             logger.info("file_format is ignored for PyTorch: tensor files are written as .pt, as msprobe 1.1.1 does")
-        rc = init_recorder(
-            config.init_args(
-                "pytorch", config_path, task=task, dump_path=dump_path, level=level, step=step, file_format="pt"
+        if self.level == "L2" and not l2_preloaded():
+            rc = -1  # said how to enable L2; no recorder, nothing written
+        else:
+            rc = init_recorder(
+                config.init_args(
+                    "pytorch", config_path, task=task, dump_path=dump_path, level=level, step=step, file_format="pt"
+                )
             )
-        )
+            if self.level == "L2" and rc >= 0 and not l2_enable():
+                rc = -1
         # rc 1: a recorder already runs in this process (e.g. preloaded and started): share it.
         self.off = rc < 0  # bad config: the recorder logged it; capture stays off, the job runs on
         self.model = model
@@ -129,11 +149,15 @@ class PrecisionDebugger:
             self._handles += hook_model(self.model, lean=self.level == "L0")
         if self.level in ("L1", "mix"):
             api_wrapper.install()
+        if self.level == "L2":
+            _drain_launches()
         lib.msprobe_start()
 
     def stop(self) -> None:
         if self.off:
             return
+        if self.level == "L2":
+            _drain_launches()
         if self._stop_waits:
             lib.msprobe_stop_wait()
         else:

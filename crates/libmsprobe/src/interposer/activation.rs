@@ -29,6 +29,10 @@ static WRAP: AtomicBool = AtomicBool::new(false);
 /// `MSPROBE_LEVEL` is set to something other than `L2`: say why capture is off, once.
 static REPORT_OFF: AtomicBool = AtomicBool::new(false);
 
+/// Set by [`enable_from_api`] (`PrecisionDebugger(level="L2")`): the capture window is opened and
+/// closed by the API's start()/stop(), so activation leaves the recorder as the API set it.
+static API_DRIVEN: AtomicBool = AtomicBool::new(false);
+
 /// Ops filtered out by the configured list (set at activation; checked on the hot path).
 pub static OP_OFF: [AtomicBool; ops::N_OPS] = [const { AtomicBool::new(false) }; ops::N_OPS];
 
@@ -104,6 +108,26 @@ extern "C" fn init() {
         // Nothing is wrapped: the linked entry points (our exports) call the real function after
         // one relaxed load, and never load a configuration.
         STATE.store(OFF, Relaxed);
+    }
+}
+
+/// `msprobe_l2_enable`: the process's API (the Python layers' `PrecisionDebugger(level="L2")`,
+/// after `msprobe_init` made an L2 recorder) turns kernel capture on although the environment did
+/// not ask for it at load time. Lookups from now on get wrappers, and the linked entry points
+/// activate at their next call, with the API's recorder; launches before this call stay
+/// uncaptured (a framework that looked a function up earlier keeps the real pointer). Capture
+/// then records only while the API has the window open (start() .. stop()).
+pub fn enable_from_api() {
+    API_DRIVEN.store(true, Relaxed);
+    if !WRAP.swap(true, Relaxed) {
+        // SAFETY: as in `init`: a plain extern "C" handler that only stores atomics.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(in_child));
+        }
+        // MSPROBE_LEVEL said something else; the API's explicit level wins, as in the config.
+        REPORT_OFF.store(false, Relaxed);
+        // `init` decided OFF for lack of an L2 request: activate at the next wrapper call.
+        let _ = STATE.compare_exchange(OFF, UNKNOWN, AcqRel, Relaxed);
     }
 }
 
@@ -273,7 +297,9 @@ pub(crate) fn l2() -> Option<Arc<L2>> {
 fn activate() -> bool {
     msprobe_core::logging::init();
     let env = |k: &str| std::env::var(k).ok();
-    let cfg = match config::load(&env, None) {
+    // The API's recorder (msprobe_l2_enable) carries the configuration its arguments made.
+    let api_cfg = session::recorder().filter(|_| API_DRIVEN.load(Relaxed)).map(|r| r.config().clone());
+    let cfg = match api_cfg.map_or_else(|| config::load(&env, None), Ok) {
         Ok(c) => c,
         Err(e) => {
             log::error!("{e}");
@@ -310,7 +336,9 @@ fn activate() -> bool {
             OP_OFF[k].store(!could, Relaxed);
         }
     }
-    rec.auto_start();
+    if !API_DRIVEN.load(Relaxed) {
+        rec.auto_start();
+    }
     let l2 = L2 {
         recorder: rec.clone(),
         step_end_op: cfg.step_end_op.clone(),
