@@ -246,6 +246,10 @@ pub const OP_TYPES: &[&str] = &[
     "LogSoftmaxV2",
     "LogSoftmaxGrad",
     "ReluGrad",
+    "LayerNorm",
+    "LayerNormGrad",
+    "AvgPool",
+    "AvgPoolGrad",
 ];
 
 /// Build the kernel steps for an aclop op. Returns (steps, trace args).
@@ -264,8 +268,10 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
         "PadV3" => (&[2, 3], 1),
         "Conv2D" => (&[2, 3], 1),
         "Conv2DBackpropInput" | "Conv2DBackpropFilter" | "MaxPoolGrad" | "DropOutDoMask" | "GeluGrad" => (&[3], 1),
-        "BiasAddGrad" | "MaxPool" | "ReduceMeanD" | "Gelu" | "LogSoftmaxV2" => (&[1], 1),
+        "BiasAddGrad" | "MaxPool" | "AvgPool" | "ReduceMeanD" | "Gelu" | "LogSoftmaxV2" => (&[1], 1),
         "BNTrainingReduce" => (&[1], 2),
+        "LayerNorm" => (&[3], 3),
+        "LayerNormGrad" => (&[5], 3),
         "BNTrainingUpdate" => (&[7], 5),
         "BNTrainingUpdateGrad" => (&[4], 2),
         "BNTrainingReduceGrad" => (&[7], 1),

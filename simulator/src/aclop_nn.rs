@@ -15,6 +15,11 @@ pub enum Nn {
     MaxPool { k: [usize; 2], s: [usize; 2], p: [usize; 2] },
     /// slots: x1 (forward input), grad, y. Each window's gradient goes to its first maximum.
     MaxPoolGrad { k: [usize; 2], s: [usize; 2], p: [usize; 2] },
+    /// slots: x [N,C,H,W], y. TF AvgPool: the mean over the window's cells inside the input (SAME padding
+    /// cells are not counted).
+    AvgPool { k: [usize; 2], s: [usize; 2], p: [usize; 2] },
+    /// slots: grad [N,C,Ho,Wo], y [N,C,H,W]. Each window's gradient is spread evenly over its counted cells.
+    AvgPoolGrad { k: [usize; 2], s: [usize; 2], p: [usize; 2] },
     /// slots: x [N,C,H,W], sum [C], square_sum [C]
     BnReduce,
     /// slots: x, sum, square_sum, scale, offset, mean, variance, y, mean_out, variance_out, batch_mean,
@@ -38,6 +43,20 @@ pub enum Nn {
     GenMask { numel: usize, seed: i64, offset: i64 },
     /// slots: x, mask, keep_prob, y
     DoMask,
+    /// slots: x, gamma, beta, y, mean, variance. Normalises each row of `row` elements (the dims from
+    /// begin_norm_axis); mean / variance (biased) per row; gamma / beta repeat over the row.
+    LayerNorm { row: usize, eps: f64 },
+    /// slots: dy, x, variance, mean, gamma, pd_x, pd_gamma, pd_beta. CANN's kernel has no epsilon attribute
+    /// and uses 1e-12 (TBE layer_norm_grad).
+    LayerNormGrad { row: usize },
+    /// slots: self, out. aclnnClamp: min(max(x, min), max) with either bound optional.
+    Clamp { min: Option<f64>, max: Option<f64> },
+    /// slots: self, out. aclnnPermute: out = self with its dims reordered (out.shape[i] = self.shape[dims[i]]).
+    Permute { dims: Vec<usize> },
+    /// slots: varRef, mRef, vRef, maxGradNormOptionalRef?, grad, step. aclnnApplyAdamWV2 (torch AdamW with
+    /// the step count as a tensor): var *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
+    /// [amsgrad: vmax = max(vmax, v)]; var -= lr * (m / (1-b1^step)) / (sqrt(v' / (1-b2^step)) + eps).
+    AdamWV2 { lr: f64, b1: f64, b2: f64, wd: f64, eps: f64, amsgrad: bool, maximize: bool },
 }
 
 fn tv(s: &[SV], i: usize) -> Result<&TView, i32> {
@@ -73,6 +92,44 @@ fn per_channel(x: &[f64], (n, c, hw): (usize, usize, usize), mut f: impl FnMut(u
 }
 
 impl Nn {
+    /// Phase-1 checks of the forms reachable through aclnn (the aclop forms are checked when planned).
+    pub fn validate(&self, s: &[SV]) -> Result<u64, i32> {
+        let same = |a: &TView, b: &TView, what: &str| {
+            if a.shape == b.shape {
+                Ok(())
+            } else {
+                Err(crate::errmsg::fail(
+                    crate::consts::ACLNN_ERR_PARAM_INVALID,
+                    format!("{what}: shape {:?} differs from {:?}", b.shape, a.shape),
+                ))
+            }
+        };
+        match self {
+            Nn::Clamp { .. } => same(tv(s, 0)?, tv(s, 1)?, "out")?,
+            Nn::Permute { dims } => {
+                let (x, o) = (tv(s, 0)?, tv(s, 1)?);
+                if dims.len() != x.shape.len() || dims.iter().map(|&d| x.shape[d]).collect::<Vec<_>>() != o.shape {
+                    return Err(crate::errmsg::fail(
+                        crate::consts::ACLNN_ERR_PARAM_INVALID,
+                        format!("permute {dims:?} of {:?} does not give out {:?}", x.shape, o.shape),
+                    ));
+                }
+            }
+            Nn::AdamWV2 { amsgrad, .. } => {
+                let var = tv(s, 0)?;
+                for (i, what) in [(1, "mRef"), (2, "vRef"), (4, "grad")] {
+                    same(var, tv(s, i)?, what)?;
+                }
+                if *amsgrad {
+                    same(var, tv(s, 3)?, "maxGradNormOptionalRef")?;
+                }
+                tv(s, 5)?;
+            }
+            _ => {}
+        }
+        Ok(0)
+    }
+
     pub fn exec(&self, s: &[SV]) -> Result<(), i32> {
         match self {
             Nn::BiasAddGrad { axis } => {
@@ -128,6 +185,41 @@ impl Nn {
                     }
                 }
                 wr(s, if grad.is_some() { 2 } else { 1 }, &out)
+            }
+            Nn::AvgPool { k, s: st, p } | Nn::AvgPoolGrad { k, s: st, p } => {
+                let fwd = matches!(self, Nn::AvgPool { .. });
+                let (small, big) = if fwd { (tv(s, 1)?, tv(s, 0)?) } else { (tv(s, 0)?, tv(s, 1)?) };
+                let (h, w) = (big.shape[2] as usize, big.shape[3] as usize);
+                let (ho, wo) = (small.shape[2] as usize, small.shape[3] as usize);
+                let planes = (big.shape[0] * big.shape[1]) as usize;
+                let (bv, sv) = if fwd { (big.read_f64()?, vec![]) } else { (vec![], small.read_f64()?) };
+                let mut out = vec![0f64; if fwd { planes * ho * wo } else { planes * h * w }];
+                for plane in 0..planes {
+                    for oh in 0..ho {
+                        for ow in 0..wo {
+                            let mut cells = Vec::new();
+                            for i in 0..k[0] {
+                                for j in 0..k[1] {
+                                    let (ih, iw) =
+                                        ((oh * st[0] + i) as i64 - p[0] as i64, (ow * st[1] + j) as i64 - p[1] as i64);
+                                    if ih >= 0 && iw >= 0 && (ih as usize) < h && (iw as usize) < w {
+                                        cells.push(plane * h * w + ih as usize * w + iw as usize);
+                                    }
+                                }
+                            }
+                            let o = plane * ho * wo + oh * wo + ow;
+                            let n = cells.len().max(1) as f64;
+                            if fwd {
+                                out[o] = cells.iter().map(|&c| bv[c]).sum::<f64>() / n;
+                            } else {
+                                for &c in &cells {
+                                    out[c] += sv[o] / n;
+                                }
+                            }
+                        }
+                    }
+                }
+                wr(s, 1, &out)
             }
             Nn::BnReduce => {
                 let x = tv(s, 0)?;
@@ -276,6 +368,100 @@ impl Nn {
                     }
                 }
                 m.write_f64(&bytes.iter().map(|&b| b as f64).collect::<Vec<_>>())
+            }
+            Nn::LayerNorm { row, eps } => {
+                let (x, g, b) = (rd(s, 0)?, rd(s, 1)?, rd(s, 2)?);
+                let rows = x.len() / (*row).max(1);
+                let (mut y, mut mean, mut var) = (vec![0f64; x.len()], vec![0f64; rows], vec![0f64; rows]);
+                for r in 0..rows {
+                    let xs = &x[r * row..(r + 1) * row];
+                    let m = xs.iter().sum::<f64>() / *row as f64;
+                    let v = xs.iter().map(|a| (a - m) * (a - m)).sum::<f64>() / *row as f64;
+                    for (j, a) in xs.iter().enumerate() {
+                        let k = r * row + j;
+                        y[k] = (a - m) / (v + eps).sqrt() * g[k % g.len()] + b[k % b.len()];
+                    }
+                    (mean[r], var[r]) = (m, v);
+                }
+                wr(s, 3, &y)?;
+                wr(s, 4, &mean)?;
+                wr(s, 5, &var)
+            }
+            Nn::LayerNormGrad { row } => {
+                let (dy, x, var, mean, g) = (rd(s, 0)?, rd(s, 1)?, rd(s, 2)?, rd(s, 3)?, rd(s, 4)?);
+                let n = *row as f64;
+                let rows = x.len() / (*row).max(1);
+                let (mut dx, mut dg, mut db) = (vec![0f64; x.len()], vec![0f64; g.len()], vec![0f64; g.len()]);
+                for r in 0..rows {
+                    let rstd = 1.0 / (var[r] + 1e-12).sqrt();
+                    let idx = r * row..(r + 1) * row;
+                    let xhat: Vec<f64> = idx.clone().map(|k| (x[k] - mean[r]) * rstd).collect();
+                    let gdy: Vec<f64> = idx.clone().map(|k| dy[k] * g[k % g.len()]).collect();
+                    let m1 = gdy.iter().sum::<f64>() / n;
+                    let m2 = gdy.iter().zip(&xhat).map(|(a, b)| a * b).sum::<f64>() / n;
+                    for (j, k) in idx.enumerate() {
+                        dx[k] = rstd * (gdy[j] - m1 - xhat[j] * m2);
+                        dg[k % g.len()] += dy[k] * xhat[j];
+                        db[k % g.len()] += dy[k];
+                    }
+                }
+                wr(s, 5, &dx)?;
+                wr(s, 6, &dg)?;
+                wr(s, 7, &db)
+            }
+            Nn::Clamp { min, max } => {
+                let y: Vec<f64> = rd(s, 0)?
+                    .into_iter()
+                    .map(|mut v| {
+                        if let Some(lo) = min {
+                            v = if v.is_nan() { v } else { v.max(*lo) };
+                        }
+                        if let Some(hi) = max {
+                            v = if v.is_nan() { v } else { v.min(*hi) };
+                        }
+                        v
+                    })
+                    .collect();
+                wr(s, 1, &y)
+            }
+            Nn::Permute { dims } => {
+                let x = tv(s, 0)?;
+                let v = TView {
+                    addr: x.addr,
+                    dtype: x.dtype,
+                    shape: dims.iter().map(|&d| x.shape[d]).collect(),
+                    strides: dims.iter().map(|&d| x.strides[d]).collect(),
+                    offset: x.offset,
+                };
+                wr(s, 1, &v.read_f64()?)
+            }
+            Nn::AdamWV2 { lr, b1, b2, wd, eps, amsgrad, maximize } => {
+                let (mut var, mut m, mut v) = (rd(s, 0)?, rd(s, 1)?, rd(s, 2)?);
+                let mut vmax = if *amsgrad { Some(rd(s, 3)?) } else { None };
+                let g = rd(s, 4)?;
+                let step = scalar(s, 5)?;
+                let (bc1, bc2) = (1.0 - b1.powf(step), 1.0 - b2.powf(step));
+                for i in 0..var.len() {
+                    let gi = if *maximize { -g[i] } else { g[i] };
+                    var[i] *= 1.0 - lr * wd;
+                    m[i] = b1 * m[i] + (1.0 - b1) * gi;
+                    v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
+                    let vv = match vmax.as_mut() {
+                        Some(vm) => {
+                            vm[i] = vm[i].max(v[i]);
+                            vm[i]
+                        }
+                        None => v[i],
+                    };
+                    var[i] -= lr * (m[i] / bc1) / ((vv / bc2).sqrt() + eps);
+                }
+                wr(s, 0, &var)?;
+                wr(s, 1, &m)?;
+                wr(s, 2, &v)?;
+                if let Some(vm) = vmax {
+                    wr(s, 3, &vm)?;
+                }
+                Ok(())
             }
             Nn::DoMask => {
                 let (x, mv, keep) = (rd(s, 0)?, rd(s, 1)?, scalar(s, 2)?);

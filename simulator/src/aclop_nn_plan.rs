@@ -133,9 +133,15 @@ pub fn plan(op: &str, ins: &[IoT], iv: &[TView], ov: &[TView], a: &Attr) -> Resu
             need_shape(y, &[x.shape[axis]], op)?;
             vec![(nn(Nn::BiasAddGrad { axis }), vec![t(x), t(y)])]
         }
-        "MaxPool" | "MaxPoolGrad" => {
+        "MaxPool" | "MaxPoolGrad" | "AvgPool" | "AvgPoolGrad" => {
             let nhwc = is_nhwc(a)?;
-            let x = as_nchw(&iv[0], nhwc);
+            // AvgPoolGrad(orig_input_shape, input_grad) -> out_grad: the geometry comes from the output.
+            let x = if op == "AvgPoolGrad" {
+                need_shape(y, &ins[0].ints()?, op)?;
+                as_nchw(y, nhwc)
+            } else {
+                as_nchw(&iv[0], nhwc)
+            };
             if x.shape.len() != 4 {
                 return Err(fail(ACL_ERROR_INVALID_PARAM, format!("{op}: x must be 4-D")));
             }
@@ -156,9 +162,18 @@ pub fn plan(op: &str, ins: &[IoT], iv: &[TView], ov: &[TView], a: &Attr) -> Resu
             let (ku, su, pu) =
                 ([k[0] as usize, k[1] as usize], [s[0] as usize, s[1] as usize], [p[0] as usize, p[1] as usize]);
             let yn = as_nchw(y, nhwc);
-            if op == "MaxPool" {
+            if op == "MaxPool" || op == "AvgPool" {
                 need_shape(&yn, &[x.shape[0], x.shape[1], ho, wo], op)?;
-                vec![(nn(Nn::MaxPool { k: ku, s: su, p: pu }), vec![t(&x), t(&yn)])]
+                let k = if op == "MaxPool" {
+                    Nn::MaxPool { k: ku, s: su, p: pu }
+                } else {
+                    Nn::AvgPool { k: ku, s: su, p: pu }
+                };
+                vec![(nn(k), vec![t(&x), t(&yn)])]
+            } else if op == "AvgPoolGrad" {
+                let g = as_nchw(&iv[1], nhwc);
+                need_shape(&g, &[x.shape[0], x.shape[1], ho, wo], "AvgPoolGrad input_grad")?;
+                vec![(nn(Nn::AvgPoolGrad { k: ku, s: su, p: pu }), vec![t(&g), t(&yn)])]
             } else {
                 let g = as_nchw(&iv[2], nhwc);
                 need_shape(&g, &[x.shape[0], x.shape[1], ho, wo], "MaxPoolGrad grad")?;
@@ -273,6 +288,30 @@ pub fn plan(op: &str, ins: &[IoT], iv: &[TView], ov: &[TView], a: &Attr) -> Resu
                 // SoftmaxGrad(softmax, grad_softmax); LogSoftmaxGrad(grad, x = the log-softmax output)
                 "SoftmaxGrad" => vec![(Op::SoftmaxBackward { dim, log: false }, vec![t(&iv[1]), t(&iv[0]), t(y)])],
                 _ => vec![(Op::SoftmaxBackward { dim, log: true }, vec![t(&iv[0]), t(&iv[1]), t(y)])],
+            }
+        }
+        "LayerNorm" | "LayerNormGrad" => {
+            let x = &iv[if op == "LayerNorm" { 0 } else { 1 }];
+            let r = x.shape.len() as i64;
+            let ax = int(a, "begin_norm_axis", 0);
+            let axis = if ax < 0 { ax + r } else { ax };
+            if !(0..r).contains(&axis) {
+                return Err(bad(format!("{op}: begin_norm_axis {ax} out of range for rank {r}")));
+            }
+            let row = x.shape[axis as usize..].iter().product::<i64>() as usize;
+            let gamma = &iv[if op == "LayerNorm" { 1 } else { 4 }];
+            if gamma.numel() == 0 || row % gamma.numel() != 0 {
+                return Err(fail(
+                    ACL_ERROR_INVALID_PARAM,
+                    format!("{op}: gamma {:?} does not tile the row", gamma.shape),
+                ));
+            }
+            let sv = iv.iter().chain(ov.iter()).map(t).collect();
+            if op == "LayerNorm" {
+                let eps = float(a, "epsilon").unwrap_or(1e-7);
+                vec![(nn(Nn::LayerNorm { row, eps }), sv)]
+            } else {
+                vec![(nn(Nn::LayerNormGrad { row }), sv)]
             }
         }
         _ => return Ok(None),

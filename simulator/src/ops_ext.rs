@@ -353,7 +353,7 @@ impl ExtOp {
     /// Phase 1: validate; returns the workspace size.
     pub fn validate(&self, s: &[SV]) -> Result<u64, i32> {
         match self {
-            ExtOp::Nn(_) => Ok(0),
+            ExtOp::Nn(n) => n.validate(s),
             ExtOp::Arange { start, end, step } => {
                 let o = t(s, 0)?;
                 let n = arange_len(*start, *end, *step)?;
