@@ -306,7 +306,7 @@ impl Nn {
                 let idx = tv(s, 0)?.read_i64()?;
                 let (on, off) = (scalar(s, 1)?, scalar(s, 2)?);
                 let y = tv(s, 3)?;
-                let depth = y.shape[*axis] as i64;
+                let depth = y.shape[*axis];
                 let inner: usize = y.shape[axis + 1..].iter().product::<i64>() as usize;
                 let mut out = vec![off; y.numel()];
                 for (i, &v) in idx.iter().enumerate() {

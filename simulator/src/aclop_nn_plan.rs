@@ -300,7 +300,7 @@ pub fn plan(op: &str, ins: &[IoT], iv: &[TView], ov: &[TView], a: &Attr) -> Resu
             }
             let row = x.shape[axis as usize..].iter().product::<i64>() as usize;
             let gamma = &iv[if op == "LayerNorm" { 1 } else { 4 }];
-            if gamma.numel() == 0 || row % gamma.numel() != 0 {
+            if gamma.numel() == 0 || !row.is_multiple_of(gamma.numel()) {
                 return Err(fail(
                     ACL_ERROR_INVALID_PARAM,
                     format!("{op}: gamma {:?} does not tile the row", gamma.shape),

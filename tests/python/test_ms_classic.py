@@ -34,12 +34,18 @@ NPARAMS = 14
 UPDATE = {"adam": "ApplyAdamD", "momentum": "ApplyMomentum"}
 
 
-def run(lib64: Path, tmp: Path, mode: str, opt: str, api: str, device: str = "Ascend", dropout: float = 0.0,
-        capture: bool = False) -> subprocess.CompletedProcess:
+def run(
+    lib: Path,
+    tmp: Path,
+    mode: str,
+    opt: str,
+    api: str,
+    device: str = "Ascend",
+    dropout: float = 0.0,
+    capture: bool = False,
+) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_TRACE", "LD_PRELOAD"))}
-    e.update(
-        LD_LIBRARY_PATH=str(lib64), ASCEND_HOME_PATH=str(lib64.parent), MS_ALLOC_CONF="enable_vmm:False", GLOG_v="3"
-    )
+    e.update(LD_LIBRARY_PATH=str(lib), ASCEND_HOME_PATH=str(lib.parent), MS_ALLOC_CONF="enable_vmm:False", GLOG_v="3")
     if capture:
         e.update(
             LD_PRELOAD=str(LIB),
@@ -82,11 +88,13 @@ def split_steps(trace: list[dict], end_op: str) -> list[list[dict]]:
     return steps
 
 
-@pytest.mark.parametrize(
-    ("mode", "opt", "api"), [("graph", "adam", "cell"), ("pynative", "momentum", "model")]
-)
+@pytest.mark.parametrize(("mode", "opt", "api"), [("graph", "adam", "cell"), ("pynative", "momentum", "model")])
 def test_classic_net_matches_cpu_and_capture_is_faithful(
-    mode: str, opt: str, api: str, lib64: Path, tmp_path: Path  # noqa: F811
+    mode: str,
+    opt: str,
+    api: str,
+    lib64: Path,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     cpu = values(run(lib64, tmp_path / "cpu", mode, opt, api, device="CPU"))
     dev = values(run(lib64, tmp_path / "dev", mode, opt, api))
@@ -102,8 +110,15 @@ def test_classic_net_matches_cpu_and_capture_is_faithful(
     trace = [json.loads(line) for line in tf.read_text().splitlines()]
     kinds = {t["op"].split(":")[-1] for t in trace}
     # the classic ops took the aclop path (and some the aclnn path) and were all captured
-    for op in ("Conv2D", "Conv2DBackpropFilter", "BNTrainingUpdate", "MaxPool", "SoftmaxCrossEntropyWithLogits",
-               "DropOutDoMask", UPDATE[opt]):
+    for op in (
+        "Conv2D",
+        "Conv2DBackpropFilter",
+        "BNTrainingUpdate",
+        "MaxPool",
+        "SoftmaxCrossEntropyWithLogits",
+        "DropOutDoMask",
+        UPDATE[opt],
+    ):
         assert op in kinds, (op, sorted(kinds))
     assert any(t["op"].startswith("aclnn") for t in trace)
     steps = split_steps(trace, UPDATE[opt])
