@@ -291,14 +291,30 @@ pub fn plan(op: &str, ins: &[IoT], iv: &[TView], ov: &[TView], a: &Attr) -> Resu
             }
         }
         "LayerNorm" | "LayerNormGrad" => {
+            // LayerNorm: the row is the dims from begin_norm_axis. LayerNormGrad has no attributes: the row
+            // is what the forward's per-row mean / variance imply.
             let x = &iv[if op == "LayerNorm" { 0 } else { 1 }];
-            let r = x.shape.len() as i64;
-            let ax = int(a, "begin_norm_axis", 0);
-            let axis = if ax < 0 { ax + r } else { ax };
-            if !(0..r).contains(&axis) {
-                return Err(bad(format!("{op}: begin_norm_axis {ax} out of range for rank {r}")));
-            }
-            let row = x.shape[axis as usize..].iter().product::<i64>() as usize;
+            let row = if op == "LayerNorm" {
+                let r = x.shape.len() as i64;
+                let ax = int(a, "begin_norm_axis", 0);
+                let axis = if ax < 0 { ax + r } else { ax };
+                if !(0..r).contains(&axis) {
+                    return Err(bad(format!("{op}: begin_norm_axis {ax} out of range for rank {r}")));
+                }
+                x.shape[axis as usize..].iter().product::<i64>() as usize
+            } else {
+                let (nv, nm) = (iv[2].numel(), iv[3].numel());
+                if nv == 0 || nv != nm || x.numel() % nv != 0 {
+                    return Err(fail(
+                        ACL_ERROR_INVALID_PARAM,
+                        format!(
+                            "{op}: variance {:?} / mean {:?} do not divide x {:?}",
+                            iv[2].shape, iv[3].shape, x.shape
+                        ),
+                    ));
+                }
+                x.numel() / nv
+            };
             let gamma = &iv[if op == "LayerNorm" { 1 } else { 4 }];
             if gamma.numel() == 0 || !row.is_multiple_of(gamma.numel()) {
                 return Err(fail(

@@ -124,3 +124,40 @@ def test_ge_registry_lists_the_classic_ir(acl):
     assert n == len(names)
     for t in ("Conv2D", "Conv2DBackpropFilter", "BNTrainingUpdate", "LayerNormGrad", "ApplyAdamD", "AddN", "OneHot"):
         assert t in names
+
+
+def test_layer_norm_and_grad_match_finite_differences(acl):
+    op, rng = Op(acl), np.random.default_rng(3)
+    x = rng.standard_normal((3, 4, 6))
+    g, b, dy = rng.standard_normal(6), rng.standard_normal(6), rng.standard_normal((3, 4, 6))
+    eps = 1e-5
+
+    def ln(x, g, b):
+        m, v = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        return (x - m) / np.sqrt(v + eps) * g + b
+
+    y, mean, var = acl.tensor(shape=x.shape), acl.tensor(shape=(3, 4, 1)), acl.tensor(shape=(3, 4, 1))
+    a = attrs(acl, epsilon=eps)
+    f = acl.fn(acl.rt, "aclopSetAttrInt", C.c_int, [VP, C.c_char_p, C.c_int64])
+    f(a, b"begin_norm_axis", -1)
+    f(a, b"begin_params_axis", -1)
+    f32 = [acl.tensor(v.astype(np.float32)) for v in (x, g, b)]
+    assert op.run("aclopCompileAndExecute", "LayerNorm", f32, [y, mean, var], a) == 0
+    np.testing.assert_allclose(y.numpy(), ln(x, g, b), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(var.numpy()[..., 0], x.var(-1), rtol=1e-5)
+    outs = [acl.tensor(shape=x.shape), acl.tensor(shape=(6,)), acl.tensor(shape=(6,))]
+    ins = [acl.tensor(v.astype(np.float32)) for v in (dy, x)] + [var, mean, acl.tensor(g.astype(np.float32))]
+    assert op.run("aclopCompileAndExecute", "LayerNormGrad", ins, outs, None) == 0
+    h = 1e-6
+
+    def num_grad(fn, p):
+        out = np.zeros_like(p)
+        for i in np.ndindex(p.shape):
+            d = np.zeros_like(p)
+            d[i] = h
+            out[i] = ((dy * fn(p + d)).sum() - (dy * fn(p - d)).sum()) / (2 * h)
+        return out
+
+    np.testing.assert_allclose(outs[0].numpy(), num_grad(lambda v: ln(v, g, b), x), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(outs[1].numpy(), num_grad(lambda v: ln(x, v, b), g), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(outs[2].numpy(), dy.sum((0, 1)), rtol=1e-4, atol=1e-4)
