@@ -2,7 +2,7 @@
 """A classic-API MindSpore training job with no msprobe code: a LeNet / ResNet-block style CNN.
 
     python examples/train_ms_classic.py [--mode graph|pynative] [--device Ascend|CPU] [--steps N]
-                                        [--opt momentum|adam] [--api cell|model] [--dropout P]
+                                        [--opt momentum|adam] [--api cell|model] [--dropout P] [--net cnn|attn]
 
 nn.Conv2d, nn.BatchNorm2d, nn.ReLU, nn.MaxPool2d, a residual block, nn.Flatten, nn.Dense, nn.Dropout,
 nn.SoftmaxCrossEntropyWithLogits (sparse, mean), nn.Momentum or nn.Adam, trained with nn.TrainOneStepCell
@@ -17,7 +17,7 @@ import argparse
 import numpy as np
 
 import mindspore as ms
-from mindspore import Tensor, nn
+from mindspore import Tensor, nn, ops
 
 N, C, H, W, CLASSES = 8, 3, 12, 12, 10
 
@@ -55,6 +55,34 @@ class Net(nn.Cell):
         return self.fc2(self.drop(self.relu(self.fc1(self.flatten(x)))))
 
 
+class AttnNet(nn.Cell):
+    """--net attn: nn.LayerNorm, nn.Dense, nn.GELU, nn.Tanh, nn.Sigmoid, ops.BatchMatMul, ops.Softmax, ops.Transpose,
+    ops.Tile, nn.AvgPool2d, nn.LogSoftmax and ops.ReduceMean over [N, 8, 16] sequences, with a Dense head."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm((16,))
+        self.fc = nn.Dense(16, 16)
+        self.gelu = nn.GELU(approximate=False)
+        self.tanh, self.sig = nn.Tanh(), nn.Sigmoid()
+        self.bmm = ops.BatchMatMul(transpose_b=True)
+        self.softmax = ops.Softmax(-1)
+        self.logsoftmax = nn.LogSoftmax(-1)
+        self.transpose, self.tile = ops.Transpose(), ops.Tile()
+        self.mean = ops.ReduceMean(keep_dims=False)
+        self.pool = nn.AvgPool2d(2, 2)
+        self.head = nn.Dense(16 + 64, CLASSES)
+
+    def construct(self, x):
+        h = self.ln(x)
+        h = self.gelu(self.fc(h)) + self.tanh(h) + self.sig(h)
+        h = ops.matmul(self.softmax(self.bmm(h, h)), h)
+        t = self.tile(self.transpose(h, (0, 2, 1)), (1, 1, 2))  # [N, 16, 16]
+        p = self.pool(ops.expand_dims(t, 1))  # [N, 1, 8, 8]
+        feat = ops.concat((self.mean(self.logsoftmax(t), 2), ops.reshape(p, (-1, 64))), 1)
+        return self.head(feat)
+
+
 def init_params(net, seed):
     """Deterministic weights (the same on every device), independent of MindSpore's initialisers."""
     rng = np.random.default_rng(seed)
@@ -78,6 +106,7 @@ def main():
     ap.add_argument("--opt", choices=["momentum", "adam"], default="momentum")
     ap.add_argument("--api", choices=["cell", "model"], default="cell")
     ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--net", choices=["cnn", "attn"], default="cnn")
     a = ap.parse_args()
     if a.mode == "graph":
         ms.set_context(mode=ms.GRAPH_MODE, jit_config={"jit_level": "O0"})
@@ -86,7 +115,7 @@ def main():
     ms.set_device(a.device)
     ms.set_seed(a.seed)
 
-    net = Net(a.dropout)
+    net = Net(a.dropout) if a.net == "cnn" else AttnNet()
     init_params(net, a.seed)
     loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     if a.opt == "momentum":
@@ -95,7 +124,8 @@ def main():
         opt = nn.Adam(net.trainable_params(), learning_rate=0.01)
 
     rng = np.random.default_rng(a.seed + 1)
-    xs = rng.standard_normal((a.steps, N, C, H, W)).astype(np.float32)
+    shape = (a.steps, N, C, H, W) if a.net == "cnn" else (a.steps, N, 8, 16)
+    xs = rng.standard_normal(shape).astype(np.float32)
     ys = rng.integers(0, CLASSES, (a.steps, N)).astype(np.int32)
 
     if a.api == "cell":

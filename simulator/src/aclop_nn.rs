@@ -57,6 +57,8 @@ pub enum Nn {
     /// the step count as a tensor): var *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
     /// [amsgrad: vmax = max(vmax, v)]; var -= lr * (m / (1-b1^step)) / (sqrt(v' / (1-b2^step)) + eps).
     AdamWV2 { lr: f64, b1: f64, b2: f64, wd: f64, eps: f64, amsgrad: bool, maximize: bool },
+    /// slots: self, out list. aclnnSplitWithSize: consecutive pieces of `sizes[i]` along `dim`.
+    SplitWithSize { sizes: Vec<i64>, dim: i64 },
 }
 
 fn tv(s: &[SV], i: usize) -> Result<&TView, i32> {
@@ -113,6 +115,31 @@ impl Nn {
                         crate::consts::ACLNN_ERR_PARAM_INVALID,
                         format!("permute {dims:?} of {:?} does not give out {:?}", x.shape, o.shape),
                     ));
+                }
+            }
+            Nn::SplitWithSize { sizes, dim } => {
+                let x = tv(s, 0)?;
+                let r = x.shape.len() as i64;
+                let d = if *dim < 0 { dim + r } else { *dim };
+                let outs = match s.get(1) {
+                    Some(SV::L(v)) => v,
+                    _ => return Err(crate::errmsg::fail(crate::consts::ACLNN_ERR_PARAM_NULLPTR, "out list is NULL")),
+                };
+                let bad = |m: String| crate::errmsg::fail(crate::consts::ACLNN_ERR_PARAM_INVALID, m);
+                if !(0..r).contains(&d) || sizes.iter().sum::<i64>() != x.shape[d as usize] || outs.len() != sizes.len()
+                {
+                    return Err(bad(format!(
+                        "split sizes {sizes:?} along dim {dim} of {:?} into {} outputs",
+                        x.shape,
+                        outs.len()
+                    )));
+                }
+                for (o, &n) in outs.iter().zip(sizes) {
+                    let mut want = x.shape.clone();
+                    want[d as usize] = n;
+                    if o.shape != want {
+                        return Err(bad(format!("split output {:?}, {want:?} expected", o.shape)));
+                    }
                 }
             }
             Nn::AdamWV2 { amsgrad, .. } => {
@@ -460,6 +487,24 @@ impl Nn {
                 wr(s, 2, &v)?;
                 if let Some(vm) = vmax {
                     wr(s, 3, &vm)?;
+                }
+                Ok(())
+            }
+            Nn::SplitWithSize { sizes, dim } => {
+                let x = tv(s, 0)?;
+                let d = if *dim < 0 { dim + x.shape.len() as i64 } else { *dim } as usize;
+                let outs = match s.get(1) {
+                    Some(SV::L(v)) => v,
+                    _ => return Err(crate::errmsg::fail(crate::consts::ACLNN_ERR_PARAM_NULLPTR, "out list is NULL")),
+                };
+                let mut start = 0i64;
+                for (o, &n) in outs.iter().zip(sizes) {
+                    // the piece as a view of self: same strides, offset moved along dim
+                    let mut v = x.clone();
+                    v.shape[d] = n;
+                    v.offset += start * x.strides[d];
+                    o.write_f64(&v.read_f64()?)?;
+                    start += n;
                 }
                 Ok(())
             }

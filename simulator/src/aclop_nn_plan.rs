@@ -304,7 +304,7 @@ pub fn plan(op: &str, ins: &[IoT], iv: &[TView], ov: &[TView], a: &Attr) -> Resu
                 x.shape[axis as usize..].iter().product::<i64>() as usize
             } else {
                 let (nv, nm) = (iv[2].numel(), iv[3].numel());
-                if nv == 0 || nv != nm || x.numel() % nv != 0 {
+                if nv == 0 || nv != nm || !x.numel().is_multiple_of(nv) {
                     return Err(fail(
                         ACL_ERROR_INVALID_PARAM,
                         format!(

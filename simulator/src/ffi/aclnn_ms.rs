@@ -1,6 +1,6 @@
 //! aclnn functions MindSpore 2.10's Ascend plugin resolves (real-clients.md §6.2) that the other files lack:
 //! Tanh / Sigmoid and their backward, Erf, GeluV2 / GeluBackwardV2 (approximate 0 = erf, 1 = tanh), Clamp, Permute,
-//! PowTensorTensor, PowTensorScalar, ApplyAdamWV2, and the nnopbase thread-local huge-memory hooks (InitHugeMemThreadLocal,
+//! PowTensorTensor, PowTensorScalar, ApplyAdamWV2, SplitWithSize, and the nnopbase thread-local huge-memory hooks (InitHugeMemThreadLocal,
 //! UnInitHugeMemThreadLocal, ReleaseHugeMem) that clients wrap around every aclnn call.
 use super::aclnn::{int_array, p1, scalar, u};
 use crate::aclop_nn::Nn;
@@ -35,6 +35,7 @@ crate::phase2!(
     aclnnPowTensorTensor,
     aclnnPowTensorScalar,
     aclnnApplyAdamWV2,
+    aclnnSplitWithSize,
 );
 
 macro_rules! unary {
@@ -224,3 +225,20 @@ pub extern "C" fn InitHugeMemThreadLocal(_arg: *mut c_void, _sync: bool) -> i32 
 pub extern "C" fn UnInitHugeMemThreadLocal(_arg: *mut c_void, _sync: bool) {}
 #[no_mangle]
 pub extern "C" fn ReleaseHugeMem(_arg: *mut c_void, _sync: bool) {}
+
+#[no_mangle]
+pub extern "C" fn aclnnSplitWithSizeGetWorkspaceSize(
+    self_: H,
+    split_size: H,
+    dim: i64,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnSplitWithSize", ws, ex, || {
+        let sizes = int_array(split_size, "splitSize")?;
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.list(Out, "out", u(out))?;
+        Ok((nn(Nn::SplitWithSize { sizes, dim }), a))
+    })
+}
