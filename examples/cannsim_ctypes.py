@@ -90,7 +90,7 @@ class AclError(RuntimeError):
 
 VP = C.c_void_p
 # phase-1 argument codes: T tensor, S scalar, I int array, B bool array, L tensor list,
-# l int64, i int32, b int8, ? bool, d double, Q uint64
+# l int64, i int32, b int8, ? bool, d double, f float, Q uint64
 SIGS = {
     "Add": "TTST",
     "Adds": "TSST",
@@ -164,6 +164,18 @@ SIGS = {
     "MaxPool2dWithIndices": "TIIII?TT",
     "MaxPool2dWithMaskBackward": "TTTIIII?T",
     "MaxPool2dWithIndicesBackward": "TTTIIII?T",
+    "Tanh": "TT",
+    "Sigmoid": "TT",
+    "Erf": "TT",
+    "TanhBackward": "TTT",
+    "SigmoidBackward": "TTT",
+    "GeluV2": "TlT",
+    "GeluBackwardV2": "TTlT",
+    "Clamp": "TSST",
+    "Permute": "TIT",
+    "PowTensorTensor": "TTT",
+    "PowTensorScalar": "TST",
+    "ApplyAdamWV2": "TTTTTTfffff??",
 }
 CT = {
     "T": VP,
@@ -176,6 +188,7 @@ CT = {
     "b": C.c_int8,
     "?": C.c_bool,
     "d": C.c_double,
+    "f": C.c_float,
     "Q": C.c_uint64,
 }
 

@@ -47,12 +47,12 @@ fi
 cxx=$repo/simulator/cxx
 gebuild=${CARGO_TARGET_DIR:-$repo/target}/cannsimge${CANNSIM_TARGET:+-$CANNSIM_TARGET}
 mkdir -p "$gebuild"
-if [ ! -f "$gebuild/libcannsimge.so" ] || [ "$cxx/cannsimge.cc" -nt "$gebuild/libcannsimge.so" ] \
+if [ ! -f "$gebuild/libcannsimge.so" ] || [ "$cxx/cannsimge.cc" -nt "$gebuild/libcannsimge.so" ] || [ "$cxx/op_proto.cc" -nt "$gebuild/libcannsimge.so" ] \
    || [ "$cxx/stub_symbols.txt" -nt "$gebuild/libcannsimge.so" ]; then
   awk -v body="$stub_body" '{ printf ".globl %s\n.type %s,@function\n%s:\n" body "\n.size %s,.-%s\n", $1,$1,$1,$1,$1 }' \
     "$cxx/stub_symbols.txt" > "$gebuild/stubs.S"
   echo '.section .note.GNU-stack,"",@progbits' >> "$gebuild/stubs.S"
-  "$cxx_cc" -shared -fPIC -O2 -D_GLIBCXX_USE_CXX11_ABI=0 -o "$gebuild/.libcannsimge.so.tmp" "$cxx/cannsimge.cc" "$gebuild/stubs.S" \
+  "$cxx_cc" -shared -fPIC -O2 -D_GLIBCXX_USE_CXX11_ABI=0 -o "$gebuild/.libcannsimge.so.tmp" "$cxx/cannsimge.cc" "$cxx/op_proto.cc" "$gebuild/stubs.S" \
     -L"$lib64" -l:libcannsim.so -Wl,-rpath,'$ORIGIN' -Wl,-z,now >&2
   mv -f "$gebuild/.libcannsimge.so.tmp" "$gebuild/libcannsimge.so"
 fi

@@ -62,7 +62,7 @@ impl IoT {
         Ok(v)
     }
     /// Integer values of a small (axes-like) input: const data, host placement, or device memory.
-    fn ints(&self) -> Result<Vec<i64>, i32> {
+    pub(crate) fn ints(&self) -> Result<Vec<i64>, i32> {
         let dt = DType::from_acl(self.desc.dtype)
             .filter(|d| d.is_int())
             .ok_or_else(|| fail(ACL_ERROR_INVALID_PARAM, "axes must be int32/int64"))?;
@@ -166,7 +166,7 @@ fn free_all(v: &[usize]) {
 }
 
 /// The single value of a one-element input (e.g. Fill's value, Range's bounds), as f64.
-fn scalar_in(v: &TView) -> Result<f64, i32> {
+pub(crate) fn scalar_in(v: &TView) -> Result<f64, i32> {
     if v.numel() != 1 {
         return Err(fail(ACL_ERROR_INVALID_PARAM, format!("scalar input has {} elements", v.numel())));
     }
@@ -216,6 +216,40 @@ pub const OP_TYPES: &[&str] = &[
     "Fill",
     "Range",
     "PadV3",
+    // classic nets (MindSpore 2.10's aclop path): aclop_nn.rs and the shared aclnn kernels
+    "Conv2D",
+    "Conv2DBackpropInput",
+    "Conv2DBackpropFilter",
+    "BiasAddGrad",
+    "MaxPool",
+    "MaxPoolGrad",
+    "BNTrainingReduce",
+    "BNTrainingUpdate",
+    "BNTrainingUpdateGrad",
+    "BNTrainingReduceGrad",
+    "SoftmaxCrossEntropyWithLogits",
+    "OneHot",
+    "ReduceMean",
+    "ReduceMeanD",
+    "Assign",
+    "AssignAdd",
+    "ApplyAdam",
+    "ApplyAdamD",
+    "ApplyMomentum",
+    "ApplyMomentumD",
+    "AddN",
+    "DropOutGenMask",
+    "DropOutDoMask",
+    "Gelu",
+    "GeluGrad",
+    "SoftmaxGrad",
+    "LogSoftmaxV2",
+    "LogSoftmaxGrad",
+    "ReluGrad",
+    "LayerNorm",
+    "LayerNormGrad",
+    "AvgPool",
+    "AvgPoolGrad",
 ];
 
 /// Build the kernel steps for an aclop op. Returns (steps, trace args).
@@ -226,11 +260,28 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
     if !OP_TYPES.contains(&op_type) {
         return Err(fail(ACL_ERROR_OP_NOT_FOUND, format!("op type {op_type} is not supported by the simulator")));
     }
+    let addn_ins = [ins.len().max(1)];
     let (nin, nout): (&[usize], usize) = match op_type {
         "MatMul" | "MatMulV2" | "BatchMatMul" | "BatchMatMulV2" => (&[2, 3], 1),
         "Cast" | "Relu" | "ReduceSumD" | "SoftmaxV2" | "Identity" => (&[1], 1),
         "Range" => (&[3], 1),
         "PadV3" => (&[2, 3], 1),
+        "Conv2D" => (&[2, 3], 1),
+        "Conv2DBackpropInput" | "Conv2DBackpropFilter" | "MaxPoolGrad" | "DropOutDoMask" | "GeluGrad" => (&[3], 1),
+        "BiasAddGrad" | "MaxPool" | "AvgPool" | "ReduceMeanD" | "Gelu" | "LogSoftmaxV2" => (&[1], 1),
+        "BNTrainingReduce" => (&[1], 2),
+        "LayerNorm" => (&[3], 3),
+        "LayerNormGrad" => (&[5], 3),
+        "BNTrainingUpdate" => (&[7], 5),
+        "BNTrainingUpdateGrad" => (&[4], 2),
+        "BNTrainingReduceGrad" => (&[7], 1),
+        "SoftmaxCrossEntropyWithLogits" => (&[2], 2),
+        "OneHot" => (&[4], 1),
+        "ApplyAdam" => (&[10], 1),
+        "ApplyAdamD" => (&[10], 3),
+        "ApplyMomentum" => (&[5], 1),
+        "ApplyMomentumD" => (&[5], 2),
+        "AddN" => (&addn_ins, 1),
         _ => (&[2], 1),
     };
     if !nin.contains(&ins.len()) {
@@ -271,118 +322,125 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
     let t = |v: &TView| SV::T(Some(v.clone()));
     let y = &ov[0];
     let mut steps = Vec::new();
-    match op_type {
-        "Add" | "AddV2" | "Sub" | "Mul" | "RealDiv" | "Div" => {
-            let op = match op_type {
-                "Sub" => Bin::Sub,
-                "Mul" => Bin::Mul,
-                "RealDiv" | "Div" => Bin::Div,
-                _ => Bin::Add,
-            };
-            steps.push((Op::Binary { op, alpha: 1.0 }, vec![t(&iv[0]), t(&iv[1]), t(y)]));
-        }
-        "MatMul" | "MatMulV2" | "BatchMatMul" | "BatchMatMulV2" => {
-            let (k1, k2) =
-                if op_type.starts_with("Batch") { ("adj_x1", "adj_x2") } else { ("transpose_x1", "transpose_x2") };
-            let a = transposed(iv[0].clone(), abool(attr, k1));
-            let b = transposed(iv[1].clone(), abool(attr, k2));
-            let op = if op_type.starts_with("Batch") { Op::Matmul } else { Op::Mm };
-            steps.push((op, vec![t(&a), t(&b), t(y)]));
-            if iv.len() == 3 {
-                steps.push((Op::InplaceBinary { op: Bin::Add, alpha: 1.0 }, vec![t(y), t(&iv[2])]));
+    if let Some(st) = crate::aclop_nn_plan::plan(op_type, ins, &iv, &ov, attr)? {
+        steps = st;
+    } else {
+        match op_type {
+            "Add" | "AddV2" | "Sub" | "Mul" | "RealDiv" | "Div" => {
+                let op = match op_type {
+                    "Sub" => Bin::Sub,
+                    "Mul" => Bin::Mul,
+                    "RealDiv" | "Div" => Bin::Div,
+                    _ => Bin::Add,
+                };
+                steps.push((Op::Binary { op, alpha: 1.0 }, vec![t(&iv[0]), t(&iv[1]), t(y)]));
             }
-        }
-        "Cast" => steps.push((Op::Cast { dtype: y.dtype.acl() }, vec![t(&iv[0]), t(y)])),
-        "Relu" => steps.push((Op::Relu, vec![t(&iv[0]), t(y)])),
-        "Identity" => {
-            if y.shape != iv[0].shape || y.dtype != iv[0].dtype {
-                return Err(fail(ACL_ERROR_INVALID_PARAM, "Identity: output shape/dtype differs from the input"));
-            }
-            steps.push((Op::InplaceCopy, vec![t(y), t(&iv[0])]))
-        }
-        "SoftmaxV2" => {
-            let dim = match attr.get("axes") {
-                Some(AttrVal::ListInt(v)) if v.len() == 1 => v[0],
-                None => -1,
-                _ => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, "SoftmaxV2: axes must have one element")),
-            };
-            steps.push((Op::Softmax { dim, log: false }, vec![t(&iv[0]), t(y)]));
-        }
-        "ReduceSum" | "ReduceSumD" => {
-            let dims = if op_type == "ReduceSum" {
-                ins[1].ints()?
-            } else {
-                match attr.get("axes") {
-                    Some(AttrVal::ListInt(v)) => v.clone(),
-                    _ => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, "ReduceSumD needs attr axes")),
-                }
-            };
-            let keep = abool(attr, "keep_dims");
-            steps.push((Op::ReduceSum { dims, keep, dtype: y.dtype.acl(), mean: false }, vec![t(&iv[0]), t(y)]));
-        }
-        "BiasAdd" => {
-            let x = &iv[0];
-            let nchw = matches!(attr.get("data_format"), Some(AttrVal::Str(s)) if s == "NCHW" || s == "NCDHW");
-            let mut b = iv[1].clone();
-            if nchw && x.shape.len() >= 2 {
-                let extra = x.shape.len() - 2;
-                b.shape.resize(b.shape.len() + extra, 1);
-                b.strides.resize(b.strides.len() + extra, 1);
-            }
-            steps.push((Op::Binary { op: Bin::Add, alpha: 1.0 }, vec![t(x), t(&b), t(y)]));
-        }
-        "Fill" => {
-            // Fill(dims, value) -> y: y has the shape given by the dims input, every element = value.
-            let dims = ins[0].ints()?;
-            if dims != y.shape {
-                return Err(fail(ACL_ERROR_INVALID_PARAM, format!("Fill: dims {dims:?} differ from y {:?}", y.shape)));
-            }
-            let value = scalar_in(&iv[1])?;
-            steps.push((Op::InplaceFill { value }, vec![t(y)]));
-        }
-        "PadV3" => {
-            // PadV3(x, paddings, constant_values?) -> y; mode "constant" only. paddings_contiguous
-            // (default true): [d0_begin, d0_end, d1_begin, ...]; else [d0_begin, d1_begin, ..., d0_end, ...].
-            match attr.get("mode") {
-                None => {}
-                Some(AttrVal::Str(m)) if m == "constant" => {}
-                Some(m) => {
-                    return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, format!("PadV3: mode {m:?} is not supported")))
+            "MatMul" | "MatMulV2" | "BatchMatMul" | "BatchMatMulV2" => {
+                let (k1, k2) =
+                    if op_type.starts_with("Batch") { ("adj_x1", "adj_x2") } else { ("transpose_x1", "transpose_x2") };
+                let a = transposed(iv[0].clone(), abool(attr, k1));
+                let b = transposed(iv[1].clone(), abool(attr, k2));
+                let op = if op_type.starts_with("Batch") { Op::Matmul } else { Op::Mm };
+                steps.push((op, vec![t(&a), t(&b), t(y)]));
+                if iv.len() == 3 {
+                    steps.push((Op::InplaceBinary { op: Bin::Add, alpha: 1.0 }, vec![t(y), t(&iv[2])]));
                 }
             }
-            let p = ins[1].ints()?;
-            let r = iv[0].shape.len();
-            if p.len() != 2 * r {
-                return Err(fail(ACL_ERROR_INVALID_PARAM, format!("PadV3: {} paddings for rank {r}", p.len())));
+            "Cast" => steps.push((Op::Cast { dtype: y.dtype.acl() }, vec![t(&iv[0]), t(y)])),
+            "Relu" => steps.push((Op::Relu, vec![t(&iv[0]), t(y)])),
+            "Identity" => {
+                if y.shape != iv[0].shape || y.dtype != iv[0].dtype {
+                    return Err(fail(ACL_ERROR_INVALID_PARAM, "Identity: output shape/dtype differs from the input"));
+                }
+                steps.push((Op::InplaceCopy, vec![t(y), t(&iv[0])]))
             }
-            let contiguous = !matches!(attr.get("paddings_contiguous"), Some(AttrVal::Bool(false)));
-            let before: Vec<i64> = (0..r).map(|d| if contiguous { p[2 * d] } else { p[d] }).collect();
-            let after: Vec<i64> = (0..r).map(|d| if contiguous { p[2 * d + 1] } else { p[r + d] }).collect();
-            let want: Vec<i64> = (0..r).map(|d| iv[0].shape[d] + before[d] + after[d]).collect();
-            if want != y.shape {
-                return Err(fail(ACL_ERROR_INVALID_PARAM, format!("PadV3: y {:?}, {want:?} expected", y.shape)));
+            "SoftmaxV2" => {
+                let dim = match attr.get("axes") {
+                    Some(AttrVal::ListInt(v)) if v.len() == 1 => v[0],
+                    None => -1,
+                    _ => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, "SoftmaxV2: axes must have one element")),
+                };
+                steps.push((Op::Softmax { dim, log: false }, vec![t(&iv[0]), t(y)]));
             }
-            let e = crate::ops_ext::ExtOp::PadConstant { before };
-            let mut sv = vec![t(&iv[0]), t(y)];
-            if let Some(v) = iv.get(2) {
-                sv.push(t(v));
+            "ReduceSum" | "ReduceSumD" => {
+                let dims = if op_type == "ReduceSum" {
+                    ins[1].ints()?
+                } else {
+                    match attr.get("axes") {
+                        Some(AttrVal::ListInt(v)) => v.clone(),
+                        _ => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, "ReduceSumD needs attr axes")),
+                    }
+                };
+                let keep = abool(attr, "keep_dims");
+                steps.push((Op::ReduceSum { dims, keep, dtype: y.dtype.acl(), mean: false }, vec![t(&iv[0]), t(y)]));
             }
-            steps.push((Op::Ext(Box::new(e)), sv));
+            "BiasAdd" => {
+                let x = &iv[0];
+                let nchw = matches!(attr.get("data_format"), Some(AttrVal::Str(s)) if s == "NCHW" || s == "NCDHW");
+                let mut b = iv[1].clone();
+                if nchw && x.shape.len() >= 2 {
+                    let extra = x.shape.len() - 2;
+                    b.shape.resize(b.shape.len() + extra, 1);
+                    b.strides.resize(b.strides.len() + extra, 1);
+                }
+                steps.push((Op::Binary { op: Bin::Add, alpha: 1.0 }, vec![t(x), t(&b), t(y)]));
+            }
+            "Fill" => {
+                // Fill(dims, value) -> y: y has the shape given by the dims input, every element = value.
+                let dims = ins[0].ints()?;
+                if dims != y.shape {
+                    return Err(fail(
+                        ACL_ERROR_INVALID_PARAM,
+                        format!("Fill: dims {dims:?} differ from y {:?}", y.shape),
+                    ));
+                }
+                let value = scalar_in(&iv[1])?;
+                steps.push((Op::InplaceFill { value }, vec![t(y)]));
+            }
+            "PadV3" => {
+                // PadV3(x, paddings, constant_values?) -> y; mode "constant" only. paddings_contiguous
+                // (default true): [d0_begin, d0_end, d1_begin, ...]; else [d0_begin, d1_begin, ..., d0_end, ...].
+                match attr.get("mode") {
+                    None => {}
+                    Some(AttrVal::Str(m)) if m == "constant" => {}
+                    Some(m) => {
+                        return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, format!("PadV3: mode {m:?} is not supported")))
+                    }
+                }
+                let p = ins[1].ints()?;
+                let r = iv[0].shape.len();
+                if p.len() != 2 * r {
+                    return Err(fail(ACL_ERROR_INVALID_PARAM, format!("PadV3: {} paddings for rank {r}", p.len())));
+                }
+                let contiguous = !matches!(attr.get("paddings_contiguous"), Some(AttrVal::Bool(false)));
+                let before: Vec<i64> = (0..r).map(|d| if contiguous { p[2 * d] } else { p[d] }).collect();
+                let after: Vec<i64> = (0..r).map(|d| if contiguous { p[2 * d + 1] } else { p[r + d] }).collect();
+                let want: Vec<i64> = (0..r).map(|d| iv[0].shape[d] + before[d] + after[d]).collect();
+                if want != y.shape {
+                    return Err(fail(ACL_ERROR_INVALID_PARAM, format!("PadV3: y {:?}, {want:?} expected", y.shape)));
+                }
+                let e = crate::ops_ext::ExtOp::PadConstant { before };
+                let mut sv = vec![t(&iv[0]), t(y)];
+                if let Some(v) = iv.get(2) {
+                    sv.push(t(v));
+                }
+                steps.push((Op::Ext(Box::new(e)), sv));
+            }
+            "Range" => {
+                // Range(start, limit, delta) -> y
+                let (start, end, step) = (scalar_in(&iv[0])?, scalar_in(&iv[1])?, scalar_in(&iv[2])?);
+                let n = crate::ops_ext::arange_len(start, end, step).map_err(opfail)?;
+                if y.numel() != n {
+                    return Err(fail(
+                        ACL_ERROR_INVALID_PARAM,
+                        format!("Range: y has {} elements, {n} expected", y.numel()),
+                    ));
+                }
+                let e = crate::ops_ext::ExtOp::Arange { start, end, step };
+                steps.push((Op::Ext(Box::new(e)), vec![t(y)]));
+            }
+            _ => unreachable!(),
         }
-        "Range" => {
-            // Range(start, limit, delta) -> y
-            let (start, end, step) = (scalar_in(&iv[0])?, scalar_in(&iv[1])?, scalar_in(&iv[2])?);
-            let n = crate::ops_ext::arange_len(start, end, step).map_err(opfail)?;
-            if y.numel() != n {
-                return Err(fail(
-                    ACL_ERROR_INVALID_PARAM,
-                    format!("Range: y has {} elements, {n} expected", y.numel()),
-                ));
-            }
-            let e = crate::ops_ext::ExtOp::Arange { start, end, step };
-            steps.push((Op::Ext(Box::new(e)), vec![t(y)]));
-        }
-        _ => unreachable!(),
     }
     for (op, sv) in &steps {
         op.validate(sv).map_err(opfail)?;

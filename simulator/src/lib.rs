@@ -4,6 +4,8 @@
 //! `hccl`, `trace`); the C ABI lives in `ffi`. See `simulator/README.md`.
 
 pub mod aclop;
+pub mod aclop_nn;
+pub mod aclop_nn_plan;
 pub mod consts;
 pub mod dtype;
 pub mod errmsg;

@@ -12,6 +12,8 @@ pub enum Bin {
     Sub,
     Mul,
     Div,
+    /// aclnnPowTensorTensor: self ** exponent
+    Pow,
 }
 
 impl Bin {
@@ -21,6 +23,7 @@ impl Bin {
             Bin::Sub => a - alpha * b,
             Bin::Mul => a * b,
             Bin::Div => a / b,
+            Bin::Pow => a.powf(b),
         }
     }
 }
@@ -33,9 +36,38 @@ pub enum UFn {
     Neg,
     Sqrt,
     Abs,
+    /// aclnnTanh
+    Tanh,
+    /// aclnnSigmoid: 1 / (1 + e^-x)
+    Sigmoid,
+    /// aclnnGeluV2 with approximate = 1 ("tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    GeluTanh,
+    /// aclnnErf
+    Erf,
 }
 
+const GELU_C: f32 = 0.797_884_6; // sqrt(2/pi)
+
 impl UFn {
+    /// d f / d x expressed through `v`: the output y for Tanh (1 - y²) and Sigmoid (y (1 - y)); the input x
+    /// for GeluTanh (as aclnnGeluBackwardV2, which takes self) and the others.
+    pub fn grad(self, v: f32) -> f32 {
+        match self {
+            UFn::Tanh => 1.0 - v * v,
+            UFn::Sigmoid => v * (1.0 - v),
+            UFn::GeluTanh => {
+                let inner = GELU_C * (v + 0.044715 * v * v * v);
+                let th = inner.tanh();
+                0.5 * (1.0 + th) + 0.5 * v * (1.0 - th * th) * GELU_C * (1.0 + 3.0 * 0.044715 * v * v)
+            }
+            UFn::Log => 1.0 / v,
+            UFn::Exp => v.exp(),
+            UFn::Neg => -1.0,
+            UFn::Sqrt => 0.5 / v.sqrt(),
+            UFn::Abs => v.signum(),
+            UFn::Erf => 2.0 / std::f32::consts::PI.sqrt() * (-v * v).exp(),
+        }
+    }
     fn apply(self, x: f32) -> f32 {
         match self {
             UFn::Log => x.ln(),
@@ -43,6 +75,10 @@ impl UFn {
             UFn::Neg => -x,
             UFn::Sqrt => x.sqrt(),
             UFn::Abs => x.abs(),
+            UFn::Tanh => x.tanh(),
+            UFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UFn::Erf => crate::kernels::erf_f(x),
+            UFn::GeluTanh => 0.5 * x * (1.0 + (GELU_C * (x + 0.044715 * x * x * x)).tanh()),
         }
     }
 }
@@ -101,6 +137,8 @@ pub enum Op {
     },
     /// slots: self, out
     Gelu,
+    /// slots: gradOutput, output (Tanh, Sigmoid) or self (GeluTanh), gradInput: gradOutput * f'
+    UnaryBackward(UFn),
     /// slots: gradOutput, self, gradInput
     GeluBackward,
     /// slots: self, out
@@ -378,7 +416,7 @@ impl Op {
                 Ok(0)
             }
             Op::InplaceRelu => float(t(s, 0)?, "selfRef").map(|_| 0),
-            Op::ThresholdBackward { .. } | Op::GeluBackward => {
+            Op::ThresholdBackward { .. } | Op::GeluBackward | Op::UnaryBackward(_) => {
                 let (g, x, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
                 float(g, "gradOutput")?;
                 float(x, "self")?;
@@ -664,6 +702,11 @@ impl Op {
             Op::Gelu => {
                 let a = t(s, 0)?.read_f32()?;
                 t(s, 1)?.write_f32(&a.iter().map(|&x| k::gelu(x)).collect::<Vec<_>>())
+            }
+            Op::UnaryBackward(f) => {
+                let g = t(s, 0)?.read_f32()?;
+                let v = t(s, 1)?.read_f32()?;
+                t(s, 2)?.write_f32(&g.iter().zip(&v).map(|(&g, &v)| g * f.grad(v)).collect::<Vec<_>>())
             }
             Op::GeluBackward => {
                 let g = t(s, 0)?.read_f32()?;

@@ -83,6 +83,8 @@ pub enum ExtOp {
     MaxPool2d { geom: PoolGeom, mask: bool },
     /// slots: gradOutput, self, indices, gradInput
     MaxPool2dBackward { geom: PoolGeom, mask: bool },
+    /// The classic aclop kernels (aclop_nn.rs); shapes are checked when the aclop call is planned.
+    Nn(crate::aclop_nn::Nn),
 }
 
 /// Convolution parameters (2-D).
@@ -308,7 +310,7 @@ pub fn dropout_mask_bytes(numel: usize) -> usize {
 }
 
 /// Uniform [0, 1) from (seed, offset, i): splitmix64 of a counter (the simulator's generator).
-fn uniform(seed: i64, offset: i64, i: usize) -> f64 {
+pub(crate) fn uniform(seed: i64, offset: i64, i: usize) -> f64 {
     let mut z = (seed as u64) ^ (offset as u64).wrapping_add(i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -351,6 +353,7 @@ impl ExtOp {
     /// Phase 1: validate; returns the workspace size.
     pub fn validate(&self, s: &[SV]) -> Result<u64, i32> {
         match self {
+            ExtOp::Nn(n) => n.validate(s),
             ExtOp::Arange { start, end, step } => {
                 let o = t(s, 0)?;
                 let n = arange_len(*start, *end, *step)?;
@@ -573,6 +576,7 @@ impl ExtOp {
     /// Phase 2 (stream worker).
     pub fn exec(&self, s: &[SV]) -> Result<(), i32> {
         match self {
+            ExtOp::Nn(n) => n.exec(s),
             ExtOp::Arange { start, step, .. } => {
                 let o = t(s, 0)?;
                 let v: Vec<f64> = (0..o.numel()).map(|i| start + i as f64 * step).collect();

@@ -9,6 +9,7 @@
 
 pub mod aclnn;
 pub mod aclnn_ext;
+pub mod aclnn_ms;
 pub mod aclop;
 pub mod hccl;
 pub mod nnopbase;

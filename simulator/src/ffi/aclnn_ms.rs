@@ -1,0 +1,244 @@
+//! aclnn functions MindSpore 2.10's Ascend plugin resolves (real-clients.md §6.2) that the other files lack:
+//! Tanh / Sigmoid and their backward, Erf, GeluV2 / GeluBackwardV2 (approximate 0 = erf, 1 = tanh), Clamp, Permute,
+//! PowTensorTensor, PowTensorScalar, ApplyAdamWV2, SplitWithSize, and the nnopbase thread-local huge-memory hooks (InitHugeMemThreadLocal,
+//! UnInitHugeMemThreadLocal, ReleaseHugeMem) that clients wrap around every aclnn call.
+use super::aclnn::{int_array, p1, scalar, u};
+use crate::aclop_nn::Nn;
+use crate::consts::*;
+use crate::errmsg::fail;
+use crate::nnop::Args;
+use crate::ops::{Bin, Op, UFn};
+use crate::ops_ext::ExtOp;
+use crate::trace::Role::{InOut, Input as In, Output as Out};
+use std::os::raw::c_void;
+
+type Status = i32;
+type H = *mut c_void;
+
+fn nn(n: Nn) -> Op {
+    Op::Ext(Box::new(ExtOp::Nn(n)))
+}
+fn inv(msg: impl Into<String>) -> i32 {
+    fail(ACLNN_ERR_PARAM_INVALID, msg)
+}
+
+crate::phase2!(
+    aclnnTanh,
+    aclnnSigmoid,
+    aclnnErf,
+    aclnnTanhBackward,
+    aclnnSigmoidBackward,
+    aclnnGeluV2,
+    aclnnGeluBackwardV2,
+    aclnnClamp,
+    aclnnPermute,
+    aclnnPowTensorTensor,
+    aclnnPowTensorScalar,
+    aclnnApplyAdamWV2,
+    aclnnSplitWithSize,
+);
+
+macro_rules! unary {
+    ($name:ident, $p2:literal, $f:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                let mut a = Args::new();
+                a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+                Ok((Op::Unary($f), a))
+            })
+        }
+    };
+}
+unary!(aclnnTanhGetWorkspaceSize, "aclnnTanh", UFn::Tanh);
+unary!(aclnnSigmoidGetWorkspaceSize, "aclnnSigmoid", UFn::Sigmoid);
+unary!(aclnnErfGetWorkspaceSize, "aclnnErf", UFn::Erf);
+
+macro_rules! backward {
+    ($name:ident, $p2:literal, $f:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(grad_output: H, output: H, grad_input: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                let mut a = Args::new();
+                a.t(In, "gradOutput", u(grad_output))?.t(In, "output", u(output))?.t(
+                    Out,
+                    "gradInput",
+                    u(grad_input),
+                )?;
+                Ok((Op::UnaryBackward($f), a))
+            })
+        }
+    };
+}
+backward!(aclnnTanhBackwardGetWorkspaceSize, "aclnnTanhBackward", UFn::Tanh);
+backward!(aclnnSigmoidBackwardGetWorkspaceSize, "aclnnSigmoidBackward", UFn::Sigmoid);
+
+#[no_mangle]
+pub extern "C" fn aclnnGeluV2GetWorkspaceSize(self_: H, approximate: i64, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnGeluV2", ws, ex, || {
+        let op = match approximate {
+            0 => Op::Gelu,
+            1 => Op::Unary(UFn::GeluTanh),
+            v => return Err(inv(format!("approximate must be 0 (none) or 1 (tanh), got {v}"))),
+        };
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((op, a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnGeluBackwardV2GetWorkspaceSize(
+    grad_output: H,
+    self_: H,
+    approximate: i64,
+    grad_input: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnGeluBackwardV2", ws, ex, || {
+        let op = match approximate {
+            0 => Op::GeluBackward,
+            1 => Op::UnaryBackward(UFn::GeluTanh),
+            v => return Err(inv(format!("approximate must be 0 (none) or 1 (tanh), got {v}"))),
+        };
+        let mut a = Args::new();
+        a.t(In, "gradOutput", u(grad_output))?.t(In, "self", u(self_))?.t(Out, "gradInput", u(grad_input))?;
+        Ok((op, a))
+    })
+}
+
+fn opt_scalar(h: H, what: &str) -> Result<Option<f64>, i32> {
+    if h.is_null() {
+        Ok(None)
+    } else {
+        scalar(h, what).map(Some)
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnClampGetWorkspaceSize(self_: H, min: H, max: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnClamp", ws, ex, || {
+        let (min, max) = (opt_scalar(min, "clipValueMin")?, opt_scalar(max, "clipValueMax")?);
+        if min.is_none() && max.is_none() {
+            return Err(fail(ACLNN_ERR_PARAM_NULLPTR, "clipValueMin and clipValueMax are both NULL"));
+        }
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((nn(Nn::Clamp { min, max }), a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnPermuteGetWorkspaceSize(self_: H, dims: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnPermute", ws, ex, || {
+        let d = int_array(dims, "dims")?;
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        let r = d.len() as i64;
+        let mut norm: Vec<usize> = Vec::with_capacity(d.len());
+        for &x in &d {
+            let v = if x < 0 { x + r } else { x };
+            if !(0..r).contains(&v) || norm.contains(&(v as usize)) {
+                return Err(inv(format!("dims {d:?} is not a permutation of 0..{r}")));
+            }
+            norm.push(v as usize);
+        }
+        Ok((nn(Nn::Permute { dims: norm }), a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnPowTensorTensorGetWorkspaceSize(
+    self_: H,
+    exponent: H,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnPowTensorTensor", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(In, "exponent", u(exponent))?.t(Out, "out", u(out))?;
+        Ok((Op::Binary { op: Bin::Pow, alpha: 1.0 }, a))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aclnnPowTensorScalarGetWorkspaceSize(
+    self_: H,
+    exponent: H,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnPowTensorScalar", ws, ex, || {
+        let e = scalar(exponent, "exponent")?;
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((Op::BinaryScalar { op: Bin::Pow, other: e, alpha: 1.0 }, a))
+    })
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn aclnnApplyAdamWV2GetWorkspaceSize(
+    var_ref: H,
+    m_ref: H,
+    v_ref: H,
+    max_grad_norm_ref: H,
+    grad: H,
+    step: H,
+    lr: f32,
+    beta1: f32,
+    beta2: f32,
+    weight_decay: f32,
+    eps: f32,
+    amsgrad: bool,
+    maximize: bool,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnApplyAdamWV2", ws, ex, || {
+        if amsgrad && max_grad_norm_ref.is_null() {
+            return Err(fail(ACLNN_ERR_PARAM_NULLPTR, "amsgrad needs maxGradNormOptionalRef"));
+        }
+        let mut a = Args::new();
+        a.t(InOut, "varRef", u(var_ref))?
+            .t(InOut, "mRef", u(m_ref))?
+            .t(InOut, "vRef", u(v_ref))?
+            .t(if amsgrad { InOut } else { In }, "maxGradNormOptionalRef", u(max_grad_norm_ref))?
+            .t(In, "grad", u(grad))?
+            .t(In, "step", u(step))?;
+        let (lr, b1, b2, wd, eps) = (lr as f64, beta1 as f64, beta2 as f64, weight_decay as f64, eps as f64);
+        Ok((nn(Nn::AdamWV2 { lr, b1, b2, wd, eps, amsgrad, maximize }), a))
+    })
+}
+
+// nnopbase's thread-local huge-memory pool: clients call Init before phase 1 and UnInit / Release after
+// phase 2. The simulator's executors own their memory, so there is no pool: Init succeeds (0), the others
+// do nothing.
+#[no_mangle]
+pub extern "C" fn InitHugeMemThreadLocal(_arg: *mut c_void, _sync: bool) -> i32 {
+    0
+}
+#[no_mangle]
+pub extern "C" fn UnInitHugeMemThreadLocal(_arg: *mut c_void, _sync: bool) {}
+#[no_mangle]
+pub extern "C" fn ReleaseHugeMem(_arg: *mut c_void, _sync: bool) {}
+
+#[no_mangle]
+pub extern "C" fn aclnnSplitWithSizeGetWorkspaceSize(
+    self_: H,
+    split_size: H,
+    dim: i64,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnSplitWithSize", ws, ex, || {
+        let sizes = int_array(split_size, "splitSize")?;
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.list(Out, "out", u(out))?;
+        Ok((nn(Nn::SplitWithSize { sizes, dim }), a))
+    })
+}
