@@ -352,6 +352,7 @@ extern "C" fn at_exit() {
             return;
         }
         STATE.store(OFF, Relaxed);
+        super::devstats::drain(std::time::Duration::from_secs(60));
         if let Some(s) = l2.recorder.finish() {
             log::info!(
                 concat!(
@@ -399,6 +400,8 @@ pub(crate) fn after_launch(l2: &L2, record_name: &str) {
         }
     }
     if end {
+        // Records still waiting for their device statistics belong to the step ending now.
+        super::devstats::drain(std::time::Duration::from_secs(60));
         l2.recorder.step();
         if l2.recorder.finished_steps() {
             // Past the last configured step: nothing more is recorded, so wrappers go idle.

@@ -9,6 +9,7 @@ use super::activation::{
     self, Side, CAPTURED, COPY_FAILURES, FILTERED, INTERNAL_ERRORS, L2, NESTED, NOT_SYNCED_TENSORS, REJECTED,
     UNBOUND_LAUNCHES,
 };
+use super::devstats;
 use super::meta::{self, Bound, Role, TensorMeta};
 use crate::device::{self, DeviceError};
 use msprobe_core::dtype::DType;
@@ -262,6 +263,9 @@ pub(crate) fn record_launch(
         activation::after_launch(l2, &format!("{prefix}.{op}"));
         return rc;
     };
+    if device_stats(l2) {
+        return record_launch_device(l2, b, args, stream, real);
+    }
     let t0 = Instant::now();
     let busy = Busy::enter();
     let pre = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -300,6 +304,228 @@ pub(crate) fn record_launch(
         log::warn!("internal error capturing {name}; the launch ran uncaptured");
     }
     // Time in capture excludes the kernel itself.
+    rec.add_capture_nanos(t0.elapsed().saturating_sub(kernel_time));
+    activation::after_launch(l2, &name);
+    rc
+}
+
+/// Whether statistics are computed on the device (issue #21): the statistics task and summary
+/// mode, `MSPROBE_L2_DEVICE_STATS` not `0` (today's copy path, for comparison), and a runtime
+/// that has every function the reductions need.
+fn device_stats(l2: &L2) -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let cfg = l2.recorder.config();
+    *ON.get_or_init(|| {
+        let env_on = std::env::var("MSPROBE_L2_DEVICE_STATS").map(|v| v.trim() != "0").unwrap_or(true);
+        env_on
+            && cfg.task == msprobe_core::config::Task::Statistics
+            && cfg.summary_mode == msprobe_core::config::SummaryMode::Statistics
+    }) && {
+        let _busy = Busy::enter();
+        devstats::available()
+    }
+}
+
+/// One leaf of a record whose statistics complete later, in the order the record holds them.
+enum Item {
+    Section(&'static str),
+    Value(Json),
+    Open,
+    Close,
+    Host(TensorMeta, Vec<u8>),
+    /// A tensor that took the copy path: its gathered bytes (None = null, counted).
+    Copied(Option<(DType, Vec<i64>, Vec<u8>)>),
+    Dev(DType, Vec<i64>, devstats::DevLeaf),
+    Status(i32),
+}
+
+/// Enqueues one side's tensors: device reductions, or (per tensor) the copy path.
+fn plan_side(
+    items: &mut Vec<Item>,
+    args: &[KArg],
+    side: Side,
+    stream: *mut c_void,
+    record: &str,
+    on_full: msprobe_core::config::OnFull,
+    launch: &mut devstats::Launch,
+) {
+    let before = side == Side::Before;
+    let keep = |r: Role| if before { r != Role::Out } else { r != Role::In };
+    // The copy path's stream synchronisation, made once per side and only if a tensor needs it.
+    let mut synced: Option<bool> = None;
+    let mut dev = |items: &mut Vec<Item>, t: &TensorMeta| match devstats::enqueue(t, stream, on_full, launch) {
+        Ok(leaf) => items.push(Item::Dev(DType::from_acl(t.dtype).expect("checked by enqueue"), t.shape.clone(), leaf)),
+        Err(devstats::Fallback) => {
+            devstats::FALLBACKS.fetch_add(1, Relaxed);
+            let ok = *synced.get_or_insert_with(|| sync_for(stream, side, record));
+            items.push(Item::Copied(copy_gathered(t, ok)));
+        }
+    };
+    for a in args {
+        match a {
+            KArg::Tensor(t, r) if keep(*r) => dev(items, t),
+            KArg::HostTensor(t, bytes, r) if keep(*r) => items.push(Item::Host(t.clone(), bytes.clone())),
+            KArg::List(ts, r) if keep(*r) => {
+                items.push(Item::Open);
+                for t in ts {
+                    dev(items, t);
+                }
+                items.push(Item::Close);
+            }
+            KArg::Missing(r) if keep(*r) && before => items.push(Item::Value(Json::Null)),
+            KArg::Value(v) if before => items.push(Item::Value(v.clone())),
+            _ => {}
+        }
+    }
+}
+
+/// The copy path for one tensor: its elements in row-major order, or None (counted).
+fn copy_gathered(t: &TensorMeta, synced: bool) -> Option<(DType, Vec<i64>, Vec<u8>)> {
+    let dtype = DType::from_acl(t.dtype)?;
+    let es = dtype.size();
+    let strides = t.strides.clone().unwrap_or_else(|| layout::contiguous_strides(&t.shape));
+    let span = layout::element_span(&t.shape, &strides, t.offset).ok()?;
+    if !synced {
+        NOT_SYNCED_TENSORS.fetch_add(1, Relaxed);
+        return None;
+    }
+    let (lo, hi) = span.unwrap_or((t.offset as u128, t.offset as u128));
+    let host = match device::copy_to_host(t.addr + lo as usize * es, (hi - lo) as usize * es) {
+        Ok(h) => h,
+        Err(e) => {
+            warn_copy_failure(e);
+            return None;
+        }
+    };
+    let data = layout::gather(es, &t.shape, Some(&strides), t.offset - lo as i64, &host).ok()?;
+    Some((dtype, t.shape.clone(), data.into_owned()))
+}
+
+/// Adds the planned leaves to the record (on the completion thread); `done` false: the event
+/// failed, so device leaves are null.
+fn replay(b: &mut RecordBuilder, l2: &L2, items: Vec<Item>, done: bool) {
+    for it in items {
+        match it {
+            Item::Section(k) => {
+                let _ = b.section(k);
+            }
+            Item::Value(v) => {
+                let _ = b.add_value(None, v);
+            }
+            Item::Open => {
+                let _ = b.open(None, false);
+            }
+            Item::Close => {
+                let _ = b.close();
+            }
+            Item::Host(t, bytes) => add_host_tensor(b, l2, &t, &bytes),
+            Item::Copied(Some((dtype, shape, data))) => {
+                let tr = TensorRef { dtype, shape: &shape, data: &data, requires_grad: None, type_name: None };
+                if b.add_tensor(None, &tr, l2.recorder.budget()).is_err() {
+                    let _ = b.add_value(None, Json::Null);
+                }
+            }
+            Item::Copied(None) => {
+                let _ = b.add_value(None, Json::Null);
+            }
+            Item::Dev(dtype, shape, leaf) => {
+                if done {
+                    let st = devstats::stats_of(&leaf, dtype);
+                    let _ = b.add_stats_leaf(None, dtype, &shape, &st);
+                } else {
+                    let _ = b.add_value(None, Json::Null);
+                }
+            }
+            Item::Status(rc) => b.set_key("status", Json::Int(rc as i128)),
+        }
+    }
+}
+
+/// [`record_launch`] with statistics on the device: reductions and small async copies enqueued on
+/// `stream` around the launch, the record completed by the completion thread when the event
+/// recorded after them is done. The launching thread does not wait for the stream.
+fn record_launch_device(
+    l2: &L2,
+    b: RecordBuilder,
+    args: Vec<KArg>,
+    stream: *mut c_void,
+    real: impl FnOnce() -> i32,
+) -> i32 {
+    let rec = &l2.recorder;
+    let on_full = rec.config().on_full;
+    let t0 = Instant::now();
+    let busy = Busy::enter();
+    let mut items = Vec::new();
+    let mut launch = devstats::Launch::default();
+    let name = b.name.clone();
+    let pre = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if b.section_active("input_args") {
+            items.push(Item::Section("input_args"));
+            plan_side(&mut items, &args, Side::Before, stream, &name, on_full, &mut launch);
+        }
+        items.push(Item::Section("input_kwargs"));
+    }));
+    let kernel_start = Instant::now();
+    let rc = real();
+    let kernel_time = kernel_start.elapsed();
+    let post = pre.is_ok()
+        && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if rc == 0 {
+                if b.section_active("output") {
+                    items.push(Item::Section("output"));
+                    plan_side(&mut items, &args, Side::After, stream, &name, on_full, &mut launch);
+                }
+            } else {
+                items.push(Item::Status(rc));
+            }
+        }))
+        .is_ok();
+    if !post {
+        drop(busy);
+        INTERNAL_ERRORS.fetch_add(1, Relaxed);
+        log::warn!("internal error capturing {name}; the launch ran uncaptured");
+        rec.abort(b);
+        // Nothing waits for this launch's kernels: keep its slots and buffers (never reused).
+        rec.add_capture_nanos(t0.elapsed().saturating_sub(kernel_time));
+        activation::after_launch(l2, &name);
+        return rc;
+    }
+    let needs_event = items
+        .iter()
+        .any(|i| matches!(i, Item::Dev(_, _, devstats::DevLeaf::ZeroDim(_) | devstats::DevLeaf::Reduced { .. })));
+    CAPTURED.fetch_add(1, Relaxed);
+    if rc != 0 {
+        REJECTED.fetch_add(1, Relaxed);
+    }
+    let event = if needs_event { devstats::record_event(stream) } else { None };
+    drop(busy);
+    match (needs_event, event, activation::l2()) {
+        (true, Some((event, ctx)), Some(arc)) => {
+            let mut b = b;
+            devstats::submit(devstats::Pending {
+                event,
+                ctx,
+                launch,
+                finish: Box::new(move |done| {
+                    replay(&mut b, &arc, items, done);
+                    arc.recorder.end(b);
+                }),
+            });
+        }
+        (true, _, _) => {
+            // No event: the results cannot be known complete. Counted; the leaves are null.
+            devstats::EVENT_FAILURES.fetch_add(1, Relaxed);
+            let mut b = b;
+            replay(&mut b, l2, items, false);
+            rec.end(b);
+        }
+        (false, _, _) => {
+            let mut b = b;
+            replay(&mut b, l2, items, true);
+            rec.end(b);
+            devstats::release(launch);
+        }
+    }
     rec.add_capture_nanos(t0.elapsed().saturating_sub(kernel_time));
     activation::after_launch(l2, &name);
     rc
