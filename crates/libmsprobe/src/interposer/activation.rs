@@ -367,7 +367,8 @@ extern "C" fn at_exit() {
                     "  launches without phase-1 binding (not captured): {}\n",
                     "  stream syncs failed: {} before launches, {} after launches\n",
                     "  tensors not copied, stream not synchronised (recorded as null): {}\n",
-                    "  device copies failed (recorded as null): {}\n{}"
+                    "  device copies failed (recorded as null): {}\n",
+                    "  device statistics: {} tensors reduced on the device ({} tool kernels), {} by the copy path, {} dropped (no free result slot, recorded as null), {} with uncertain *_except_inf_nan (written as NaN), {} launches whose event failed (recorded as null)\n{}"
                 ),
                 seen(Path::Dlsym) + seen(Path::Linked),
                 seen(Path::Dlsym),
@@ -383,6 +384,12 @@ extern "C" fn at_exit() {
                 SYNC_FAILURES[Side::After as usize].load(Relaxed),
                 NOT_SYNCED_TENSORS.load(Relaxed),
                 COPY_FAILURES.load(Relaxed),
+                super::devstats::DEVICE_TENSORS.load(Relaxed),
+                super::devstats::KERNELS.load(Relaxed),
+                super::devstats::FALLBACKS.load(Relaxed),
+                super::devstats::DROPPED.load(Relaxed),
+                super::devstats::UNCERTAIN.load(Relaxed),
+                super::devstats::EVENT_FAILURES.load(Relaxed),
                 s,
             );
         }

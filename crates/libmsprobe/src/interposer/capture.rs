@@ -499,31 +499,33 @@ fn record_launch_device(
     }
     let event = if needs_event { devstats::record_event(stream) } else { None };
     drop(busy);
-    match (needs_event, event, activation::l2()) {
-        (true, Some((event, ctx)), Some(arc)) => {
+    // Every record goes through the completion queue, so records end in launch order.
+    let (event, ctx, done) = match (needs_event, event) {
+        (true, Some((e, c))) => (e, c, true),
+        (true, None) => {
+            // No event: the results cannot be known complete. Counted; the leaves are null.
+            devstats::EVENT_FAILURES.fetch_add(1, Relaxed);
+            (0, 0, false)
+        }
+        (false, _) => (0, 0, true),
+    };
+    match activation::l2() {
+        Some(arc) => {
             let mut b = b;
             devstats::submit(devstats::Pending {
                 event,
                 ctx,
                 launch,
-                finish: Box::new(move |done| {
-                    replay(&mut b, &arc, items, done);
+                finish: Box::new(move |ok| {
+                    replay(&mut b, &arc, items, ok && done);
                     arc.recorder.end(b);
                 }),
             });
         }
-        (true, _, _) => {
-            // No event: the results cannot be known complete. Counted; the leaves are null.
-            devstats::EVENT_FAILURES.fetch_add(1, Relaxed);
+        None => {
             let mut b = b;
             replay(&mut b, l2, items, false);
             rec.end(b);
-        }
-        (false, _, _) => {
-            let mut b = b;
-            replay(&mut b, l2, items, true);
-            rec.end(b);
-            devstats::release(launch);
         }
     }
     rec.add_capture_nanos(t0.elapsed().saturating_sub(kernel_time));

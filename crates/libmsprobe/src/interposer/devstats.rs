@@ -538,6 +538,7 @@ pub(crate) fn stats_of(leaf: &DevLeaf, dtype: DType) -> Stats {
 
 /// A captured launch whose record completes when `event` does.
 pub(crate) struct Pending {
+    /// 0: nothing to wait for (no device leaf), the record only keeps its place in the order.
     pub event: usize,
     pub ctx: usize,
     pub launch: Launch,
@@ -634,12 +635,14 @@ fn completion_thread() {
                     cur_ctx = p.ctx;
                 }
             }
-            let done = wait_event(p.event);
+            let done = p.event == 0 || wait_event(p.event);
             if !done {
                 EVENT_FAILURES.fetch_add(1, Relaxed);
             }
             (p.finish)(done);
-            destroy_event(p.event);
+            if p.event != 0 {
+                destroy_event(p.event);
+            }
             if done {
                 release(p.launch);
             }
