@@ -198,7 +198,7 @@ def test_statistics_on_device_match_numpy_and_counters(tmp_path: Path) -> None:
     assert "device statistics: " in p.stderr and " 0 by the copy path" in p.stderr, p.stderr[-800:]
     # Counters: bytes to the host and host waits on the launching thread, both designs.
     own = json.loads((d / "own.json").read_text())
-    n_tensors = sum(len(tensor_leaves(r.get("input_args", []))) + len(tensor_leaves(r.get("output", []))) for r in data.values())
+    n_tensors = sum(len(tensor_leaves(r.get(k, []))) for r in data.values() for k in ("input_args", "output"))
     for run_dir, device in ((d, True), (c, False)):
         st = json.loads((run_dir / "stats.json").read_text())
         d2h = st["copies"]["device_to_host"]
