@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from recorder_testutil import LIB, REPO
-from test_l2 import LIB64, record_of, tensor_leaves
+from test_l2 import LIB64, tensor_leaves
 
 TOOL_OPS = {"aclnnMax", "aclnnMin", "aclnnMean", "aclnnNorm", "aclnnNanToNum", "aclnnCast"}
 
@@ -73,6 +73,10 @@ acl.run("Add", cs.C.c_void_p(view), O, 1, R)
 arrays["view"] = base.T.astype(np.float64)
 arrays["view_other"] = other.astype(np.float64)
 tensors.append(("view", R))
+# bool: Max/Min are any/all, Mean/Norm null
+bools = np.array([[True, False, True], [True, True, True]])
+Bi, Bo = acl.tensor(bools, dtype=cs.ACL_BOOL), acl.tensor(shape=(2, 3), dtype=cs.ACL_BOOL)
+acl.run("LogicalNot", Bi, Bo)
 acl.sync()
 own = {{"syncs": 1, "d2h": 0}}
 for name, C in tensors:
@@ -181,8 +185,11 @@ def test_statistics_on_device_match_numpy_and_counters(tmp_path: Path) -> None:
     trace = [json.loads(line) for line in (d / "trace.jsonl").read_text().splitlines()]
     # Every launch of the client is captured, once, in order; the rest are the tool's own.
     client = [x for x in trace if x["op"] not in TOOL_OPS]
-    assert len(client) == len(ORDER) and all(x["op"] == "aclnnAdd" for x in client)
-    assert list(data) == [f"{'.'.join(record_of(x['op']))}.{i}.forward" for i, x in enumerate(client)]
+    assert [x["op"] for x in client] == ["aclnnAdd"] * len(ORDER) + ["aclnnLogicalNot"]
+    assert list(data) == [f"Aclnn.Add.{i}.forward" for i in range(len(ORDER))] + ["Aclnn.LogicalNot.0.forward"]
+    b_in, b_out = (tensor_leaves(data["Aclnn.LogicalNot.0.forward"][k])[0] for k in ("input_args", "output"))
+    assert (b_in["Max"], b_in["Min"], b_in["Mean"], b_in["Norm"]) == (True, False, None, None), b_in
+    assert (b_out["Max"], b_out["Min"], b_out["dtype"]) == (True, False, "torch.bool"), b_out
     for i, name in enumerate(ORDER):
         rec = data[f"Aclnn.Add.{i}.forward"]
         ins, outs = tensor_leaves(rec["input_args"]), tensor_leaves(rec["output"])
@@ -212,4 +219,4 @@ def test_statistics_on_device_match_numpy_and_counters(tmp_path: Path) -> None:
         else:
             # today's design: the whole tensors, and two waits per launch
             assert tool_sync_bytes > 64 * n_tensors
-            assert syncs == own["syncs"] + 2 * len(ORDER), main
+            assert syncs == own["syncs"] + 2 * len(client), main

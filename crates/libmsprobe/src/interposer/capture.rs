@@ -490,9 +490,16 @@ fn record_launch_device(
         activation::after_launch(l2, &name);
         return rc;
     }
-    let needs_event = items
-        .iter()
-        .any(|i| matches!(i, Item::Dev(_, _, devstats::DevLeaf::ZeroDim(_) | devstats::DevLeaf::Reduced { .. })));
+    let needs_event = items.iter().any(|i| {
+        matches!(
+            i,
+            Item::Dev(
+                _,
+                _,
+                devstats::DevLeaf::ZeroDim(_) | devstats::DevLeaf::Reduced { .. } | devstats::DevLeaf::Bool(_)
+            )
+        )
+    });
     CAPTURED.fetch_add(1, Relaxed);
     if rc != 0 {
         REJECTED.fetch_add(1, Relaxed);

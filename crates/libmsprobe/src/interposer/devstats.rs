@@ -9,7 +9,8 @@
 //! of the reduction dtype, plus, for float tensors, the `*_except_inf_nan` inputs: aclnnNanToNum
 //! (NaN/±inf → -inf) + aclnnMax and (→ +inf) + aclnnMin, i.e. the largest / smallest finite value.
 //! 24 bytes per tensor cross the host link. Empty tensors need no kernel (all null) and 0-d tensors
-//! copy their one element. Bool and complex tensors, and any tensor a kernel or allocation fails
+//! copy their one element. Bool tensors give any/all as Max/Min of their float32 cast. Complex
+//! tensors, and any tensor a kernel or allocation fails
 //! for, fall back to the copy path (synchronised, counted in the run summary).
 //!
 //! Every function is called through its real address ([`Slot`]), never through our wrappers, and
@@ -188,6 +189,8 @@ pub(crate) enum DevLeaf {
     Reduced { slot: u32, rdt: DType, except: bool },
     /// No slot was free (`drop`): statistics null.
     Dropped,
+    /// A bool tensor: Max/Min of its float32 cast in the slot (msprobe: any / all, no Mean/Norm).
+    Bool(u32),
 }
 
 /// The device resources of one captured launch, released when its event completed.
@@ -326,7 +329,7 @@ fn two(ws_f: &Slot, f: &Slot, a: H, o: H, stream: H, l: &mut Launch) -> Option<(
 /// Enqueues the reductions of `t` on `stream`; `Err` = use the copy path for it.
 pub(crate) fn enqueue(t: &TensorMeta, stream: H, on_full: OnFull, l: &mut Launch) -> Result<DevLeaf, Fallback> {
     let Some(dtype) = DType::from_acl(t.dtype) else { return Err(Fallback) };
-    if matches!(dtype, DType::Bool | DType::C64 | DType::C128) {
+    if matches!(dtype, DType::C64 | DType::C128) {
         return Err(Fallback);
     }
     if msprobe_core::layout::numel(&t.shape) == 0 {
@@ -394,10 +397,11 @@ fn reduce(
     let n = msprobe_core::layout::numel(&t.shape) as usize;
     let src = o.tensor(t.dtype, &t.shape, strides, t.offset, t.addr, storage)?;
     let contiguous = msprobe_core::layout::contiguous_strides(&t.shape);
+    let is_bool = dtype == DType::Bool;
     let (x, rdt) = if matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
         (src, dtype)
     } else {
-        // Integers and float64 are reduced as float32 (msprobe 1.1.1).
+        // Integers and float64 are reduced as float32 (msprobe 1.1.1); bool as its 0/1 cast.
         let buf = malloc(n * 4)?;
         l.frees.push(buf);
         let c = o.tensor(DType::F32.acl(), &t.shape, &contiguous, 0, buf, n as i64)?;
@@ -411,9 +415,14 @@ fn reduce(
         (c, DType::F32)
     };
     let out = |o: &mut Objs, k: usize| o.scalar_out(rdt, dev + 4 * k);
-    let (o0, o1, o2, o3) = (out(&mut o, 0)?, out(&mut o, 1)?, out(&mut o, 2)?, out(&mut o, 3)?);
+    let (o0, o1) = (out(&mut o, 0)?, out(&mut o, 1)?);
     two(&MAX_WS, &MAX, x, o0, stream, l)?;
     two(&MIN_WS, &MIN, x, o1, stream, l)?;
+    if is_bool {
+        // any = max of the 0/1 cast, all = min.
+        return Some(Box::new(DevLeaf::Bool));
+    }
+    let (o2, o3) = (out(&mut o, 2)?, out(&mut o, 3)?);
     type Create = unsafe extern "C" fn(*const i64, u64) -> H;
     let none: [i64; 1] = [0];
     // SAFETY: the slot holds the real aclCreateIntArray(value, size); an empty list = all dims.
@@ -488,6 +497,17 @@ pub(crate) fn stats_of(leaf: &DevLeaf, dtype: DType) -> Stats {
     let Some(r) = ring() else { return all(Stat::Null) };
     match *leaf {
         DevLeaf::Empty | DevLeaf::Dropped => all(Stat::Null),
+        DevLeaf::Bool(slot) => {
+            let p = r.host + slot as usize * SLOT_BYTES;
+            Stats {
+                max: Stat::Bool(read(DType::F32, p) != 0.0),
+                min: Stat::Bool(read(DType::F32, p + 4) != 0.0),
+                mean: Stat::Null,
+                norm: Stat::Null,
+                max_except_inf_nan: None,
+                min_except_inf_nan: None,
+            }
+        }
         DevLeaf::ZeroDim(slot) => {
             let p = r.host + slot as usize * SLOT_BYTES;
             // SAFETY: as in `read`; the slot holds the element (at most 8 bytes).
