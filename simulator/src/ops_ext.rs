@@ -375,7 +375,8 @@ impl ExtOp {
                         a.dtype.name()
                     )));
                 }
-                Ok(((a.numel() as u64 * 4).div_ceil(512) * 512).max(512))
+                // Per-core partial results of a multi-core reduction: small and size-independent.
+                Ok(REDUCE_WS)
             }
             ExtOp::Norm { dims, keep, .. } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
@@ -396,7 +397,7 @@ impl ExtOp {
                 if !(o.shape == os || (os.is_empty() && o.numel() == 1 && o.shape.len() <= 1)) {
                     return Err(inv(format!("aclnnNorm: out shape {:?} expected {:?}", o.shape, os)));
                 }
-                Ok(((a.numel() as u64 * 4).div_ceil(512) * 512).max(512))
+                Ok(REDUCE_WS)
             }
             ExtOp::NanToNum { .. } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
@@ -1030,6 +1031,10 @@ impl ExtOp {
         }
     }
 }
+
+/// Workspace of the all-reduce kernels (aclnnMax/Min/Norm): one 32-byte partial per AI core
+/// (a 910B has up to 48 vector-capable cores), rounded to the 512-byte allocation granule.
+const REDUCE_WS: u64 = 2048;
 
 /// Reduced axes of `shape` for a dim list (empty = all), negative dims counted from the end.
 fn red_axes(shape: &[i64], dims: &[i64]) -> Result<Vec<bool>, i32> {

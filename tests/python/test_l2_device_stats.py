@@ -220,3 +220,65 @@ def test_statistics_on_device_match_numpy_and_counters(tmp_path: Path) -> None:
             # today's design: the whole tensors, and two waits per launch
             assert tool_sync_bytes > 64 * n_tensors
             assert syncs == own["syncs"] + 2 * len(client), main
+
+
+BIG = r"""
+import sys
+sys.path.insert(0, {examples!r})
+import numpy as np
+import cannsim_ctypes as cs
+
+acl = cs.Acl()
+rng = np.random.default_rng(3)
+for n in {sizes}:
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    A, B, C = acl.tensor(a), acl.tensor(a), acl.tensor(shape=(n, n))
+    acl.run("Add", A, B, 1, C)
+acl.sync()
+print("ok")
+"""
+
+
+def big_run(d: Path, sizes: tuple, mode: str) -> tuple[subprocess.CompletedProcess, dict, int, int]:
+    d.mkdir()
+    (d / "prog.py").write_text(BIG.format(examples=str(REPO / "examples"), sizes=sizes))
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_"))}
+    e.update(
+        LD_LIBRARY_PATH=str(LIB64),
+        LD_PRELOAD=str(LIB),
+        MSPROBE_LEVEL="L2",
+        MSPROBE_DUMP_PATH=str(d / "dump"),
+        MSPROBE_QUEUE_MB="1",
+        MSPROBE_ON_QUEUE_FULL=mode,
+        CANNSIM_STATS=str(d / "stats.json"),
+        CANNSIM_KERNEL_DELAY_US="20000",
+    )
+    p = subprocess.run([sys.executable, str(d / "prog.py")], env=e, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "ok" in p.stdout, p.stderr
+    st = json.loads((d / "stats.json").read_text())
+    peak = int(p.stderr.split("device scratch peak ")[1].split()[0])
+    dropped = int(p.stderr.split("device statistics: ")[1].split(" dropped")[0].rsplit(",", 1)[1])
+    return p, st, peak, dropped
+
+
+def test_device_scratch_and_pinned_memory_stay_under_the_cap(tmp_path: Path) -> None:
+    """MSPROBE_QUEUE_MB=1 with 4 MiB tensors (each needs 4 MiB and more of device scratch: its
+    NaN/inf-replaced copy, workspaces) and slow kernels, so launches would overlap: the scratch held
+    at once never exceeds what one such launch needs alone (measured in the same test), block keeps
+    every statistic, drop records the statistics that do not fit as null and counts them. Pinned
+    memory is the fixed result ring (4096 × 32 B) in both."""
+    ring = 4096 * 32
+    _, _, one_launch, _ = big_run(tmp_path / "one", (1024,), "block")
+    for mode in ("block", "drop"):
+        d = tmp_path / mode
+        p, st, peak, dropped = big_run(d, (1024, 8, 1024, 8, 1024), mode)
+        assert 0 < st["memory"]["pinned_peak_bytes"] <= ring, st["memory"]
+        data = json.loads(next((d / "dump").glob("step0/*/dump.json")).read_text())["data"]
+        leaves = [x for r in data.values() for k in ("input_args", "output") for x in tensor_leaves(r[k])]
+        nulls = sum(x["Max"] is None for x in leaves)
+        assert len(data) == 5 and len(leaves) == 15
+        assert 4 << 20 < peak <= one_launch, (peak, one_launch)
+        if mode == "block":
+            assert dropped == 0 and nulls == 0, p.stderr[-600:]
+        else:
+            assert dropped > 0 and nulls == dropped, (dropped, nulls)

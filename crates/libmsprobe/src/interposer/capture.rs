@@ -346,14 +346,14 @@ fn plan_side(
     side: Side,
     stream: *mut c_void,
     record: &str,
-    on_full: msprobe_core::config::OnFull,
+    lim: &devstats::Limits,
     launch: &mut devstats::Launch,
 ) {
     let before = side == Side::Before;
     let keep = |r: Role| if before { r != Role::Out } else { r != Role::In };
     // The copy path's stream synchronisation, made once per side and only if a tensor needs it.
     let mut synced: Option<bool> = None;
-    let mut dev = |items: &mut Vec<Item>, t: &TensorMeta| match devstats::enqueue(t, stream, on_full, launch) {
+    let mut dev = |items: &mut Vec<Item>, t: &TensorMeta| match devstats::enqueue(t, stream, lim, launch) {
         Ok(leaf) => items.push(Item::Dev(DType::from_acl(t.dtype).expect("checked by enqueue"), t.shape.clone(), leaf)),
         Err(devstats::Fallback) => {
             devstats::FALLBACKS.fetch_add(1, Relaxed);
@@ -452,7 +452,7 @@ fn record_launch_device(
     real: impl FnOnce() -> i32,
 ) -> i32 {
     let rec = &l2.recorder;
-    let on_full = rec.config().on_full;
+    let lim = devstats::Limits { on_full: rec.config().on_full, cap: rec.config().queue_bytes };
     let t0 = Instant::now();
     let busy = Busy::enter();
     let mut items = Vec::new();
@@ -461,7 +461,7 @@ fn record_launch_device(
     let pre = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if b.section_active("input_args") {
             items.push(Item::Section("input_args"));
-            plan_side(&mut items, &args, Side::Before, stream, &name, on_full, &mut launch);
+            plan_side(&mut items, &args, Side::Before, stream, &name, &lim, &mut launch);
         }
         items.push(Item::Section("input_kwargs"));
     }));
@@ -473,7 +473,7 @@ fn record_launch_device(
             if rc == 0 {
                 if b.section_active("output") {
                     items.push(Item::Section("output"));
-                    plan_side(&mut items, &args, Side::After, stream, &name, on_full, &mut launch);
+                    plan_side(&mut items, &args, Side::After, stream, &name, &lim, &mut launch);
                 }
             } else {
                 items.push(Item::Status(rc));

@@ -135,8 +135,15 @@ type LaunchFn = unsafe extern "C" fn(H, u64, H, H) -> c_int;
 struct Ring {
     dev: usize,
     host: usize,
-    free: Mutex<Vec<u32>>,
+    /// Free slot indices and the device scratch bytes (casts, NaN/inf-replaced copies) held by
+    /// submitted launches, under one lock so one condition variable serves both.
+    free: Mutex<Free>,
     cv: Condvar,
+}
+
+struct Free {
+    slots: Vec<u32>,
+    scratch: u64,
 }
 
 static RING: OnceLock<Option<Ring>> = OnceLock::new();
@@ -155,7 +162,12 @@ fn ring() -> Option<&'static Ring> {
             free(dev);
             return None;
         }
-        Some(Ring { dev, host: host as usize, free: Mutex::new((0..SLOTS as u32).rev().collect()), cv: Condvar::new() })
+        Some(Ring {
+            dev,
+            host: host as usize,
+            free: Mutex::new(Free { slots: (0..SLOTS as u32).rev().collect(), scratch: 0 }),
+            cv: Condvar::new(),
+        })
     })
     .as_ref()
 }
@@ -198,35 +210,64 @@ pub(crate) enum DevLeaf {
 pub(crate) struct Launch {
     slots: Vec<u32>,
     frees: Vec<usize>,
+    /// Device scratch bytes this launch holds (counted against the cap).
+    scratch: u64,
 }
+
+/// Device scratch bytes in flight at most: `MSPROBE_QUEUE_MB` (what a tensor reduced on the device
+/// holds instead of a queued host copy). A tensor needing more than the whole cap still goes
+/// through when nothing else is in flight.
+pub(crate) struct Limits {
+    pub on_full: OnFull,
+    pub cap: u64,
+}
+
+/// Peak device scratch bytes held at once (for tests and the summary).
+pub static SCRATCH_PEAK: AtomicU64 = AtomicU64::new(0);
 
 /// Why a tensor takes the copy path instead.
 pub(crate) struct Fallback;
 
 /// Takes a free slot (see the module docs for full rings).
-fn take_slot(on_full: OnFull) -> Option<Result<u32, Fallback>> {
+/// Takes a free slot and `scratch` bytes of the device scratch allowance (see [`Limits`]); None
+/// = full in drop mode.
+fn take_slot(lim: &Limits, scratch: u64, own: u64) -> Option<Result<u32, Fallback>> {
     let r = ring()?;
     let mut free = r.free.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = free.pop() {
-        return Some(Ok(s));
-    }
-    if on_full == OnFull::Drop {
-        return None;
-    }
-    let t0 = Instant::now();
-    while free.is_empty() {
-        let left = BLOCK_WAIT.saturating_sub(t0.elapsed());
-        if left.is_zero() {
-            return Some(Err(Fallback));
+    // Only other launches' scratch is waited for: this launch's is released after it is submitted.
+    let fits = |f: &Free| !f.slots.is_empty() && (f.scratch <= own || f.scratch + scratch <= lim.cap);
+    if !fits(&free) {
+        if lim.on_full == OnFull::Drop {
+            return None;
         }
-        free = r.cv.wait_timeout(free, left).unwrap_or_else(|e| e.into_inner()).0;
+        let t0 = Instant::now();
+        while !fits(&free) {
+            let left = BLOCK_WAIT.saturating_sub(t0.elapsed());
+            if left.is_zero() {
+                return Some(Err(Fallback));
+            }
+            free = r.cv.wait_timeout(free, left).unwrap_or_else(|e| e.into_inner()).0;
+        }
     }
-    free.pop().map(Ok)
+    free.scratch += scratch;
+    SCRATCH_PEAK.fetch_max(free.scratch, Relaxed);
+    free.slots.pop().map(Ok)
 }
 
-fn give_back(slots: &[u32]) {
+fn add_scratch(n: u64) {
     if let Some(r) = ring() {
-        r.free.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(slots);
+        let mut f = r.free.lock().unwrap_or_else(|e| e.into_inner());
+        f.scratch += n;
+        SCRATCH_PEAK.fetch_max(f.scratch, Relaxed);
+    }
+}
+
+fn give_back(slots: &[u32], scratch: u64) {
+    if let Some(r) = ring() {
+        let mut f = r.free.lock().unwrap_or_else(|e| e.into_inner());
+        f.slots.extend_from_slice(slots);
+        f.scratch = f.scratch.saturating_sub(scratch);
+        drop(f);
         r.cv.notify_all();
     }
 }
@@ -306,6 +347,9 @@ fn launch(f: &Slot, ws: u64, ex: H, stream: H, l: &mut Launch) -> Option<()> {
     let w = if ws > 0 {
         let p = malloc(ws as usize)?;
         l.frees.push(p);
+        // Counted (not waited for: the op needs it now) so the scratch peak is the whole truth.
+        l.scratch += ws;
+        add_scratch(ws);
         p
     } else {
         0
@@ -327,7 +371,7 @@ fn two(ws_f: &Slot, f: &Slot, a: H, o: H, stream: H, l: &mut Launch) -> Option<(
 }
 
 /// Enqueues the reductions of `t` on `stream`; `Err` = use the copy path for it.
-pub(crate) fn enqueue(t: &TensorMeta, stream: H, on_full: OnFull, l: &mut Launch) -> Result<DevLeaf, Fallback> {
+pub(crate) fn enqueue(t: &TensorMeta, stream: H, lim: &Limits, l: &mut Launch) -> Result<DevLeaf, Fallback> {
     let Some(dtype) = DType::from_acl(t.dtype) else { return Err(Fallback) };
     if matches!(dtype, DType::C64 | DType::C128) {
         return Err(Fallback);
@@ -342,7 +386,16 @@ pub(crate) fn enqueue(t: &TensorMeta, stream: H, on_full: OnFull, l: &mut Launch
     if hi > i64::MAX as u128 {
         return Err(Fallback);
     }
-    let slot = match take_slot(on_full) {
+    // Scratch: the float32 cast (integers, f64, bool) and the NaN/inf-replaced copy (floats).
+    let n = msprobe_core::layout::numel(&t.shape) as u64;
+    let scratch = if t.shape.is_empty() {
+        0
+    } else {
+        let cast = if matches!(dtype, DType::F32 | DType::F16 | DType::BF16) { 0 } else { n * 4 };
+        let except = if dtype.is_float_kind() { n * 4 } else { 0 };
+        cast + except
+    };
+    let slot = match take_slot(lim, scratch, l.scratch) {
         None if ring().is_none() => return Err(Fallback),
         None => {
             DROPPED.fetch_add(1, Relaxed);
@@ -352,6 +405,7 @@ pub(crate) fn enqueue(t: &TensorMeta, stream: H, on_full: OnFull, l: &mut Launch
         Some(Ok(s)) => s,
     };
     l.slots.push(slot);
+    l.scratch += scratch;
     let r = ring().expect("a slot was taken");
     let dev = r.dev + slot as usize * SLOT_BYTES;
     let host = r.host + slot as usize * SLOT_BYTES;
@@ -621,7 +675,7 @@ pub(crate) fn release(l: Launch) {
     for p in l.frees {
         free(p);
     }
-    give_back(&l.slots);
+    give_back(&l.slots, l.scratch);
 }
 
 /// Waits (at most `max`) until every submitted launch's record has ended: at step ends and exit,
