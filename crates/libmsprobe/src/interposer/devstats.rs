@@ -392,7 +392,7 @@ pub(crate) fn enqueue(t: &TensorMeta, stream: H, lim: &Limits, l: &mut Launch) -
         0
     } else {
         let cast = if matches!(dtype, DType::F32 | DType::F16 | DType::BF16) { 0 } else { n * 4 };
-        let except = if dtype.is_float_kind() { n * 4 } else { 0 };
+        let except = if float_kind(dtype) { n * 4 } else { 0 };
         cast + except
     };
     let slot = match take_slot(lim, scratch, l.scratch) {
@@ -513,7 +513,7 @@ fn reduce(
     }
     // Integers (and float64 cast to float32 from finite values... not always: a large f64
     // overflows to inf) -- the except keys are reduced for every float input.
-    let except = dtype.is_float_kind();
+    let except = float_kind(dtype);
     if except {
         let buf = malloc(n * rdt.size())?;
         l.frees.push(buf);
@@ -749,13 +749,7 @@ fn wait_event(ev: usize) -> bool {
     }
 }
 
-trait FloatKind {
-    fn is_float_kind(self) -> bool;
-}
-
-impl FloatKind for DType {
-    /// Float inputs can hold NaN/±inf (f64 also overflows to inf in the cast).
-    fn is_float_kind(self) -> bool {
-        matches!(self, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
-    }
+/// Float inputs can hold NaN/±inf (f64 also overflows to inf in its float32 cast).
+fn float_kind(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
 }
