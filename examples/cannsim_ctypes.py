@@ -90,7 +90,7 @@ class AclError(RuntimeError):
 
 VP = C.c_void_p
 # phase-1 argument codes: T tensor, S scalar, I int array, B bool array, L tensor list,
-# l int64, i int32, b int8, ? bool, d double, Q uint64
+# l int64, i int32, b int8, ? bool, d double, f float, Q uint64
 SIGS = {
     "Add": "TTST",
     "Adds": "TSST",
@@ -129,6 +129,10 @@ SIGS = {
     "Embedding": "TTT",
     "EmbeddingDenseBackward": "TTQQ?T",
     "Cast": "TiT",
+    "Max": "TT",
+    "Min": "TT",
+    "Norm": "TSI?T",
+    "NanToNum": "TfffT",
     "ReduceSum": "TI?iT",
     "Mean": "TI?iT",
     "InplaceCopy": "TT",
@@ -176,6 +180,7 @@ CT = {
     "b": C.c_int8,
     "?": C.c_bool,
     "d": C.c_double,
+    "f": C.c_float,
     "Q": C.c_uint64,
 }
 
