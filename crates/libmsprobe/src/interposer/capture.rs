@@ -314,16 +314,22 @@ pub(crate) fn record_launch(
 /// that has every function the reductions need.
 fn device_stats(l2: &L2) -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let cfg = l2.recorder.config();
-    *ON.get_or_init(|| {
-        let env_on = std::env::var("MSPROBE_L2_DEVICE_STATS").map(|v| v.trim() != "0").unwrap_or(true);
-        env_on
-            && cfg.task == msprobe_core::config::Task::Statistics
-            && cfg.summary_mode == msprobe_core::config::SummaryMode::Statistics
-    }) && {
+    *ON.get_or_init(|| std::env::var("MSPROBE_L2_DEVICE_STATS").map(|v| v.trim() != "0").unwrap_or(true)) && {
         let _busy = Busy::enter();
-        devstats::available()
+        if stats_mode(l2) {
+            devstats::available()
+        } else {
+            devstats::copies_available()
+        }
     }
+}
+
+/// The statistics task and summary mode (reduced on the device); otherwise (md5, tensor) the
+/// bytes are copied asynchronously into pinned memory.
+fn stats_mode(l2: &L2) -> bool {
+    let cfg = l2.recorder.config();
+    cfg.task == msprobe_core::config::Task::Statistics
+        && cfg.summary_mode == msprobe_core::config::SummaryMode::Statistics
 }
 
 /// One leaf of a record whose statistics complete later, in the order the record holds them.
@@ -336,6 +342,8 @@ enum Item {
     /// A tensor that took the copy path: its gathered bytes (None = null, counted).
     Copied(Option<(DType, Vec<i64>, Vec<u8>)>),
     Dev(DType, Vec<i64>, devstats::DevLeaf),
+    /// md5 / tensor: the span copied asynchronously (None: dropped, recorded as null).
+    Pinned(DType, Vec<i64>, Option<devstats::PinnedCopy>),
     Status(i32),
 }
 
@@ -353,8 +361,20 @@ fn plan_side(
     let keep = |r: Role| if before { r != Role::Out } else { r != Role::In };
     // The copy path's stream synchronisation, made once per side and only if a tensor needs it.
     let mut synced: Option<bool> = None;
-    let mut dev = |items: &mut Vec<Item>, t: &TensorMeta| match devstats::enqueue(t, stream, lim, launch) {
-        Ok(leaf) => items.push(Item::Dev(DType::from_acl(t.dtype).expect("checked by enqueue"), t.shape.clone(), leaf)),
+    let stats = lim.stats;
+    let mut dev = |items: &mut Vec<Item>, t: &TensorMeta| match if stats {
+        devstats::enqueue(t, stream, lim, launch)
+            .map(|leaf| Item::Dev(DType::from_acl(t.dtype).expect("checked by enqueue"), t.shape.clone(), leaf))
+    } else {
+        devstats::enqueue_copy(t, stream, lim, launch).map(|c| {
+            let dtype = DType::from_acl(t.dtype).expect("checked by enqueue_copy");
+            match c {
+                devstats::CopyOutcome::Copied(p) => Item::Pinned(dtype, t.shape.clone(), Some(p)),
+                devstats::CopyOutcome::Dropped => Item::Pinned(dtype, t.shape.clone(), None),
+            }
+        })
+    } {
+        Ok(item) => items.push(item),
         Err(devstats::Fallback) => {
             devstats::FALLBACKS.fetch_add(1, Relaxed);
             let ok = *synced.get_or_insert_with(|| sync_for(stream, side, record));
@@ -436,6 +456,23 @@ fn replay(b: &mut RecordBuilder, l2: &L2, items: Vec<Item>, done: bool) {
                     let _ = b.add_value(None, Json::Null);
                 }
             }
+            Item::Pinned(dtype, shape, Some(p)) if done => {
+                let es = dtype.size();
+                match layout::gather(es, &shape, Some(&p.strides), p.offset, p.bytes()) {
+                    Ok(data) => {
+                        let tr = TensorRef { dtype, shape: &shape, data: &data, requires_grad: None, type_name: None };
+                        if b.add_tensor(None, &tr, l2.recorder.budget()).is_err() {
+                            let _ = b.add_value(None, Json::Null);
+                        }
+                    }
+                    Err(_) => {
+                        let _ = b.add_value(None, Json::Null);
+                    }
+                }
+            }
+            Item::Pinned(..) => {
+                let _ = b.add_value(None, Json::Null);
+            }
             Item::Status(rc) => b.set_key("status", Json::Int(rc as i128)),
         }
     }
@@ -452,7 +489,7 @@ fn record_launch_device(
     real: impl FnOnce() -> i32,
 ) -> i32 {
     let rec = &l2.recorder;
-    let lim = devstats::Limits { on_full: rec.config().on_full, cap: rec.config().queue_bytes };
+    let lim = devstats::Limits { on_full: rec.config().on_full, cap: rec.config().queue_bytes, stats: stats_mode(l2) };
     let t0 = Instant::now();
     let busy = Busy::enter();
     let mut items = Vec::new();
@@ -490,15 +527,15 @@ fn record_launch_device(
         activation::after_launch(l2, &name);
         return rc;
     }
-    let needs_event = items.iter().any(|i| {
-        matches!(
-            i,
-            Item::Dev(
-                _,
-                _,
+    let needs_event = items.iter().any(|i| match i {
+        Item::Dev(_, _, leaf) => {
+            matches!(
+                leaf,
                 devstats::DevLeaf::ZeroDim(_) | devstats::DevLeaf::Reduced { .. } | devstats::DevLeaf::Bool(_)
             )
-        )
+        }
+        Item::Pinned(_, _, Some(p)) => p.len > 0,
+        _ => false,
     });
     CAPTURED.fetch_add(1, Relaxed);
     if rc != 0 {

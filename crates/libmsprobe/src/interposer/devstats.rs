@@ -65,6 +65,7 @@ slots! {
     MALLOC = c"aclrtMalloc";
     FREE = c"aclrtFree";
     MALLOC_HOST = c"aclrtMallocHost";
+    FREE_HOST = c"aclrtFreeHost";
     MEMCPY_ASYNC = c"aclrtMemcpyAsync";
     CREATE_EVENT = c"aclrtCreateEvent";
     DESTROY_EVENT = c"aclrtDestroyEvent";
@@ -92,7 +93,8 @@ slots! {
     N2N = c"aclnnNanToNum";
 }
 
-static ALL: [&Slot; 28] = [
+static ALL: [&Slot; 29] = [
+    &FREE_HOST,
     &MALLOC,
     &FREE,
     &MALLOC_HOST,
@@ -210,6 +212,9 @@ pub(crate) enum DevLeaf {
 pub(crate) struct Launch {
     slots: Vec<u32>,
     frees: Vec<usize>,
+    /// Pinned host buffers of the md5/tensor copies (freed with `aclrtFreeHost`), and their bytes.
+    pinned: Vec<usize>,
+    pinned_bytes: u64,
     /// Device scratch bytes this launch holds (counted against the cap).
     scratch: u64,
 }
@@ -220,10 +225,125 @@ pub(crate) struct Launch {
 pub(crate) struct Limits {
     pub on_full: OnFull,
     pub cap: u64,
+    /// Statistics reduced on the device (else: md5 / tensor copies).
+    pub stats: bool,
 }
 
 /// Peak device scratch bytes held at once (for tests and the summary).
 pub static SCRATCH_PEAK: AtomicU64 = AtomicU64::new(0);
+/// Pinned bytes of md5/tensor copies in flight, and their peak (capped by `MSPROBE_QUEUE_MB`).
+static PINNED: Mutex<u64> = Mutex::new(0);
+static PINNED_CV: Condvar = Condvar::new();
+pub static PINNED_PEAK: AtomicU64 = AtomicU64::new(0);
+/// Tensors whose bytes were copied asynchronously (md5 / tensor tasks).
+pub static ASYNC_COPIES: AtomicU64 = AtomicU64::new(0);
+
+/// Takes `n` pinned bytes (see [`Limits`]; `own` = this launch's, never waited for). None = full
+/// in drop mode; Err = block mode timed out.
+fn take_pinned(lim: &Limits, n: u64, own: u64) -> Option<Result<(), Fallback>> {
+    let mut held = PINNED.lock().unwrap_or_else(|e| e.into_inner());
+    let fits = |h: u64| h <= own || h + n <= lim.cap;
+    if !fits(*held) {
+        if lim.on_full == OnFull::Drop {
+            return None;
+        }
+        let t0 = Instant::now();
+        while !fits(*held) {
+            let left = BLOCK_WAIT.saturating_sub(t0.elapsed());
+            if left.is_zero() {
+                return Some(Err(Fallback));
+            }
+            held = PINNED_CV.wait_timeout(held, left).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+    *held += n;
+    PINNED_PEAK.fetch_max(*held, Relaxed);
+    Some(Ok(()))
+}
+
+/// A tensor's bytes copied asynchronously into pinned memory (md5 / tensor tasks).
+pub(crate) struct PinnedCopy {
+    /// Pinned address of the copied span, its length, and the view's element offset in it.
+    pub host: usize,
+    pub len: usize,
+    pub offset: i64,
+    pub strides: Vec<i64>,
+}
+
+impl PinnedCopy {
+    /// The copied span (valid until the launch is released, after its record was built).
+    pub fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: host is a live aclrtMallocHost buffer of len bytes owned by the launch, written by
+        // a copy whose event completed; it is freed only after the record was built.
+        unsafe { std::slice::from_raw_parts(self.host as *const u8, self.len) }
+    }
+}
+
+/// What became of a tensor in the async copy path.
+pub(crate) enum CopyOutcome {
+    Copied(PinnedCopy),
+    /// No room in drop mode: the tensor is recorded as null (counted).
+    Dropped,
+}
+
+/// Enqueues an async copy of `t`'s span into a new pinned buffer on `stream`; `Err` = copy path.
+pub(crate) fn enqueue_copy(t: &TensorMeta, stream: H, lim: &Limits, l: &mut Launch) -> Result<CopyOutcome, Fallback> {
+    let Some(dtype) = DType::from_acl(t.dtype) else { return Err(Fallback) };
+    let es = dtype.size();
+    let strides = t.strides.clone().unwrap_or_else(|| msprobe_core::layout::contiguous_strides(&t.shape));
+    let Ok(span) = msprobe_core::layout::element_span(&t.shape, &strides, t.offset) else { return Err(Fallback) };
+    let (lo, hi) = span.unwrap_or((t.offset as u128, t.offset as u128));
+    let len = ((hi - lo) as usize).checked_mul(es).ok_or(Fallback)?;
+    let offset = t.offset - lo as i64;
+    if len == 0 {
+        return Ok(CopyOutcome::Copied(PinnedCopy { host: 0, len: 0, offset, strides }));
+    }
+    match take_pinned(lim, len as u64, l.pinned_bytes) {
+        None => {
+            DROPPED.fetch_add(1, Relaxed);
+            return Ok(CopyOutcome::Dropped);
+        }
+        Some(Err(f)) => return Err(f),
+        Some(Ok(())) => {}
+    }
+    let mut host: H = std::ptr::null_mut();
+    type F = unsafe extern "C" fn(*mut H, usize) -> c_int;
+    // SAFETY: the slot holds the real aclrtMallocHost(void **hostPtr, size_t size).
+    if unsafe { MALLOC_HOST.get::<F>()(&mut host, len) } != 0 || host.is_null() {
+        put_pinned(len as u64);
+        return Err(Fallback);
+    }
+    l.pinned.push(host as usize);
+    l.pinned_bytes += len as u64;
+    if copy_async(host as usize, t.addr + lo as usize * es, len, stream).is_none() {
+        return Err(Fallback);
+    }
+    ASYNC_COPIES.fetch_add(1, Relaxed);
+    Ok(CopyOutcome::Copied(PinnedCopy { host: host as usize, len, offset, strides }))
+}
+
+fn put_pinned(n: u64) {
+    let mut held = PINNED.lock().unwrap_or_else(|e| e.into_inner());
+    *held = held.saturating_sub(n);
+    drop(held);
+    PINNED_CV.notify_all();
+}
+
+/// Whether the async copy path is usable (the runtime has what it needs).
+pub(crate) fn copies_available() -> bool {
+    !MALLOC_HOST.resolve().is_null()
+        && !FREE_HOST.resolve().is_null()
+        && !MEMCPY_ASYNC.resolve().is_null()
+        && !CREATE_EVENT.resolve().is_null()
+        && !RECORD_EVENT.resolve().is_null()
+        && !QUERY_EVENT.resolve().is_null()
+        && !DESTROY_EVENT.resolve().is_null()
+        && !GET_CTX.resolve().is_null()
+        && !SET_CTX.resolve().is_null()
+}
 
 /// Why a tensor takes the copy path instead.
 pub(crate) struct Fallback;
@@ -430,7 +550,7 @@ pub(crate) fn enqueue(t: &TensorMeta, stream: H, lim: &Limits, l: &mut Launch) -
 fn copy_async(dst: usize, src: usize, n: usize, stream: H) -> Option<()> {
     type F = unsafe extern "C" fn(H, usize, *const c_void, usize, c_int, H) -> c_int;
     // SAFETY: the slot holds the real aclrtMemcpyAsync(dst, destMax, src, count, kind, stream);
-    // dst is pinned memory of at least n bytes that stays allocated for the process.
+    // dst is pinned memory of at least n bytes that stays allocated until the copy's event completed.
     let rc =
         unsafe { MEMCPY_ASYNC.get::<F>()(dst as H, n, src as *const c_void, n, ACL_MEMCPY_DEVICE_TO_HOST, stream) };
     (rc == 0).then_some(())
@@ -675,7 +795,18 @@ pub(crate) fn release(l: Launch) {
     for p in l.frees {
         free(p);
     }
-    give_back(&l.slots, l.scratch);
+    type F = unsafe extern "C" fn(H) -> c_int;
+    for p in l.pinned {
+        // SAFETY: the slot holds the real aclrtFreeHost; p came from aclrtMallocHost, freed once,
+        // after the copy into it completed and its record was built.
+        unsafe { FREE_HOST.get::<F>()(p as H) };
+    }
+    if l.pinned_bytes > 0 {
+        put_pinned(l.pinned_bytes);
+    }
+    if !l.slots.is_empty() || l.scratch > 0 {
+        give_back(&l.slots, l.scratch);
+    }
 }
 
 /// Waits (at most `max`) until every submitted launch's record has ended: at step ends and exit,
