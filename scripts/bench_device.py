@@ -45,9 +45,9 @@ DESIGNS = [
     ("uncaptured", None),
     ("statistics, device (new)", {"MSPROBE_L2_DEVICE_STATS": "1"}),
     ("statistics, copy+sync (today)", {"MSPROBE_L2_DEVICE_STATS": "0"}),
-    ("md5, async copies (new)", {"MSPROBE_SUMMARY_MODE": "md5"}),
+    ("md5, async copies (new)", {"MSPROBE_SUMMARY_MODE": "md5", "MSPROBE_L2_DEVICE_STATS": "1"}),
     ("md5, copy+sync (today)", {"MSPROBE_SUMMARY_MODE": "md5", "MSPROBE_L2_DEVICE_STATS": "0"}),
-    ("tensor, async copies (new)", {"MSPROBE_TASK": "tensor"}),
+    ("tensor, async copies (new)", {"MSPROBE_TASK": "tensor", "MSPROBE_L2_DEVICE_STATS": "1"}),
     ("tensor, copy+sync (today)", {"MSPROBE_TASK": "tensor", "MSPROBE_L2_DEVICE_STATS": "0"}),
 ]
 

@@ -111,6 +111,7 @@ def run(tmp: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, Pa
         CANNSIM_STATS=str(tmp / "stats.json"),
         # Slow kernels: a result read before its kernel ran would show every time.
         CANNSIM_KERNEL_DELAY_US="200",
+        MSPROBE_L2_DEVICE_STATS="1",
     )
     e.update(env)
     p = subprocess.run([sys.executable, str(prog)], env=e, capture_output=True, text=True, timeout=120)
@@ -253,6 +254,7 @@ def big_run(d: Path, sizes: tuple, mode: str) -> tuple[subprocess.CompletedProce
         MSPROBE_ON_QUEUE_FULL=mode,
         CANNSIM_STATS=str(d / "stats.json"),
         CANNSIM_KERNEL_DELAY_US="20000",
+        MSPROBE_L2_DEVICE_STATS="1",
     )
     p = subprocess.run([sys.executable, str(d / "prog.py")], env=e, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "ok" in p.stdout, p.stderr
