@@ -79,7 +79,8 @@ pub fn alloc(size: usize) -> Result<usize, i32> {
         }
         return Err(ACL_ERROR_RT_MEMORY_ALLOCATION);
     }
-    USED.fetch_add(map_len, Ordering::Relaxed);
+    let now = USED.fetch_add(map_len, Ordering::Relaxed) + map_len;
+    crate::stats::device_mem(now);
     table().write().unwrap().insert(dev as usize, Alloc { size, map_len, rw: rw as usize });
     Ok(dev as usize)
 }

@@ -85,6 +85,14 @@ pub enum ExtOp {
     MaxPool2dBackward { geom: PoolGeom, mask: bool },
     /// The classic aclop kernels (aclop_nn.rs); shapes are checked when the aclop call is planned.
     Nn(crate::aclop_nn::Nn),
+    /// slots: self, out (0-d, self's dtype). aclnnMax / aclnnMin over all elements, as `torch.max(x)`:
+    /// a NaN anywhere gives NaN; an empty self is rejected (torch raises, CANN returns PARAM_INVALID).
+    ReduceAll { min: bool },
+    /// slots: self, out. aclnnNorm: (sum |x|^p)^(1/p) over `dims` (all when empty), computed in f64
+    /// from the elements and rounded to out's float dtype; p = 0 counts non-zeros, p = inf is max |x|.
+    Norm { p: f64, dims: Vec<i64>, keep: bool },
+    /// slots: self, out. aclnnNanToNum: NaN, +inf and -inf replaced by the given values (float dtypes).
+    NanToNum { nan: f32, posinf: f32, neginf: f32 },
 }
 
 /// Convolution parameters (2-D).
@@ -354,6 +362,54 @@ impl ExtOp {
     pub fn validate(&self, s: &[SV]) -> Result<u64, i32> {
         match self {
             ExtOp::Nn(n) => n.validate(s),
+            ExtOp::ReduceAll { min } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                let what = if *min { "aclnnMin" } else { "aclnnMax" };
+                if a.numel() == 0 {
+                    return Err(inv(format!("{what}: self is empty (no identity for max/min)")));
+                }
+                if o.numel() != 1 || o.shape.len() > 1 {
+                    return Err(inv(format!("{what}: out must be a 0-d (or one-element) tensor, got {:?}", o.shape)));
+                }
+                if o.dtype != a.dtype {
+                    return Err(inv(format!(
+                        "{what}: out dtype {} must equal self dtype {}",
+                        o.dtype.name(),
+                        a.dtype.name()
+                    )));
+                }
+                // Per-core partial results of a multi-core reduction: small and size-independent.
+                Ok(REDUCE_WS)
+            }
+            ExtOp::Norm { dims, keep, .. } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                if !a.dtype.is_float() || !o.dtype.is_float() {
+                    return Err(inv(format!(
+                        "aclnnNorm: dtype {} -> {} is not supported (float expected)",
+                        a.dtype.name(),
+                        o.dtype.name()
+                    )));
+                }
+                let red = red_axes(&a.shape, dims)?;
+                let os: Vec<i64> = a
+                    .shape
+                    .iter()
+                    .zip(&red)
+                    .filter_map(|(&d, &r)| if r { keep.then_some(1) } else { Some(d) })
+                    .collect();
+                if !(o.shape == os || (os.is_empty() && o.numel() == 1 && o.shape.len() <= 1)) {
+                    return Err(inv(format!("aclnnNorm: out shape {:?} expected {:?}", o.shape, os)));
+                }
+                Ok(REDUCE_WS)
+            }
+            ExtOp::NanToNum { .. } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                same_shape(a, o, "out")?;
+                if a.dtype != o.dtype {
+                    return Err(inv("aclnnNanToNum: out dtype must equal self dtype"));
+                }
+                Ok(0)
+            }
             ExtOp::Arange { start, end, step } => {
                 let o = t(s, 0)?;
                 let n = arange_len(*start, *end, *step)?;
@@ -577,6 +633,77 @@ impl ExtOp {
     pub fn exec(&self, s: &[SV]) -> Result<(), i32> {
         match self {
             ExtOp::Nn(n) => n.exec(s),
+            ExtOp::ReduceAll { min } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                let x = a.read_f64()?;
+                let r = if x.iter().any(|v| v.is_nan()) {
+                    f64::NAN
+                } else if *min {
+                    x.iter().copied().fold(f64::INFINITY, f64::min)
+                } else {
+                    x.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                };
+                // Integers keep their exact value (read_f64 is exact up to 2^53).
+                o.write_f64(&[r])
+            }
+            ExtOp::Norm { p, dims, .. } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                let x = a.read_f64()?;
+                let red = red_axes(&a.shape, dims)?;
+                let strides = crate::tensor::contiguous_strides(&a.shape);
+                let out_shape: Vec<i64> = a.shape.iter().zip(&red).map(|(&d, &r)| if r { 1 } else { d }).collect();
+                let ostr = crate::tensor::contiguous_strides(&out_shape);
+                let mut acc = vec![0f64; numel(&out_shape)];
+                for (k, &v) in x.iter().enumerate() {
+                    let mut oi = 0i64;
+                    for d in 0..a.shape.len() {
+                        if !red[d] {
+                            oi += (k as i64 / strides[d] % a.shape[d]) * ostr[d];
+                        }
+                    }
+                    let m = v.abs();
+                    let e = &mut acc[oi as usize];
+                    if *p == 0.0 {
+                        *e += (v != 0.0) as u8 as f64;
+                    } else if p.is_infinite() {
+                        *e = if m.is_nan() || e.is_nan() { f64::NAN } else { e.max(m) };
+                    } else {
+                        *e += m.powf(*p);
+                    }
+                }
+                let r: Vec<f64> = acc
+                    .into_iter()
+                    .map(|e| {
+                        if *p == 0.0 || p.is_infinite() {
+                            e
+                        } else if *p == 2.0 {
+                            e.sqrt()
+                        } else {
+                            e.powf(1.0 / p)
+                        }
+                    })
+                    .collect();
+                o.write_f64(&r)
+            }
+            ExtOp::NanToNum { nan, posinf, neginf } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                let y: Vec<f64> = a
+                    .read_f64()?
+                    .into_iter()
+                    .map(|v| {
+                        if v.is_nan() {
+                            *nan as f64
+                        } else if v == f64::INFINITY {
+                            *posinf as f64
+                        } else if v == f64::NEG_INFINITY {
+                            *neginf as f64
+                        } else {
+                            v
+                        }
+                    })
+                    .collect();
+                o.write_f64(&y)
+            }
             ExtOp::Arange { start, step, .. } => {
                 let o = t(s, 0)?;
                 let v: Vec<f64> = (0..o.numel()).map(|i| start + i as f64 * step).collect();
@@ -907,4 +1034,24 @@ impl ExtOp {
             }
         }
     }
+}
+
+/// Workspace of the all-reduce kernels (aclnnMax/Min/Norm): one 32-byte partial per AI core
+/// (a 910B has up to 48 vector-capable cores), rounded to the 512-byte allocation granule.
+const REDUCE_WS: u64 = 2048;
+
+/// Reduced axes of `shape` for a dim list (empty = all), negative dims counted from the end.
+fn red_axes(shape: &[i64], dims: &[i64]) -> Result<Vec<bool>, i32> {
+    let mut red = vec![dims.is_empty(); shape.len()];
+    for &d in dims {
+        let r = shape.len() as i64;
+        let k = if d < 0 { d + r } else { d };
+        if k < 0 || k >= r.max(1) {
+            return Err(inv(format!("dim {d} out of range for rank {r}")));
+        }
+        if (k as usize) < red.len() {
+            red[k as usize] = true;
+        }
+    }
+    Ok(red)
 }

@@ -126,8 +126,25 @@ pub fn launch(op: &str) {
     }
 }
 
+/// Peak bytes of device memory allocated (`aclrtMalloc`, page-rounded) and of pinned host memory
+/// (`aclrtMallocHost`) at once.
+static DEVICE_PEAK: AtomicU64 = AtomicU64::new(0);
+static PINNED_PEAK: AtomicU64 = AtomicU64::new(0);
+
+/// Device memory in use is now `bytes`.
+pub fn device_mem(bytes: usize) {
+    DEVICE_PEAK.fetch_max(bytes as u64, Relaxed);
+}
+
+/// Pinned host memory in use is now `bytes`.
+pub fn pinned_mem(bytes: usize) {
+    PINNED_PEAK.fetch_max(bytes as u64, Relaxed);
+}
+
 /// Reset every counter (cannsimStatsReset).
 pub fn reset() {
+    DEVICE_PEAK.store(crate::mem::used_bytes() as u64, Relaxed);
+    PINNED_PEAK.store(0, Relaxed);
     for c in &COPIES {
         c.store(0, Relaxed);
     }
@@ -189,10 +206,12 @@ pub fn json() -> String {
         })
         .collect();
     format!(
-        "{{\"pid\":{},\"copies\":{{{}}},\"threads\":[{}],\"kernels\":{{{}}}}}",
+        "{{\"pid\":{},\"copies\":{{{}}},\"threads\":[{}],\"kernels\":{{{}}},\"memory\":{{\"device_peak_bytes\":{},\"pinned_peak_bytes\":{}}}}}",
         std::process::id(),
         copies.join(","),
         threads.join(","),
-        kernels.join(",")
+        kernels.join(","),
+        DEVICE_PEAK.load(Relaxed),
+        PINNED_PEAK.load(Relaxed)
     )
 }

@@ -10,7 +10,7 @@ use crate::config::{DataMode, SummaryMode, Task};
 use crate::dtype::{DType, Dialect};
 use crate::json::{Json, Text};
 use crate::naming;
-use crate::stats::{self, Stat};
+use crate::stats::{self, Stat, Stats};
 use crate::tensorfile::{self, FileFormat};
 
 /// Options that shape every leaf of a session.
@@ -401,6 +401,60 @@ impl RecordBuilder {
         } else if self.opts.summary_mode == SummaryMode::Md5 {
             leaf.push(("md5".into(), Json::str(stats::crc32_hex(t.dtype, t.data))));
         }
+        self.push_leaf(k, Json::Object(leaf));
+        Ok(())
+    }
+
+    /// Whether `section(key)` would keep its leaves (data_mode), without selecting it: the L2
+    /// device-statistics path decides what to reduce before the record's leaves are added.
+    pub fn section_active(&self, key: &str) -> bool {
+        let (is_input, output) = match (key, self.backward) {
+            ("input_args" | "input_kwargs" | "parameters", _) | ("input", true) => (true, false),
+            ("output" | "output_fields", _) => (false, true),
+            _ => return false,
+        };
+        let dm = &self.opts.data_mode;
+        let dir_ok = if self.backward { dm.backward } else { dm.forward };
+        dir_ok && ((is_input && dm.input) || (output && dm.output))
+    }
+
+    /// Adds a statistics-task tensor leaf whose statistics were computed elsewhere (on the
+    /// device, by the L2 capture): the same keys, in the same order, as [`add_tensor`](Self::add_tensor)
+    /// writes for the statistics task and summary mode. Only for that task and mode.
+    pub fn add_stats_leaf(
+        &mut self,
+        key: Option<&str>,
+        dtype: DType,
+        shape: &[i64],
+        st: &Stats,
+    ) -> Result<(), BuildError> {
+        let (k, _) = self.child_slot(key)?;
+        if !self.active() {
+            return Ok(());
+        }
+        let mut leaf: Vec<(Text, Json)> = Vec::with_capacity(9);
+        leaf.extend([
+            (
+                "type".into(),
+                Json::str(match self.opts.dialect {
+                    Dialect::PyTorch => "torch.Tensor",
+                    Dialect::MindSpore => "mindspore.Tensor",
+                }),
+            ),
+            ("dtype".into(), Json::str(dtype.name(self.opts.dialect))),
+            ("shape".into(), Json::Array(shape.iter().map(|&d| Json::Int(d as i128)).collect())),
+            ("Max".into(), stat_json(st.max)),
+            ("Min".into(), stat_json(st.min)),
+            ("Mean".into(), stat_json(st.mean)),
+            ("Norm".into(), stat_json(st.norm)),
+        ]);
+        if let Some(v) = st.max_except_inf_nan {
+            leaf.push(("Max_except_inf_nan".into(), stat_json(v)));
+        }
+        if let Some(v) = st.min_except_inf_nan {
+            leaf.push(("Min_except_inf_nan".into(), stat_json(v)));
+        }
+        self.tensors += 1;
         self.push_leaf(k, Json::Object(leaf));
         Ok(())
     }

@@ -64,7 +64,72 @@ crate::phase2!(
     aclnnMaxPool2dWithIndices,
     aclnnMaxPool2dWithMaskBackward,
     aclnnMaxPool2dWithIndicesBackward,
+    aclnnMax,
+    aclnnMin,
+    aclnnNorm,
+    aclnnNanToNum,
 );
+
+/// `aclnnMax(self, out)`: the maximum of all elements into a 0-d out of self's dtype.
+#[no_mangle]
+pub extern "C" fn aclnnMaxGetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnMax", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((ext(ExtOp::ReduceAll { min: false }), a))
+    })
+}
+
+/// `aclnnMin(self, out)`: the minimum of all elements into a 0-d out of self's dtype.
+#[no_mangle]
+pub extern "C" fn aclnnMinGetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnMin", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((ext(ExtOp::ReduceAll { min: true }), a))
+    })
+}
+
+/// `aclnnNorm(self, const aclScalar *pScalar, const aclIntArray *dim, bool keepdim, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnNormGetWorkspaceSize(
+    self_: H,
+    p: H,
+    dim: H,
+    keepdim: bool,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnNorm", ws, ex, || {
+        let p = scalar(p, "pScalar")?;
+        if p < 0.0 || p.is_nan() {
+            return Err(fail(ACLNN_ERR_PARAM_INVALID, format!("aclnnNorm: p = {p} is not supported")));
+        }
+        let dims = int_array(dim, "dim")?;
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((ext(ExtOp::Norm { p, dims, keep: keepdim }), a))
+    })
+}
+
+/// `aclnnNanToNum(self, float nan, float posInf, float negInf, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnNanToNumGetWorkspaceSize(
+    self_: H,
+    nan: f32,
+    posinf: f32,
+    neginf: f32,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnNanToNum", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((ext(ExtOp::NanToNum { nan, posinf, neginf }), a))
+    })
+}
 
 #[no_mangle]
 pub extern "C" fn aclnnArangeGetWorkspaceSize(start: H, end: H, step: H, out: H, ws: *mut u64, ex: *mut H) -> Status {

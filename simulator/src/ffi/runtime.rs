@@ -5,7 +5,7 @@ use crate::errmsg::fail;
 use crate::mem::{self, Side};
 use crate::stream;
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::raw::{c_char, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -29,9 +29,9 @@ fn contexts() -> &'static Mutex<HashSet<usize>> {
     static C: OnceLock<Mutex<HashSet<usize>>> = OnceLock::new();
     C.get_or_init(|| Mutex::new(HashSet::new()))
 }
-fn host_allocs() -> &'static Mutex<HashSet<usize>> {
-    static H: OnceLock<Mutex<HashSet<usize>>> = OnceLock::new();
-    H.get_or_init(|| Mutex::new(HashSet::new()))
+fn host_allocs() -> &'static Mutex<HashMap<usize, usize>> {
+    static H: OnceLock<Mutex<HashMap<usize, usize>>> = OnceLock::new();
+    H.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
 #[no_mangle]
@@ -302,7 +302,11 @@ pub extern "C" fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) -> Ac
         if unsafe { libc::posix_memalign(&mut p, 64, size) } != 0 {
             return fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "host allocation failed");
         }
-        host_allocs().lock().unwrap().insert(p as usize);
+        {
+            let mut h = host_allocs().lock().unwrap();
+            h.insert(p as usize, size);
+            crate::stats::pinned_mem(h.values().sum());
+        }
         put(host_ptr, p);
         ACL_SUCCESS
     })
@@ -314,7 +318,7 @@ pub extern "C" fn aclrtFreeHost(host_ptr: *mut c_void) -> AclError {
         if host_ptr.is_null() {
             return fail(ACL_ERROR_INVALID_PARAM, "hostPtr is NULL");
         }
-        if !host_allocs().lock().unwrap().remove(&(host_ptr as usize)) {
+        if host_allocs().lock().unwrap().remove(&(host_ptr as usize)).is_none() {
             return fail(ACL_ERROR_RT_PARAM_INVALID, "not allocated by aclrtMallocHost");
         }
         // SAFETY: allocated by posix_memalign in aclrtMallocHost and removed from the set.

@@ -380,6 +380,7 @@ extern "C" fn at_exit() {
             return;
         }
         STATE.store(OFF, Relaxed);
+        super::devstats::drain(std::time::Duration::from_secs(60));
         if let Some(s) = l2.recorder.finish() {
             log::info!(
                 concat!(
@@ -394,7 +395,8 @@ extern "C" fn at_exit() {
                     "  launches without phase-1 binding (not captured): {}\n",
                     "  stream syncs failed: {} before launches, {} after launches\n",
                     "  tensors not copied, stream not synchronised (recorded as null): {}\n",
-                    "  device copies failed (recorded as null): {}\n{}"
+                    "  device copies failed (recorded as null): {}\n",
+                    "  device statistics: {} tensors reduced on the device ({} tool kernels), {} by the copy path, {} dropped (no free result slot, recorded as null), {} with uncertain *_except_inf_nan (written as NaN), {} launches whose event failed (recorded as null), device scratch peak {} bytes; md5/tensor: {} tensors copied asynchronously, pinned peak {} bytes\n{}"
                 ),
                 seen(Path::Dlsym) + seen(Path::Linked),
                 seen(Path::Dlsym),
@@ -410,6 +412,15 @@ extern "C" fn at_exit() {
                 SYNC_FAILURES[Side::After as usize].load(Relaxed),
                 NOT_SYNCED_TENSORS.load(Relaxed),
                 COPY_FAILURES.load(Relaxed),
+                super::devstats::DEVICE_TENSORS.load(Relaxed),
+                super::devstats::KERNELS.load(Relaxed),
+                super::devstats::FALLBACKS.load(Relaxed),
+                super::devstats::DROPPED.load(Relaxed),
+                super::devstats::UNCERTAIN.load(Relaxed),
+                super::devstats::EVENT_FAILURES.load(Relaxed),
+                super::devstats::SCRATCH_PEAK.load(Relaxed),
+                super::devstats::ASYNC_COPIES.load(Relaxed),
+                super::devstats::PINNED_PEAK.load(Relaxed),
                 s,
             );
         }
@@ -427,6 +438,8 @@ pub(crate) fn after_launch(l2: &L2, record_name: &str) {
         }
     }
     if end {
+        // Records still waiting for their device statistics belong to the step ending now.
+        super::devstats::drain(std::time::Duration::from_secs(60));
         l2.recorder.step();
         if l2.recorder.finished_steps() {
             // Past the last configured step: nothing more is recorded, so wrappers go idle.

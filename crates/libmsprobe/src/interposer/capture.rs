@@ -9,6 +9,7 @@ use super::activation::{
     self, Side, CAPTURED, COPY_FAILURES, FILTERED, INTERNAL_ERRORS, L2, NESTED, NOT_SYNCED_TENSORS, REJECTED,
     UNBOUND_LAUNCHES,
 };
+use super::devstats;
 use super::meta::{self, Bound, Role, TensorMeta};
 use crate::device::{self, DeviceError};
 use msprobe_core::dtype::DType;
@@ -262,6 +263,9 @@ pub(crate) fn record_launch(
         activation::after_launch(l2, &format!("{prefix}.{op}"));
         return rc;
     };
+    if device_stats(l2) {
+        return record_launch_device(l2, b, args, stream, real);
+    }
     let t0 = Instant::now();
     let busy = Busy::enter();
     let pre = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -300,6 +304,278 @@ pub(crate) fn record_launch(
         log::warn!("internal error capturing {name}; the launch ran uncaptured");
     }
     // Time in capture excludes the kernel itself.
+    rec.add_capture_nanos(t0.elapsed().saturating_sub(kernel_time));
+    activation::after_launch(l2, &name);
+    rc
+}
+
+/// Whether the device paths of issue #21 are used (`MSPROBE_L2_DEVICE_STATS=1`): statistics reduced
+/// on the device, md5/tensor bytes copied asynchronously; only with a runtime that has every
+/// function they need.
+fn device_stats(l2: &L2) -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // Off by default for now: a record completes after its launch returned, so a SIGKILL loses the
+    // records still in flight, which breaks the crash journal's promise (durable when the hooked
+    // call returns) that tests/python/test_kill_matrix.py checks. Journaling the planned record at
+    // the launch would restore it.
+    *ON.get_or_init(|| std::env::var("MSPROBE_L2_DEVICE_STATS").is_ok_and(|v| v.trim() == "1")) && {
+        let _busy = Busy::enter();
+        if stats_mode(l2) {
+            devstats::available()
+        } else {
+            devstats::copies_available()
+        }
+    }
+}
+
+/// The statistics task and summary mode (reduced on the device); otherwise (md5, tensor) the
+/// bytes are copied asynchronously into pinned memory.
+fn stats_mode(l2: &L2) -> bool {
+    let cfg = l2.recorder.config();
+    cfg.task == msprobe_core::config::Task::Statistics
+        && cfg.summary_mode == msprobe_core::config::SummaryMode::Statistics
+}
+
+/// One leaf of a record whose statistics complete later, in the order the record holds them.
+enum Item {
+    Section(&'static str),
+    Value(Json),
+    Open,
+    Close,
+    Host(TensorMeta, Vec<u8>),
+    /// A tensor that took the copy path: its gathered bytes (None = null, counted).
+    Copied(Option<(DType, Vec<i64>, Vec<u8>)>),
+    Dev(DType, Vec<i64>, devstats::DevLeaf),
+    /// md5 / tensor: the span copied asynchronously (None: dropped, recorded as null).
+    Pinned(DType, Vec<i64>, Option<devstats::PinnedCopy>),
+    Status(i32),
+}
+
+/// Enqueues one side's tensors: device reductions, or (per tensor) the copy path.
+fn plan_side(
+    items: &mut Vec<Item>,
+    args: &[KArg],
+    side: Side,
+    stream: *mut c_void,
+    record: &str,
+    lim: &devstats::Limits,
+    launch: &mut devstats::Launch,
+) {
+    let before = side == Side::Before;
+    let keep = |r: Role| if before { r != Role::Out } else { r != Role::In };
+    // The copy path's stream synchronisation, made once per side and only if a tensor needs it.
+    let mut synced: Option<bool> = None;
+    let stats = lim.stats;
+    let mut dev = |items: &mut Vec<Item>, t: &TensorMeta| match if stats {
+        devstats::enqueue(t, stream, lim, launch)
+            .map(|leaf| Item::Dev(DType::from_acl(t.dtype).expect("checked by enqueue"), t.shape.clone(), leaf))
+    } else {
+        devstats::enqueue_copy(t, stream, lim, launch).map(|c| {
+            let dtype = DType::from_acl(t.dtype).expect("checked by enqueue_copy");
+            match c {
+                devstats::CopyOutcome::Copied(p) => Item::Pinned(dtype, t.shape.clone(), Some(p)),
+                devstats::CopyOutcome::Dropped => Item::Pinned(dtype, t.shape.clone(), None),
+            }
+        })
+    } {
+        Ok(item) => items.push(item),
+        Err(devstats::Fallback) => {
+            devstats::FALLBACKS.fetch_add(1, Relaxed);
+            let ok = *synced.get_or_insert_with(|| sync_for(stream, side, record));
+            items.push(Item::Copied(copy_gathered(t, ok)));
+        }
+    };
+    for a in args {
+        match a {
+            KArg::Tensor(t, r) if keep(*r) => dev(items, t),
+            KArg::HostTensor(t, bytes, r) if keep(*r) => items.push(Item::Host(t.clone(), bytes.clone())),
+            KArg::List(ts, r) if keep(*r) => {
+                items.push(Item::Open);
+                for t in ts {
+                    dev(items, t);
+                }
+                items.push(Item::Close);
+            }
+            KArg::Missing(r) if keep(*r) && before => items.push(Item::Value(Json::Null)),
+            KArg::Value(v) if before => items.push(Item::Value(v.clone())),
+            _ => {}
+        }
+    }
+}
+
+/// The copy path for one tensor: its elements in row-major order, or None (counted).
+fn copy_gathered(t: &TensorMeta, synced: bool) -> Option<(DType, Vec<i64>, Vec<u8>)> {
+    let dtype = DType::from_acl(t.dtype)?;
+    let es = dtype.size();
+    let strides = t.strides.clone().unwrap_or_else(|| layout::contiguous_strides(&t.shape));
+    let span = layout::element_span(&t.shape, &strides, t.offset).ok()?;
+    if !synced {
+        NOT_SYNCED_TENSORS.fetch_add(1, Relaxed);
+        return None;
+    }
+    let (lo, hi) = span.unwrap_or((t.offset as u128, t.offset as u128));
+    let host = match device::copy_to_host(t.addr + lo as usize * es, (hi - lo) as usize * es) {
+        Ok(h) => h,
+        Err(e) => {
+            warn_copy_failure(e);
+            return None;
+        }
+    };
+    let data = layout::gather(es, &t.shape, Some(&strides), t.offset - lo as i64, &host).ok()?;
+    Some((dtype, t.shape.clone(), data.into_owned()))
+}
+
+/// Adds the planned leaves to the record (on the completion thread); `done` false: the event
+/// failed, so device leaves are null.
+fn replay(b: &mut RecordBuilder, l2: &L2, items: Vec<Item>, done: bool) {
+    for it in items {
+        match it {
+            Item::Section(k) => {
+                let _ = b.section(k);
+            }
+            Item::Value(v) => {
+                let _ = b.add_value(None, v);
+            }
+            Item::Open => {
+                let _ = b.open(None, false);
+            }
+            Item::Close => {
+                let _ = b.close();
+            }
+            Item::Host(t, bytes) => add_host_tensor(b, l2, &t, &bytes),
+            Item::Copied(Some((dtype, shape, data))) => {
+                let tr = TensorRef { dtype, shape: &shape, data: &data, requires_grad: None, type_name: None };
+                if b.add_tensor(None, &tr, l2.recorder.budget()).is_err() {
+                    let _ = b.add_value(None, Json::Null);
+                }
+            }
+            Item::Copied(None) => {
+                let _ = b.add_value(None, Json::Null);
+            }
+            Item::Dev(dtype, shape, leaf) => {
+                if done {
+                    let st = devstats::stats_of(&leaf, dtype);
+                    let _ = b.add_stats_leaf(None, dtype, &shape, &st);
+                } else {
+                    let _ = b.add_value(None, Json::Null);
+                }
+            }
+            Item::Pinned(dtype, shape, Some(p)) if done => {
+                let es = dtype.size();
+                match layout::gather(es, &shape, Some(&p.strides), p.offset, p.bytes()) {
+                    Ok(data) => {
+                        let tr = TensorRef { dtype, shape: &shape, data: &data, requires_grad: None, type_name: None };
+                        if b.add_tensor(None, &tr, l2.recorder.budget()).is_err() {
+                            let _ = b.add_value(None, Json::Null);
+                        }
+                    }
+                    Err(_) => {
+                        let _ = b.add_value(None, Json::Null);
+                    }
+                }
+            }
+            Item::Pinned(..) => {
+                let _ = b.add_value(None, Json::Null);
+            }
+            Item::Status(rc) => b.set_key("status", Json::Int(rc as i128)),
+        }
+    }
+}
+
+/// [`record_launch`] with statistics on the device: reductions and small async copies enqueued on
+/// `stream` around the launch, the record completed by the completion thread when the event
+/// recorded after them is done. The launching thread does not wait for the stream.
+fn record_launch_device(
+    l2: &L2,
+    b: RecordBuilder,
+    args: Vec<KArg>,
+    stream: *mut c_void,
+    real: impl FnOnce() -> i32,
+) -> i32 {
+    let rec = &l2.recorder;
+    let lim = devstats::Limits { on_full: rec.config().on_full, cap: rec.config().queue_bytes, stats: stats_mode(l2) };
+    let t0 = Instant::now();
+    let busy = Busy::enter();
+    let mut items = Vec::new();
+    let mut launch = devstats::Launch::default();
+    let name = b.name.clone();
+    let pre = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if b.section_active("input_args") {
+            items.push(Item::Section("input_args"));
+            plan_side(&mut items, &args, Side::Before, stream, &name, &lim, &mut launch);
+        }
+        items.push(Item::Section("input_kwargs"));
+    }));
+    let kernel_start = Instant::now();
+    let rc = real();
+    let kernel_time = kernel_start.elapsed();
+    let post = pre.is_ok()
+        && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if rc == 0 {
+                if b.section_active("output") {
+                    items.push(Item::Section("output"));
+                    plan_side(&mut items, &args, Side::After, stream, &name, &lim, &mut launch);
+                }
+            } else {
+                items.push(Item::Status(rc));
+            }
+        }))
+        .is_ok();
+    if !post {
+        drop(busy);
+        INTERNAL_ERRORS.fetch_add(1, Relaxed);
+        log::warn!("internal error capturing {name}; the launch ran uncaptured");
+        rec.abort(b);
+        // Nothing waits for this launch's kernels: keep its slots and buffers (never reused).
+        rec.add_capture_nanos(t0.elapsed().saturating_sub(kernel_time));
+        activation::after_launch(l2, &name);
+        return rc;
+    }
+    let needs_event = items.iter().any(|i| match i {
+        Item::Dev(_, _, leaf) => {
+            matches!(
+                leaf,
+                devstats::DevLeaf::ZeroDim(_) | devstats::DevLeaf::Reduced { .. } | devstats::DevLeaf::Bool(_)
+            )
+        }
+        Item::Pinned(_, _, Some(p)) => p.len > 0,
+        _ => false,
+    });
+    CAPTURED.fetch_add(1, Relaxed);
+    if rc != 0 {
+        REJECTED.fetch_add(1, Relaxed);
+    }
+    let event = if needs_event { devstats::record_event(stream) } else { None };
+    drop(busy);
+    // Every record goes through the completion queue, so records end in launch order.
+    let (event, ctx, done) = match (needs_event, event) {
+        (true, Some((e, c))) => (e, c, true),
+        (true, None) => {
+            // No event: the results cannot be known complete. Counted; the leaves are null.
+            devstats::EVENT_FAILURES.fetch_add(1, Relaxed);
+            (0, 0, false)
+        }
+        (false, _) => (0, 0, true),
+    };
+    match activation::l2() {
+        Some(arc) => {
+            let mut b = b;
+            devstats::submit(devstats::Pending {
+                event,
+                ctx,
+                launch,
+                finish: Box::new(move |ok| {
+                    replay(&mut b, &arc, items, ok && done);
+                    arc.recorder.end(b);
+                }),
+            });
+        }
+        None => {
+            let mut b = b;
+            replay(&mut b, l2, items, false);
+            rec.end(b);
+        }
+    }
     rec.add_capture_nanos(t0.elapsed().saturating_sub(kernel_time));
     activation::after_launch(l2, &name);
     rc

@@ -20,6 +20,7 @@ pub(crate) mod aclnn;
 pub(crate) mod aclop;
 pub(crate) mod activation;
 pub(crate) mod capture;
+pub(crate) mod devstats;
 pub(crate) mod dispatch;
 pub(crate) mod entry;
 pub(crate) mod hccl;

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Device cost model of L2 capture (issue #21), from the simulator's exact device-traffic counters.
+
+Runs each example uncaptured and under L2 (statistics with the device reductions, statistics with today's
+copy path `MSPROBE_L2_DEVICE_STATS=0`, md5, tensor) with `CANNSIM_STATS`, and prints per design:
+the counters (exact) and an *estimated* 910B-class step time over low / mid / high constants (a model,
+see /work/shared/reference/device-cost-model.md; sources of the constants below).
+
+Model (per run; C = the client's kernels, T = the tool's own kernels, S = host waits the tool adds on the
+launching thread, B_sync / B_async = device→host bytes the tool copies synchronously / asynchronously):
+  host   = (C + T) × t_launch + S × t_sync + B_sync / bw_link
+  device = (C + T) × t_kernel + B_async / bw_link
+  step   = max(host, device)          when the tool adds no waits (host runs ahead, work overlaps)
+         = host + device              when it does (each wait drains the queue: no overlap)
+t_kernel is the floor of a small kernel (the examples' tensors are KiB-sized, far below bytes / HBM).
+
+Constants (low / mid / high):
+  t_launch 5 / 10 / 20 µs  aclnn two-phase launch, host side (CANN aclnn two-phase API; op-plugin measurements
+                           in torch_npu issues put phase 1 at several µs to tens of µs)
+  t_sync   10 / 30 / 50 µs aclrtSynchronizeStream round trip (runtime + driver)
+  bw_link  32 / 25 / 20 GB/s  PCIe 4.0 x16 (32 GB/s theoretical per direction, ~25 GB/s achieved pinned)
+  t_kernel 3 / 5 / 8 µs    device-side floor of a small kernel (launch + one tiny pass; HBM 0.4–1.6 TB/s
+                           makes the byte term negligible here)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+LIB = TARGET / "release" / "libmsprobe.so"
+CONSTS = {
+    "low": dict(t_launch=5e-6, t_sync=10e-6, bw=32e9, t_kernel=3e-6),
+    "mid": dict(t_launch=10e-6, t_sync=30e-6, bw=25e9, t_kernel=5e-6),
+    "high": dict(t_launch=20e-6, t_sync=50e-6, bw=20e9, t_kernel=8e-6),
+}
+DESIGNS = [
+    ("uncaptured", None),
+    ("statistics, device (new)", {"MSPROBE_L2_DEVICE_STATS": "1"}),
+    ("statistics, copy+sync (today)", {"MSPROBE_L2_DEVICE_STATS": "0"}),
+    ("md5, async copies (new)", {"MSPROBE_SUMMARY_MODE": "md5", "MSPROBE_L2_DEVICE_STATS": "1"}),
+    ("md5, copy+sync (today)", {"MSPROBE_SUMMARY_MODE": "md5", "MSPROBE_L2_DEVICE_STATS": "0"}),
+    ("tensor, async copies (new)", {"MSPROBE_TASK": "tensor", "MSPROBE_L2_DEVICE_STATS": "1"}),
+    ("tensor, copy+sync (today)", {"MSPROBE_TASK": "tensor", "MSPROBE_L2_DEVICE_STATS": "0"}),
+]
+
+
+def run(lib64: Path, script: list[str], work: Path, extra: dict | None) -> dict:
+    root = lib64.parent
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_")) and k != "LD_PRELOAD"}
+    e.update(
+        ASCEND_TOOLKIT_HOME=str(root),
+        ASCEND_HOME_PATH=str(root),
+        ASCEND_OPP_PATH=str(root / "opp"),
+        LD_LIBRARY_PATH=str(lib64),
+        CANNSIM_LIB64=str(lib64),
+        CANNSIM_STATS=str(work / "stats.json"),
+    )
+    if extra is not None:
+        e.update(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_DUMP_PATH=str(work / "dump"), **extra)
+    work.mkdir(parents=True, exist_ok=True)
+    p = subprocess.run(script, env=e, capture_output=True, text=True, timeout=1200)
+    if p.returncode != 0:
+        sys.exit(f"{script} failed:\n{p.stderr[-3000:]}")
+    st = json.loads((work / "stats.json").read_text())
+    m = re.search(r"records: \d+ \((\d+) tensors", p.stderr)
+    st["tensors"] = int(m.group(1)) if m else 0
+    m = re.search(r"\((\d+) tool kernels\)", p.stderr)
+    st["tool_kernels"] = int(m.group(1)) if m else 0
+    return st
+
+
+def counters(st: dict, base: dict) -> dict:
+    d2h, d2h0 = st["copies"]["device_to_host"], base["copies"]["device_to_host"]
+    # The tool counts its own kernels (run summary); the client's are the rest of the simulator's
+    # count (torch_npu does not launch exactly the same kernels with and without L2 armed).
+    kern = sum(v["launches"] for v in st["kernels"].values())
+    tool = st.get("tool_kernels", 0)
+
+    def waits(s: dict) -> dict:
+        return {t["name"]: t["stream_syncs"] + t["device_syncs"] + t["event_syncs"] for t in s["threads"]}
+
+    w, w0 = waits(st), waits(base)
+    # the launching threads: those that launch in the uncaptured run (python, torch_npu's acl_thread)
+    extra_waits = sum(max(0, w.get(n, 0) - w0.get(n, 0)) for n in w0)
+    return {
+        "client_kernels": kern - tool,
+        "tool_kernels": tool,
+        "tool_waits": extra_waits,
+        "sync_bytes": d2h["sync"]["bytes"] - d2h0["sync"]["bytes"],
+        "async_bytes": d2h["async"]["bytes"] - d2h0["async"]["bytes"],
+        "tensors": st["tensors"],
+    }
+
+
+def step_time(c: dict, k: dict) -> float:
+    host = (c["client_kernels"] + c["tool_kernels"]) * k["t_launch"] + c["tool_waits"] * k["t_sync"]
+    host += c["sync_bytes"] / k["bw"]
+    device = (c["client_kernels"] + c["tool_kernels"]) * k["t_kernel"] + c["async_bytes"] / k["bw"]
+    return host + device if c["tool_waits"] else max(host, device)
+
+
+def main() -> None:
+    lib64 = Path(sys.argv[1]) if len(sys.argv) > 1 else TARGET / "cann" / "latest" / "lib64"
+    npu_py = REPO / "target" / "venv-npu" / "bin" / "python"
+    py = REPO / ".venv" / "bin" / "python"
+    scripts = [("examples/train.py --steps 3", [str(py), str(REPO / "examples/train.py"), "--steps", "3"])]
+    if npu_py.exists():
+        gpt = [str(npu_py), str(REPO / "examples/train_torch_npu.py"), "--model", "gpt", "--steps", "2"]
+        scripts.append(("torch_npu GPT, 2 steps", gpt))
+    with tempfile.TemporaryDirectory() as tmp:
+        for title, cmd in scripts:
+            runs = {name: run(lib64, cmd, Path(tmp) / f"{title[:8]}-{i}", env) for i, (name, env) in enumerate(DESIGNS)}
+            base = runs["uncaptured"]
+            print(f"\n## {title}\n")
+            print("counters (exact): tool kernels, tool host waits on the launching threads,")
+            print("device→host bytes (sync / async), per captured tensor; modelled step (estimate) vs uncaptured\n")
+            print(
+                "| design | client kernels | tool kernels | tool waits / launch | D→H B / tensor (sync+async) "
+                "| est. step ×uncaptured low / mid / high |"
+            )
+            print("|---|---|---|---|---|---|")
+            for name, _ in DESIGNS:
+                c = counters(runs[name], base)
+                # the same client work without the tool's additions
+                c0 = dict(c, tool_kernels=0, tool_waits=0, sync_bytes=0, async_bytes=0)
+                launches = max(c["client_kernels"], 1)
+                per_t = (c["sync_bytes"] + c["async_bytes"]) / c["tensors"] if c["tensors"] else 0.0
+                ratios = " / ".join(f"{step_time(c, k) / step_time(c0, k):.2f}" for k in CONSTS.values())
+                print(
+                    f"| {name} | {c['client_kernels']} | {c['tool_kernels']} | {c['tool_waits'] / launches:.2f} | "
+                    f"{per_t:.1f} ({c['sync_bytes']}+{c['async_bytes']} B, {c['tensors']} tensors) | {ratios} |"
+                )
+
+
+if __name__ == "__main__":
+    main()
