@@ -390,7 +390,7 @@ impl Nn {
                 let m = tv(s, 1)?;
                 let mut bytes = vec![0u8; m.numel()];
                 for i in 0..*numel {
-                    if crate::ops_ext::uniform(*seed, *offset, i) < keep {
+                    if crate::rng::uniform(*seed, *offset, i) < keep {
                         bytes[i / 8] |= 1u8 << (i % 8);
                     }
                 }

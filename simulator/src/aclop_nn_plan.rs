@@ -1,7 +1,7 @@
 //! Planning of the classic-net aclop op types: attribute decoding (data_format, strides / pads / dilations in
 //! the IR's 4-element form, TF padding strings) and the kernel steps, reusing the aclnn kernels where the
 //! semantics are the same (convolution and its gradients, softmax, GELU, ReLU backward, mean, copies).
-use crate::aclop::{Attr, AttrVal, IoT};
+use crate::aclop_io::{Attr, AttrVal, IoT};
 use crate::aclop_nn::Nn;
 use crate::consts::*;
 use crate::errmsg::fail;

@@ -4,6 +4,7 @@
 //! `hccl`, `trace`); the C ABI lives in `ffi`. See `simulator/README.md`.
 
 pub mod aclop;
+pub mod aclop_io;
 pub mod aclop_nn;
 pub mod aclop_nn_plan;
 pub mod consts;
@@ -16,6 +17,7 @@ pub mod mem;
 pub mod nnop;
 pub mod ops;
 pub mod ops_ext;
+pub mod rng;
 pub mod stats;
 pub mod stream;
 pub mod tensor;

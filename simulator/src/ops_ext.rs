@@ -317,16 +317,6 @@ pub fn dropout_mask_bytes(numel: usize) -> usize {
     numel.div_ceil(128) * 16
 }
 
-/// Uniform [0, 1) from (seed, offset, i): splitmix64 of a counter (the simulator's generator).
-pub(crate) fn uniform(seed: i64, offset: i64, i: usize) -> f64 {
-    let mut z = (seed as u64) ^ (offset as u64).wrapping_add(i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
-}
-
 /// Number of elements of `arange(start, end, step)` (torch semantics), or an error.
 pub fn arange_len(start: f64, end: f64, step: f64) -> Result<usize, i32> {
     if step == 0.0 || !start.is_finite() || !end.is_finite() {
@@ -805,7 +795,7 @@ impl ExtOp {
                 let m = t(s, 0)?;
                 let mut bytes = vec![0f64; m.numel()];
                 for i in 0..*numel {
-                    if uniform(*seed, *offset, i) >= *p {
+                    if crate::rng::uniform(*seed, *offset, i) >= *p {
                         let b = bytes[i / 8] as u8 | (1u8 << (i % 8));
                         bytes[i / 8] = b as f64;
                     }

@@ -141,9 +141,10 @@ pub fn pinned_mem(bytes: usize) {
     PINNED_PEAK.fetch_max(bytes as u64, Relaxed);
 }
 
-/// Reset every counter (cannsimStatsReset).
-pub fn reset() {
-    DEVICE_PEAK.store(crate::mem::used_bytes() as u64, Relaxed);
+/// Reset every counter (cannsimStatsReset); the device peak restarts from what is in use now
+/// (`device_in_use`, passed in so that the counters never depend on the allocator).
+pub fn reset(device_in_use: usize) {
+    DEVICE_PEAK.store(device_in_use as u64, Relaxed);
     PINNED_PEAK.store(0, Relaxed);
     for c in &COPIES {
         c.store(0, Relaxed);

@@ -816,7 +816,7 @@ pub extern "C" fn cannsimStatsJson(buf: *mut c_char, len: usize) -> usize {
 /// `void cannsimStatsReset(void)`: zero every counter.
 #[no_mangle]
 pub extern "C" fn cannsimStatsReset() {
-    guard((), crate::stats::reset)
+    guard((), || crate::stats::reset(crate::mem::used_bytes()))
 }
 
 // ---- compile options (libacl_op_compiler): aclSetCompileopt / aclGetCompileoptSize / aclGetCompileopt
