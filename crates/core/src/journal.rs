@@ -340,29 +340,34 @@ fn parse_from(head: &[u8], body: &[u8], at: usize) -> Parsed {
     }
     let bytes = body;
     let mut pos = 0;
-    // Start of the unreadable stretch being skipped, if any.
-    let mut bad: Option<usize> = None;
+    // The unreadable stretch being skipped, if any: whether it holds a NUL. Text never holds one,
+    // so a stretch with a NUL in it is a slot the kill cut while it was being copied in (the copy
+    // need not run front to back: memcpy may store a slot's last bytes before its middle, leaving
+    // written bytes on both sides of zeros): torn. A stretch without one, followed by a good
+    // entry, was written whole and changed since: damaged.
+    let mut bad: Option<bool> = None;
     while pos < bytes.len() {
         if bytes[pos] == 0 {
-            // Text never holds a NUL: an unreadable stretch that runs into one was cut by the kill
-            // (a slot written in part, the rest of it still zero).
-            if bad.take().is_some() {
-                out.torn += 1;
+            if let Some(nul) = bad.as_mut() {
+                *nul = true;
             }
             pos += 1;
             continue;
         }
         match read_entry(&bytes[pos..]) {
             Some((mut e, n)) => {
-                if bad.take().is_some() {
-                    out.damaged += 1;
+                match bad.take() {
+                    Some(true) => out.torn += 1,
+                    Some(false) => out.damaged += 1,
+                    None => {}
                 }
                 e.at = at + pos;
                 out.entries.push(e);
                 pos += n;
             }
             None => {
-                bad.get_or_insert(pos);
+                // A stretch that starts right after a NUL is the rest of a slot cut mid-copy too.
+                bad.get_or_insert(pos > 0 && bytes[pos - 1] == 0);
                 pos += 1;
             }
         }
@@ -748,6 +753,26 @@ mod tests {
         assert_eq!(sp.low(), 130);
         sp.reset(100);
         assert_eq!(sp.low(), 100);
+    }
+
+    #[test]
+    fn a_slot_cut_mid_copy_is_torn_not_damaged() {
+        // A kill during a copy that stored the slot's head and tail but not its middle, with a later
+        // thread's entry complete after it (each append owns its slot): torn, the rest intact.
+        let mut b = Identity::default().header_block();
+        entry(&mut b, 'R', "step0/rank", "Torch.add.0.forward", "{\"x\": [1, 2, 3]}");
+        let s1 = b.len();
+        entry(&mut b, 'R', "step0/rank", "Torch.add.1.forward", "{\"x\": [1, 2, 3]}");
+        let e1 = b.len();
+        entry(&mut b, 'R', "step0/rank", "Torch.add.2.forward", "{\"x\": [1, 2, 3]}");
+        for hole in [(s1 + 8, e1 - 8), (s1, e1 - 4), (s1 + 20, s1 + 21)] {
+            let mut m = b.clone();
+            m[hole.0..hole.1].fill(0);
+            let r = parse(&m);
+            let names: Vec<_> = r.entries.iter().map(|e| e.name.as_str()).collect();
+            assert_eq!(names, ["Torch.add.0.forward", "Torch.add.2.forward"], "hole {hole:?}");
+            assert_eq!((r.torn, r.damaged), (1, 0), "hole {hole:?}");
+        }
     }
 
     #[test]
