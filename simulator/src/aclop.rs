@@ -140,6 +140,11 @@ pub const OP_TYPES: &[&str] = &[
     "Fill",
     "Range",
     "PadV3",
+    "ReduceMax",
+    "ReduceMin",
+    "LpNormReduceV2",
+    "LpNormUpdateV2",
+    "Pack",
     // classic nets (MindSpore 2.10's aclop path): aclop_nn.rs and the shared aclnn kernels
     "Conv2D",
     "Conv2DBackpropInput",
@@ -189,6 +194,8 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
         "MatMul" | "MatMulV2" | "BatchMatMul" | "BatchMatMulV2" => (&[2, 3], 1),
         "Cast" | "Relu" | "ReduceSumD" | "SoftmaxV2" | "Identity" => (&[1], 1),
         "Range" => (&[3], 1),
+        "LpNormReduceV2" | "LpNormUpdateV2" => (&[1], 1),
+        "Pack" => (&addn_ins, 1),
         "PadV3" => (&[2, 3], 1),
         "Conv2D" => (&[2, 3], 1),
         "Conv2DBackpropInput" | "Conv2DBackpropFilter" | "MaxPoolGrad" | "DropOutDoMask" | "GeluGrad" => (&[3], 1),
@@ -297,6 +304,68 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
                 };
                 let keep = abool(attr, "keep_dims");
                 steps.push((Op::ReduceSum { dims, keep, dtype: y.dtype.acl(), mean: false }, vec![t(&iv[0]), t(y)]));
+            }
+            "ReduceMax" | "ReduceMin" => {
+                // ReduceMax(x, axes) -> y, attr keep_dims; NaN-propagating (ops_reduce.rs).
+                let dims = ins[1].ints()?;
+                let e = crate::ops_reduce::RedOp::MaxMin {
+                    min: op_type == "ReduceMin",
+                    dims,
+                    keep: abool(attr, "keep_dims"),
+                };
+                steps.push((Op::Red(Box::new(e)), vec![t(&iv[0]), t(y)]));
+            }
+            "LpNormReduceV2" => {
+                // LpNormReduceV2(x) -> y, attrs p (float, default 2), axes (list, empty = all), keepdim.
+                let p = match attr.get("p") {
+                    None => 2.0,
+                    Some(AttrVal::Float(p)) => *p as f64,
+                    Some(AttrVal::Int(p)) => *p as f64,
+                    Some(v) => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, format!("LpNormReduceV2: p {v:?}"))),
+                };
+                let dims = match attr.get("axes") {
+                    None => Vec::new(),
+                    Some(AttrVal::ListInt(v)) => v.clone(),
+                    Some(v) => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, format!("LpNormReduceV2: axes {v:?}"))),
+                };
+                let e = crate::ops_reduce::RedOp::LpNorm { p, dims, keep: abool(attr, "keepdim") };
+                steps.push((Op::Red(Box::new(e)), vec![t(&iv[0]), t(y)]));
+            }
+            "LpNormUpdateV2" => {
+                // LpNormUpdateV2(x) -> y, attr p: the root after LpNormReduceV2.
+                let p = match attr.get("p") {
+                    None => 2.0,
+                    Some(AttrVal::Float(p)) => *p as f64,
+                    Some(AttrVal::Int(p)) => *p as f64,
+                    Some(v) => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, format!("LpNormUpdateV2: p {v:?}"))),
+                };
+                let e = crate::ops_reduce::RedOp::LpUpdate { p };
+                steps.push((Op::Red(Box::new(e)), vec![t(&iv[0]), t(y)]));
+            }
+            "Pack" => {
+                // Pack(x0..xN-1) -> y, attr axis: stacks equal-shaped inputs along a new axis, i.e.
+                // concatenates them each viewed with a size-1 axis inserted there.
+                let r = iv[0].shape.len() as i64;
+                let axis = match attr.get("axis") {
+                    None => 0,
+                    Some(AttrVal::Int(a)) => *a,
+                    Some(v) => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, format!("Pack: axis {v:?}"))),
+                };
+                let a = if axis < 0 { axis + r + 1 } else { axis };
+                if a < 0 || a > r {
+                    return Err(fail(ACL_ERROR_INVALID_PARAM, format!("Pack: axis {axis} for rank {r}")));
+                }
+                let mut parts = Vec::with_capacity(iv.len());
+                for v in &iv {
+                    if v.shape != iv[0].shape || v.dtype != iv[0].dtype {
+                        return Err(fail(ACL_ERROR_INVALID_PARAM, "Pack: inputs differ in shape or dtype"));
+                    }
+                    let mut u = v.clone();
+                    u.shape.insert(a as usize, 1);
+                    u.strides.insert(a as usize, 1);
+                    parts.push(u);
+                }
+                steps.push((Op::Cat { dim: a }, vec![SV::L(parts), t(y)]));
             }
             "BiasAdd" => {
                 let x = &iv[0];

@@ -17,6 +17,7 @@ pub mod mem;
 pub mod nnop;
 pub mod ops;
 pub mod ops_ext;
+pub mod ops_reduce;
 pub mod rng;
 pub mod stats;
 pub mod stream;

@@ -208,6 +208,8 @@ pub enum Op {
     },
     /// The operators of `ops_ext.rs`.
     Ext(Box<crate::ops_ext::ExtOp>),
+    /// The aclop reductions of `ops_reduce.rs`.
+    Red(Box<crate::ops_reduce::RedOp>),
 }
 
 fn inv(msg: impl Into<String>) -> i32 {
@@ -356,6 +358,7 @@ impl Op {
     pub fn validate(&self, s: &[SV]) -> Result<u64, i32> {
         match self {
             Op::Ext(e) => e.validate(s),
+            Op::Red(e) => e.validate(s),
             Op::Binary { .. } => {
                 let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
                 let bs = k::broadcast_shape(&a.shape, &b.shape)
@@ -647,6 +650,7 @@ impl Op {
     pub fn exec(&self, s: &[SV]) -> Result<(), i32> {
         match self {
             Op::Ext(e) => e.exec(s),
+            Op::Red(e) => e.exec(s),
             Op::Binary { op, alpha } => {
                 let o = t(s, 2)?;
                 let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;

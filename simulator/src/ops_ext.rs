@@ -88,6 +88,10 @@ pub enum ExtOp {
     /// slots: self, out (0-d, self's dtype). aclnnMax / aclnnMin over all elements, as `torch.max(x)`:
     /// a NaN anywhere gives NaN; an empty self is rejected (torch raises, CANN returns PARAM_INVALID).
     ReduceAll { min: bool },
+    /// slots: self, minOut, maxOut (self's dtype). aclnnAminmaxAll (`dims` None: all elements into
+    /// 0-d outs) and aclnnAminmax (over `dims`, `keep` = keepDim): min and max in one pass, a NaN
+    /// in a reduced row gives NaN in both; an empty self is rejected as by aclnnMax/aclnnMin.
+    Aminmax { dims: Option<Vec<i64>>, keep: bool },
     /// slots: self, out. aclnnNorm: (sum |x|^p)^(1/p) over `dims` (all when empty), computed in f64
     /// from the elements and rounded to out's float dtype; p = 0 counts non-zeros, p = inf is max |x|.
     Norm { p: f64, dims: Vec<i64>, keep: bool },
@@ -371,6 +375,37 @@ impl ExtOp {
                 // Per-core partial results of a multi-core reduction: small and size-independent.
                 Ok(REDUCE_WS)
             }
+            ExtOp::Aminmax { dims, keep } => {
+                let (a, lo, hi) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let what = if dims.is_none() { "aclnnAminmaxAll" } else { "aclnnAminmax" };
+                if a.numel() == 0 {
+                    return Err(inv(format!("{what}: self is empty (no identity for max/min)")));
+                }
+                let os = match dims {
+                    None => vec![],
+                    Some(d) => {
+                        let red = red_axes(&a.shape, d)?;
+                        a.shape
+                            .iter()
+                            .zip(&red)
+                            .filter_map(|(&d, &r)| if r { keep.then_some(1) } else { Some(d) })
+                            .collect::<Vec<i64>>()
+                    }
+                };
+                for (o, name) in [(lo, "minOut"), (hi, "maxOut")] {
+                    if !(o.shape == os || (os.is_empty() && o.numel() == 1 && o.shape.len() <= 1)) {
+                        return Err(inv(format!("{what}: {name} shape {:?} expected {os:?}", o.shape)));
+                    }
+                    if o.dtype != a.dtype {
+                        return Err(inv(format!(
+                            "{what}: {name} dtype {} must equal self dtype {}",
+                            o.dtype.name(),
+                            a.dtype.name()
+                        )));
+                    }
+                }
+                Ok(REDUCE_WS)
+            }
             ExtOp::Norm { dims, keep, .. } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 if !a.dtype.is_float() || !o.dtype.is_float() {
@@ -635,6 +670,32 @@ impl ExtOp {
                 };
                 // Integers keep their exact value (read_f64 is exact up to 2^53).
                 o.write_f64(&[r])
+            }
+            ExtOp::Aminmax { dims, .. } => {
+                let (a, lo, hi) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let x = a.read_f64()?;
+                let red = red_axes(&a.shape, dims.as_deref().unwrap_or(&[]))?;
+                let strides = crate::tensor::contiguous_strides(&a.shape);
+                let out_shape: Vec<i64> = a.shape.iter().zip(&red).map(|(&d, &r)| if r { 1 } else { d }).collect();
+                let ostr = crate::tensor::contiguous_strides(&out_shape);
+                let m = numel(&out_shape);
+                let (mut mn, mut mx) = (vec![f64::INFINITY; m], vec![f64::NEG_INFINITY; m]);
+                for (k, &v) in x.iter().enumerate() {
+                    let mut oi = 0i64;
+                    for d in 0..a.shape.len() {
+                        if !red[d] {
+                            oi += (k as i64 / strides[d] % a.shape[d]) * ostr[d];
+                        }
+                    }
+                    let i = oi as usize;
+                    if v.is_nan() || mn[i].is_nan() {
+                        (mn[i], mx[i]) = (f64::NAN, f64::NAN);
+                    } else {
+                        (mn[i], mx[i]) = (mn[i].min(v), mx[i].max(v));
+                    }
+                }
+                lo.write_f64(&mn)?;
+                hi.write_f64(&mx)
             }
             ExtOp::Norm { p, dims, .. } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);

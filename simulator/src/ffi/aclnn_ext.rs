@@ -66,6 +66,8 @@ crate::phase2!(
     aclnnMaxPool2dWithIndicesBackward,
     aclnnMax,
     aclnnMin,
+    aclnnAminmaxAll,
+    aclnnAminmax,
     aclnnNorm,
     aclnnNanToNum,
 );
@@ -87,6 +89,41 @@ pub extern "C" fn aclnnMinGetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *
         let mut a = Args::new();
         a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
         Ok((ext(ExtOp::ReduceAll { min: true }), a))
+    })
+}
+
+/// `aclnnAminmaxAll(self, minOut, maxOut)`: min and max of all elements into 0-d outs of self's dtype.
+#[no_mangle]
+pub extern "C" fn aclnnAminmaxAllGetWorkspaceSize(
+    self_: H,
+    min_out: H,
+    max_out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnAminmaxAll", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "minOut", u(min_out))?.t(Out, "maxOut", u(max_out))?;
+        Ok((ext(ExtOp::Aminmax { dims: None, keep: false }), a))
+    })
+}
+
+/// `aclnnAminmax(self, const aclIntArray *dim, bool keepDim, minOut, maxOut)`: per-row min and max.
+#[no_mangle]
+pub extern "C" fn aclnnAminmaxGetWorkspaceSize(
+    self_: H,
+    dim: H,
+    keep_dim: bool,
+    min_out: H,
+    max_out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnAminmax", ws, ex, || {
+        let dims = int_array(dim, "dim")?;
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "minOut", u(min_out))?.t(Out, "maxOut", u(max_out))?;
+        Ok((ext(ExtOp::Aminmax { dims: Some(dims), keep: keep_dim }), a))
     })
 }
 
