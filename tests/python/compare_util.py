@@ -166,3 +166,19 @@ def diff_tables(ours: dict, theirs: dict) -> list[str]:
         if x != y:
             out.append(f"row {i} fill: ours {x} vs msprobe {y}")
     return out
+
+
+def check_pair(tmp: Path, npu: Path, bench: Path, name: str, min_rows: int = 1) -> int:
+    """Runs msprobe 1.1.1's compare and ours on the same pair and asserts every xlsx cell agrees
+    (diff_tables); returns the rows compared."""
+    cfg = write_input(tmp / f"{name}.json", npu, bench)
+    theirs_dir, ours_dir = tmp / f"{name}-111", tmp / f"{name}-ours"
+    p = run_111(cfg, theirs_dir)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    q = run_ours(cfg, ours_dir)
+    assert q.returncode == 0, q.stdout[-2000:] + q.stderr[-2000:]
+    theirs, ours = read_xlsx(theirs_dir), read_xlsx(ours_dir)
+    assert len(theirs["rows"]) > min_rows, f"{name}: msprobe compared (almost) nothing"
+    problems = diff_tables(ours, theirs)
+    assert not problems, f"{name}: {len(problems)} differences:\n" + "\n".join(problems[:30])
+    return len(theirs["rows"]) - 1

@@ -27,16 +27,7 @@ def msprobe111():
 
 
 def _check(tmp: Path, npu: Path, bench: Path, name: str) -> None:
-    cfg = cu.write_input(tmp / f"{name}.json", npu, bench)
-    theirs_dir, ours_dir = tmp / f"{name}-111", tmp / f"{name}-ours"
-    p = cu.run_111(cfg, theirs_dir)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    q = cu.run_ours(cfg, ours_dir)
-    assert q.returncode == 0, q.stdout[-2000:] + q.stderr[-2000:]
-    theirs, ours = cu.read_xlsx(theirs_dir), cu.read_xlsx(ours_dir)
-    assert len(theirs["rows"]) > 1, "msprobe compared nothing"
-    problems = cu.diff_tables(ours, theirs)
-    assert not problems, f"{name}: {len(problems)} differences:\n" + "\n".join(problems[:30])
+    cu.check_pair(tmp, npu, bench, name)
 
 
 SELF_CASES = [
@@ -258,3 +249,39 @@ def test_html_report_in_headless_chromium(tmp_path):
         timeout=120,
     )
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+API_RUN = """
+import sys, json
+from msprobe.pytorch import compare, compare_distributed
+kind, npu, bench, out = sys.argv[1:5]
+if kind == "compare":
+    compare({"npu_json_path": npu + "/dump.json", "bench_json_path": bench + "/dump.json",
+             "stack_json_path": npu + "/stack.json", "is_print_compare_log": False}, out, stack_mode=True)
+else:
+    compare_distributed(npu, bench, out, stack_mode=True, is_print_compare_log=False)
+"""
+
+
+@pytest.mark.parametrize("kind", ["compare", "compare_distributed"])
+def test_python_api_as_111(tmp_path, kind):
+    """msprobe.pytorch.compare / compare_distributed (1.1.1's Python API) give 1.1.1's tables."""
+    step_npu, step_bench = SAMPLES / "mlp_mix_tensor" / "step0", SAMPLES / "mlp_L1_tensor" / "step0"
+    npu, bench = (step_npu, step_bench) if kind == "compare_distributed" else (step_npu / "rank", step_bench / "rank")
+    outs = {}
+    for side, py, env in (
+        ("111", cu.V111 / "python", {}),
+        ("ours", REPO / ".venv" / "bin" / "python", {"PYTHONPATH": str(REPO / "python")}),
+    ):
+        outs[side] = tmp_path / side
+        outs[side].mkdir()
+        e = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | env
+        p = subprocess.run([str(py), "-c", API_RUN, kind, str(npu), str(bench), str(outs[side])],
+                           capture_output=True, text=True, env=e, cwd=outs[side], timeout=600)  # fmt: skip
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    names = {s: sorted(f.name.split("_2")[0] for f in outs[s].glob("compare_result*.xlsx")) for s in outs}
+    assert names["ours"] == names["111"] and names["111"], names
+    theirs, ours = cu.read_xlsx(outs["111"]), cu.read_xlsx(outs["ours"])
+    assert len(theirs["rows"]) > 1
+    problems = cu.diff_tables(ours, theirs)
+    assert not problems, "\n".join(problems[:30])

@@ -13,6 +13,7 @@ pub mod highlight;
 pub mod html;
 pub mod matching;
 pub mod metrics;
+pub mod ms;
 pub mod output;
 pub mod parse;
 pub mod tensor;
@@ -100,6 +101,12 @@ pub struct Options {
     pub tol: divergence::Tolerance,
     /// fixed timestamp for the file names (tests); the local time otherwise
     pub timestamp: Option<String>,
+    /// `-f`: msprobe's MindSpore compare (`Some(true)`), its PyTorch compare (`Some(false)`), or
+    /// whichever framework made the NPU dump (`None`: MindSpore when its tensors are
+    /// `mindspore.Tensor`)
+    pub mindspore: Option<bool>,
+    /// `-cm [YAML]` / `-am`: a MindSpore NPU dump against a PyTorch bench
+    pub mapping: ms::Mapping,
 }
 
 /// One pair of dumps to compare.
@@ -256,6 +263,27 @@ fn ops_of(dump: &Json, stack: Option<&Json>, mode: Mode) -> (Vec<String>, Vec<Op
     (names, ops)
 }
 
+/// Whether a dump's first tensor is a `mindspore.Tensor` (msprobe 1.1.1's dump.json does not
+/// name its framework).
+fn made_by_mindspore(dump: &Json) -> bool {
+    fn first_type(v: &Json, depth: usize) -> Option<&str> {
+        if depth > 12 {
+            return None;
+        }
+        match v {
+            Json::Object(kv) => {
+                if let Some(t) = v.get("type").and_then(Json::as_str).filter(|t| t.ends_with(".Tensor")) {
+                    return Some(t);
+                }
+                kv.iter().find_map(|(_, x)| first_type(x, depth + 1))
+            }
+            Json::Array(a) => a.iter().find_map(|x| first_type(x, depth + 1)),
+            _ => None,
+        }
+    }
+    dump.get("data").and_then(|d| first_type(d, 0)).is_some_and(|t| t.starts_with("mindspore."))
+}
+
 /// Compares one pair and writes its files.
 pub fn compare_pair(pair: &Pair, opt: &Options) -> Result<PairResult, String> {
     let (nd, bd) = rayon::join(|| load_json(&pair.npu_json), || load_json(&pair.bench_json));
@@ -276,7 +304,15 @@ pub fn compare_pair(pair: &Pair, opt: &Options) -> Result<PairResult, String> {
     if opt.fuzzy {
         log::warn!("This task uses fuzzy matching, which may affect the accuracy of the comparison.");
     }
-    let matched = matching::compare_process(&nops, &bops, opt.fuzzy, mode);
+    let mindspore = opt.mindspore.unwrap_or_else(|| made_by_mindspore(&nd));
+    let matched = if mindspore {
+        if opt.fuzzy {
+            log::warn!("fuzzy matching changes nothing in msprobe's MindSpore compare (it matches by name and shape)");
+        }
+        ms::compare_process(&nops, &bops, mode, &opt.mapping)
+    } else {
+        matching::compare_process(&nops, &bops, opt.fuzzy, mode)
+    };
     let mut rows: Vec<Row> = matched.rows;
     if rows.is_empty() {
         return Err("Can`t match any op.".into());
