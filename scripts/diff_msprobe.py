@@ -1,5 +1,11 @@
-"""Differential harness: the zoo (scripts/zoo/zoo_pt.py) under msprobe 1.1.1 and under msprobe-rs,
-same driver, same config; every dump compared record by record and leaf by leaf.
+"""Differential harness: the zoo (scripts/zoo/zoo_pt.py; with --framework ms scripts/zoo/zoo_ms.py)
+under msprobe 1.1.1 and under msprobe-rs, same driver, same config; every dump compared record by
+record and leaf by leaf.
+
+MindSpore (--framework ms): both sides run in target/venv-ms (MindSpore 2.10, PyNative on CPU);
+1.1.1 from target/msprobe-1.1.1 (scripts/setup-ms.sh --msprobe) with the driver's --shim (its two
+import/kernel workarounds for 2.10), ours with PYTHONPATH=python; tensor files are .npy (np.load);
+cache under target/zoo-cache-ms, baseline tests/data/zoo_ms_baseline.json.
 
 For each case (level x task x summary mode, plus a few scope/list/data_mode filters) both sides
 run the driver in a fresh process (1.1.1 in target/venv-msprobe111, ours in .venv with
@@ -14,7 +20,7 @@ Compared per step (one zoo model per step):
 And the computation: every loss, gradient and parameter CRC of our captured run equals those of
 an uncaptured run of the same driver (`--off`).
 
-usage: python scripts/diff_msprobe.py [--cases a,b] [--models m1,m2] [--out target/zoo] [--json F]
+usage: python scripts/diff_msprobe.py [--framework pt|ms] [--cases a,b] [--models m1,m2] [--out target/zoo] [--json F]
 Exit status 1 when a case diverges beyond tests/data/zoo_baseline.json (or --strict: at all).
 """
 
@@ -56,18 +62,42 @@ CASES["mix-scope"] = (
 )
 CASES["L0-input"] = ("L0", "statistics", "statistics", ["--data-mode", "input"])
 
-HALF = {"torch.float16", "torch.bfloat16"}
+# MindSpore: the same levels and tasks; list/scope name MindSpore APIs and Cells
+CASES_MS: dict[str, tuple[str, str, str, list[str]]] = dict(CASES)
+CASES_MS["L1-list"] = ("L1", "statistics", "statistics", ["--list", "cat,stack,matmul"])
+CASES_MS["mix-scope"] = (
+    "mix",
+    "statistics",
+    "statistics",
+    ["--scope", "Cell.catlist.CatList.forward.0,Cell.catlist.out.Dense.forward.0"],
+)
+MS_PY = REPO / "target/venv-ms/bin/python"
+FRAMEWORK = "pt"
+
+HALF = {"torch.float16", "torch.bfloat16", "Float16", "BFloat16"}
+
+
+def use_framework(fw: str) -> None:
+    """Point the harness at the MindSpore zoo (same comparison, other driver, venvs, cache, baseline)."""
+    global DRIVER, V111, OURS, BASELINE, CASES, FRAMEWORK
+    FRAMEWORK = fw
+    if fw == "ms":
+        DRIVER, V111, OURS = REPO / "scripts/zoo/zoo_ms.py", MS_PY, MS_PY
+        BASELINE = REPO / "tests/data/zoo_ms_baseline.json"
+        CASES = CASES_MS
 
 
 def torch_version() -> str:
+    mod = "mindspore" if FRAMEWORK == "ms" else "torch"
     return subprocess.run(
-        [str(OURS), "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, check=True
+        [str(OURS), "-c", f"import {mod}; print({mod}.__version__)"], capture_output=True, text=True, check=True
     ).stdout.strip()
 
 
-def case_args(case: str, models: str) -> list[str]:
+def case_args(case: str, models: str, ref: bool = False) -> list[str]:
     level, task, summary, extra = CASES[case]
-    return [level, task, summary, *extra] + (["--models", models] if models else [])
+    shim = ["--shim"] if ref and FRAMEWORK == "ms" else []
+    return [level, task, summary, *extra, *shim] + (["--models", models] if models else [])
 
 
 def run_side(python: Path, out: Path, args: list[str], env: dict[str, str]) -> float:
@@ -86,6 +116,8 @@ def run_side(python: Path, out: Path, args: list[str], env: dict[str, str]) -> f
 def env_111() -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith("MSPROBE")}
     e.pop("PYTHONPATH", None)
+    if FRAMEWORK == "ms":
+        e["PYTHONPATH"] = str(REPO / "target/msprobe-1.1.1")
     return e
 
 
@@ -115,7 +147,7 @@ def reference(case: str, models: str, tv: str, cache: Path) -> Path:
             shutil.rmtree(old, ignore_errors=True)
     if (d / ".done").exists():
         return d
-    run_side(V111, d, case_args(case, models), env_111())
+    run_side(V111, d, case_args(case, models, ref=True), env_111())
     (d / ".done").write_text("")
     return d
 
@@ -187,6 +219,9 @@ def api_of(name: str) -> str:
 
 
 def compare_tensor_files(r: CaseResult, ours_dir: Path, ref_dir: Path, names: list[str]) -> None:
+    if FRAMEWORK == "ms":
+        compare_npy_files(r, ours_dir, ref_dir, names)
+        return
     import torch
 
     for n in names:
@@ -206,6 +241,23 @@ def compare_tensor_files(r: CaseResult, ours_dir: Path, ref_dir: Path, names: li
                 ta.view(-1).view(torch.uint8) if ta.numel() else ta, tb.view(-1).view(torch.uint8) if tb.numel() else tb
             )
         ):
+            r.diff("tensor-file-value", f"tensor file {n}: values differ")
+
+
+def compare_npy_files(r: CaseResult, ours_dir: Path, ref_dir: Path, names: list[str]) -> None:
+    import numpy as np
+
+    for n in names:
+        a, b = ours_dir / n, ref_dir / n
+        r.leaves += 1
+        if not a.exists() or not b.exists():
+            r.diff(
+                "tensor-file-missing",
+                f"tensor file {n}: ours {'ok' if a.exists() else 'missing'}, 1.1.1 {'ok' if b.exists() else 'missing'}",
+            )
+            continue
+        ta, tb = np.load(a, allow_pickle=False), np.load(b, allow_pickle=False)
+        if ta.dtype != tb.dtype or ta.shape != tb.shape or ta.tobytes() != tb.tobytes():
             r.diff("tensor-file-value", f"tensor file {n}: values differ")
 
 
@@ -287,6 +339,20 @@ def compare_step(r: CaseResult, ours: Path, ref: Path) -> None:
                 r.diff(f"{f}:value", f"{f} {k}: ours {sa[k]!r} 1.1.1 {v!r}")
 
 
+def ms_tool_frames(frames: list) -> list:
+    """MindSpore: 1.1.1 calls an API through a wrapper Cell (HOOKCell), so its stacks start with
+    MindSpore's Cell-call frames and its own; that leading run (up to its last msprobe frame) is
+    the tool's calling machinery, not the user's, and is dropped."""
+    last = -1
+    for i, x in enumerate(frames):
+        f = x.split(",", 1)[0] if isinstance(x, str) else ""
+        if "/msprobe/" in f:
+            last = i
+        elif "/site-packages/mindspore/" not in f:
+            break
+    return frames[last + 1 :]
+
+
 def tool_frames(stack: dict) -> dict:
     """stack.json with each run of the tool's own frames (its API wrapper, its hooks: files in a
     `msprobe` package) replaced by one token: they name the tool's code, which differs by design."""
@@ -294,6 +360,8 @@ def tool_frames(stack: dict) -> dict:
     def norm(frames: Any) -> Any:
         if not isinstance(frames, list):
             return frames
+        if FRAMEWORK == "ms":
+            frames = ms_tool_frames(frames)
         out: list = []
         for x in frames:
             if isinstance(x, str) and "/msprobe/" in x.split(",", 1)[0]:
@@ -327,7 +395,8 @@ def crc_check(ours: Path, off: Path) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--framework", choices=("pt", "ms"), default="pt")
+    ap.add_argument("--cases", default="")
     ap.add_argument("--models", default="")
     ap.add_argument("--out", default=str(REPO / "target/zoo"))
     ap.add_argument("--cache", default=str(REPO / "target/zoo-cache"))
@@ -341,9 +410,14 @@ def main() -> int:
     a = ap.parse_args()
     global OURS_ROOT
     OURS_ROOT = Path(a.ours_root)
-    cases = [c for c in a.cases.split(",") if c]
+    use_framework(a.framework)
+    cases = [c for c in (a.cases or ",".join(CASES)).split(",") if c]
     out, cache = Path(a.out), Path(a.cache)
-    if not (REPO / "target/venv-msprobe111/.ready").exists():
+    if a.framework == "ms":
+        out = out.with_name(out.name + "-ms") if a.out == ap.get_default("out") else out
+        cache = cache.with_name(cache.name + "-ms") if a.cache == ap.get_default("cache") else cache
+        subprocess.run(["bash", str(REPO / "scripts/setup-ms.sh"), "--msprobe"], check=True, stdout=sys.stderr)
+    elif not (REPO / "target/venv-msprobe111/.ready").exists():
         subprocess.run(["bash", str(REPO / "scripts/setup-msprobe111.sh")], check=True)
     tv = torch_version()
     if a.ref_only:
@@ -409,6 +483,8 @@ def main() -> int:
                 or bool(set(bad_crc) - set(base["crc_differs"]))
                 or (base["names_equal"] and not r.names_equal)
                 or r.leaf_diffs > base["leaf_diffs"]
+                # extra or lost records on our side (they add no leaf difference), where pinned
+                or ("records" in base and r.records != base["records"])
             )
         if regress:
             failed.append(case)
@@ -433,7 +509,7 @@ def main() -> int:
     if a.json:
         Path(a.json).write_text(json.dumps({"cases": summary, "models": matrix}, indent=1))
     if a.write_baseline:
-        keep = ("names_equal", "leaf_diffs", "crc_differs")
+        keep = ("names_equal", "leaf_diffs", "crc_differs") + (("records",) if FRAMEWORK == "ms" else ())
         BASELINE.write_text(json.dumps({c: {k: v[k] for k in keep} for c, v in summary.items()}, indent=1) + "\n")
     if failed:
         print("REGRESSION in:", ", ".join(failed))

@@ -14,6 +14,7 @@ gradient.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Optional
 
 from mindspore import Tensor, ops
@@ -47,16 +48,31 @@ def _log_once(where: str, e: BaseException) -> None:
 
 # ------------------------------------------------------------------------------- backward bookkeeping
 class _Op:
-    __slots__ = ("name", "outs", "ins", "n_in")
+    __slots__ = ("name", "outs", "ins", "n_in", "n_list")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.outs: dict = {}
         self.ins: dict = {}
         self.n_in = 0
+        self.n_list = 0  # list/tuple-of-tensor arguments: no gradient reaches them (None entries)
 
 
 _pending: Optional[_Op] = None
+# Calls whose tensor inputs all come in lists (cat, stack): msprobe 1.1.1's wrapper Cell gets its
+# backward hook only when the whole backward pass is over, so their records follow every other
+# backward record of the pass (in the order their output gradients arrived).
+_deferred: list = []
+
+
+def _write(op: _Op) -> None:
+    State.depth += 1
+    try:
+        R.backward_record(op.name, list(op.outs.values()), list(op.ins.values()) + [None] * op.n_list)
+    except Exception as e:
+        _log_once("backward record " + op.name, e)
+    finally:
+        State.depth -= 1
 
 
 def flush_pending() -> None:
@@ -65,13 +81,18 @@ def flush_pending() -> None:
     if op is None:
         return
     _pending = None
-    State.depth += 1
-    try:
-        R.backward_record(op.name, list(op.outs.values()), list(op.ins.values()))
-    except Exception as e:
-        _log_once("backward record " + op.name, e)
-    finally:
-        State.depth -= 1
+    if not op.n_in and op.n_list:
+        _deferred.append(op)
+    else:
+        _write(op)
+
+
+def end_backward() -> None:
+    """The backward pass is over (the next forward call, stop/step): the last call's record and the
+    deferred ones are written. Without this the pass's last record waited for the next pass."""
+    flush_pending()
+    while _deferred:
+        _write(_deferred.pop(0))
 
 
 def _first(grad: Any) -> Any:
@@ -96,6 +117,10 @@ def _make_hook(op: _Op, idx: int, is_input: bool):
 
 
 def _hook_inputs(args: tuple, op: _Op) -> tuple:
+    """Hooks every tensor argument. An argument that is a list/tuple of tensors (``cat``, ``stack``)
+    is not hooked: as in msprobe 1.1.1 (whose API wrapper is a Cell, and a Cell's backward hook has
+    no gradient for a list argument) its entry in the backward record's output is None; the record
+    itself is still written from the output gradients."""
     out = []
     n = 0
     for a in args:
@@ -103,6 +128,8 @@ def _hook_inputs(args: tuple, op: _Op) -> tuple:
             out.append(ops.HookBackward(_make_hook(op, n, True))(a))
             n += 1
         else:
+            if isinstance(a, (list, tuple)) and any(isinstance(t, TENSOR_TYPES) for t in a):
+                op.n_list += 1
             out.append(a)
     op.n_in = n
     return tuple(out)
@@ -121,10 +148,12 @@ def _hook_outputs(out: Any, op: _Op) -> Any:
 
 def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool):
     """Runs one wrapped call with capture on (State.depth already raised by the caller)."""
+    if _pending is not None or _deferred:
+        end_backward()
     n = R.next_index(key)
     base = f"{key}.{n}"
     op = None
-    if not inplace and _requires_grad():
+    if not inplace and State.backward and _requires_grad():
         try:
             op = _Op(base + ".backward")
             args = _hook_inputs(args, op)
@@ -136,7 +165,7 @@ def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool):
         R.forward_record(base + ".forward", args, kwargs, out)
     except Exception as e:
         _log_once("forward record " + base, e)
-    if op is not None and op.n_in:
+    if op is not None and (op.n_in or op.n_list):
         try:
             out = _hook_outputs(out, op)
         except Exception as e:
@@ -296,18 +325,24 @@ def _register_cell(cell, prefix: str) -> list:
         if not State.enabled:
             return None
         n = R.next_index(fkey)
+        R.begin_cell(f"{fkey}.{n}", False)
         State.fwd_stack.append(f"{fkey}.{n}")
         State.fwd_owner.append(cid)
         return None
 
     def fwd(c, args, output):
-        if not State.fwd_owner or State.fwd_owner[-1] != cid:
+        if cid not in State.fwd_owner:
             return None
-        State.fwd_owner.pop()
-        name = State.fwd_stack.pop()
+        # Cells above this one on the stack never got their forward hook (MindSpore runs none for
+        # a Cell with a custom bprop): they are closed with this one, whose record is written.
+        i = len(State.fwd_owner) - 1 - State.fwd_owner[::-1].index(cid)
+        name = State.fwd_stack[i]
+        del State.fwd_owner[i:], State.fwd_stack[i:]
         State.depth += 1
         try:
-            R.forward_record(name, args, {}, output)
+            # stack.json from the frame that called MindSpore's hook runner (Cell._run_forward_hook),
+            # whose own frame msprobe 1.1.1 does not show either
+            R.forward_record(name, args, {}, output, frame=sys._getframe(2))
         except Exception as e:
             _log_once("forward record " + name, e)
         finally:
@@ -315,20 +350,34 @@ def _register_cell(cell, prefix: str) -> list:
         return None
 
     def bpre(c, grad_output):
-        if not State.enabled:
+        if not State.enabled or not State.backward:
             return None
         flush_pending()
         n = R.next_index(bkey)
+        R.begin_cell(f"{bkey}.{n}", True)
         State.bwd_stack.append(f"{bkey}.{n}")
         State.bwd_owner.append(cid)
         return None
 
     def bwd(c, grad_input, grad_output):
         flush_pending()
-        if not State.bwd_owner or State.bwd_owner[-1] != cid:
+        if cid not in State.bwd_owner:
             return None
-        State.bwd_owner.pop()
-        name = State.bwd_stack.pop()
+        i = len(State.bwd_owner) - 1 - State.bwd_owner[::-1].index(cid)
+        name = State.bwd_stack[i]
+        saved = State.bwd_stack
+        top = i == len(State.bwd_owner) - 1
+        if top:
+            end_backward()  # 1.1.1: a Cell's backward record follows the list-input calls inside it
+            State.bwd_owner.pop()
+            State.bwd_stack.pop()
+        else:
+            # A Cell whose inputs need no gradient (the first Cell applied to the data) gets its
+            # backward hook before the Cells inside it have finished theirs: written now, as
+            # msprobe 1.1.1 does (grad_input entries None), its parent being the Cell below it; it
+            # stays on the stack, marked done, as the parent of the inner Cells' records.
+            State.bwd_owner[i] = None
+            State.bwd_stack = saved[:i]
         State.depth += 1
         try:
             R.backward_record(name, R.as_list(grad_output), R.as_list(grad_input))
@@ -336,6 +385,9 @@ def _register_cell(cell, prefix: str) -> list:
             _log_once("backward record " + name, e)
         finally:
             State.depth -= 1
+            State.bwd_stack = saved
+            if top:  # after the record: a Cell written out of order is still this one's parent
+                _pop_done()
         return None
 
     return [
@@ -344,6 +396,13 @@ def _register_cell(cell, prefix: str) -> list:
         cell.register_backward_pre_hook(bpre),
         cell.register_backward_hook(bwd),
     ]
+
+
+def _pop_done() -> None:
+    """Drops the entries of Cells whose backward record was written out of order (see bwd)."""
+    while State.bwd_owner and State.bwd_owner[-1] is None:
+        State.bwd_owner.pop()
+        State.bwd_stack.pop()
 
 
 def unhook_cells() -> None:

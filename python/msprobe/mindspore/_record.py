@@ -42,10 +42,15 @@ class State:
     enabled = False  # between start() and stop() with the step/rank selected
     depth = 0  # > 0 while inside a wrapped call or our own hook code: nested calls pass through
     construct = False  # L0/mix: write construct.json parents
+    backward = True  # data_mode selects something of backward records (else no backward hook)
     fwd_stack: list = []  # forward Cell record names (pre-hook push, forward-hook pop)
     bwd_stack: list = []  # backward Cell record names (backward pre-hook push, backward hook pop)
     fwd_owner: list = []  # id() of the Cell that pushed each fwd_stack entry
     bwd_owner: list = []
+    # (name, parent) of the Cells whose pre-hook ran and whose construct.json entry is not written
+    # yet: msprobe 1.1.1 adds every begun Cell to construct.json with the next record (its
+    # module_node), which fixes the key order (a parent Cell right after its first child's record)
+    begun: list = []
 
 
 # msprobe's log format and MSPROBE_LOG_LEVEL handling live in msprobe.core; this child logger
@@ -156,12 +161,26 @@ def _construct(name: str, backward: bool) -> None:
     if State.construct:
         p = parent(backward)
         lib.msprobe_construct_set(name.encode(), None if p is None else p.encode())
+        if State.begun:
+            for n, q in State.begun:
+                if n != name:
+                    lib.msprobe_construct_set(n.encode(), None if q is None else q.encode())
+            State.begun.clear()
 
 
-def forward_record(name: str, args, kwargs, output) -> None:
-    """One forward record: input_args, input_kwargs, output, stack, construct parent."""
+def begin_cell(name: str, backward: bool) -> None:
+    """A Cell's (backward) pre-hook ran: its construct.json entry goes with the next record."""
+    if State.construct:
+        State.begun.append((name, parent(backward)))
+
+
+def forward_record(name: str, args, kwargs, output, frame: Any = None) -> None:
+    """One forward record: input_args, input_kwargs, output, stack (from `frame`, default the
+    caller's), construct parent."""
+    if frame is None:
+        frame = sys._getframe(1)
     if fast is not None:
-        if fast.record(name, args, kwargs or None, output, sys._getframe(1)):
+        if fast.record(name, args, kwargs or None, output, frame):
             _construct(name, False)
         return
     r = lib.msprobe_record_begin(name.encode())
@@ -170,7 +189,7 @@ def forward_record(name: str, args, kwargs, output) -> None:
     add_list_section(r, b"input_args", args)
     add_kwargs_section(r, kwargs or {})
     add_list_section(r, b"output", as_list(output))
-    set_stack(r)
+    stack.set_stack(r, stack.frames(frame, skip=_PKG_DIR))
     finish(r, name, False)
 
 

@@ -43,6 +43,34 @@ def _drain_launches() -> None:
         logger.warning(f"L2: mindspore.runtime.synchronize() failed ({e}); the capture window may include queued work")
 
 
+def _wants_backward(config_path: Optional[str], task: str) -> bool:
+    """Whether data_mode selects anything of backward records (msprobe 1.1.1's
+    `is_dump_for_data_mode`: "all", "backward", "input" or "output" in the list). With
+    `["forward"]` 1.1.1 writes no backward record at all, so no backward hook is set."""
+    env = os.environ.get("MSPROBE_DATA_MODE", "").strip()
+    if env:
+        modes = [m.strip() for m in env.split(",")]
+    else:
+        path = config_path if config_path is not None else os.environ.get("MSPROBE_CONFIG") or None
+        data = config.read_config(path) if path else None
+        sect = data.get(task) if isinstance(data, dict) else None
+        modes = sect.get("data_mode") if isinstance(sect, dict) else None
+        if not isinstance(modes, list):
+            return True  # default ["all"]; a bad value is the recorder's to report
+    return any(m in ("all", "backward", "input", "output") for m in modes)
+
+
+def _dist_rank() -> Optional[int]:
+    """The rank of an initialised MindSpore communication group (msprobe 1.1.1's
+    ``get_rank_if_initialized``), else None."""
+    try:
+        from mindspore.communication import GlobalComm, get_rank
+
+        return int(get_rank()) if GlobalComm.INITED else None
+    except Exception:
+        return None
+
+
 class PrecisionDebugger:
     """One per process (a second construction returns the first instance, as msprobe's does)."""
 
@@ -79,6 +107,7 @@ class PrecisionDebugger:
         # rc 1: a recorder already runs in this process (e.g. preloaded and started): share it.
         # rc -1: the recorder has logged the one line saying why; capture stays off.
         self.ok = rc >= 0
+        State.backward = _wants_backward(config_path, self.task)
         self.model = model
         if self.level in ("L0", "L1", "mix") and os.environ.get("MSPROBE_MS_LAUNCH_BLOCKING", "1") != "0":
             _launch_blocking()
@@ -106,6 +135,9 @@ class PrecisionDebugger:
             return
         if model is not None:
             self.model = model
+        rank = _dist_rank()
+        if rank is not None:  # the directory is rank{N}, and log lines say [rank N]
+            lib.msprobe_set_rank(rank)
         if self.level in ("L0", "mix") and self.model is None:
             logger.error(
                 f"For level {self.level}, PrecisionDebugger or start interface must receive a 'model' argument."
@@ -139,8 +171,8 @@ class PrecisionDebugger:
         self.hooked = True
 
     def _reset_stacks(self) -> None:
-        H.flush_pending()
-        for s in (State.fwd_stack, State.bwd_stack, State.fwd_owner, State.bwd_owner):
+        H.end_backward()
+        for s in (State.fwd_stack, State.bwd_stack, State.fwd_owner, State.bwd_owner, State.begun):
             s.clear()
 
     def stop(self) -> None:
