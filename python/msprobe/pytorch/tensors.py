@@ -1,5 +1,6 @@
 """torch values → record leaves. CPU tensors go by pointer (storage base, offset, strides: no
-copy, no ``.contiguous()``/``.numpy()``); CUDA/NPU tensors are copied to the host first.
+copy, no ``.contiguous()``/``.numpy()``); CUDA/NPU tensors are reduced on the device in
+statistics-only sessions (devstats.py), else copied to the host first.
 Statistics, CRC and ``.pt`` files are computed by the recorder while the call lasts."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from msprobe.core import dtypes
 from msprobe.core.errors import logger, warn_null
 from msprobe.core.native import MsprobeTensor, lib
 from msprobe.core.values import ValueEncoder, add_ints
+
+from .devstats import devstats
 
 # aclDataType numbers by torch dtype (the shared table, msprobe.core.dtypes).
 ACL_DTYPE = {getattr(torch, name): code for name, code in dtypes.ACL_DTYPE.items()}
@@ -44,6 +47,24 @@ def add_tensor(r: int, key: Optional[bytes], t: torch.Tensor) -> None:
         lib.msprobe_record_add_null(r, key)
         return
     requires_grad = t.requires_grad
+    res = None
+    if not t.is_cpu and devstats.eligible(t) and lib.msprobe_record_stats_only(r) == 1 and t.dim() <= _MAX_DIMS:
+        # Statistics reduced on the device, fetched later in a batch (devstats.py). Reduced
+        # before the per-thread descriptor is filled: torch calls may reach our hooks.
+        res = devstats.reduce_safe(t)
+    if res is not None:
+        d = _descriptor()
+        d.dtype = code
+        d.ndim = t.dim()
+        if d.ndim:
+            d._shape[: d.ndim] = t.shape
+            d._strides[: d.ndim] = t.stride()
+        d.offset = 0
+        d.data = None
+        d.storage_bytes = 0
+        d.requires_grad = 1 if requires_grad else 0
+        if devstats.add(r, key, d, res):
+            return
     if not t.is_cpu:  # CUDA (bench side), NPU: a host copy, kept alive until the call returns
         t = t.detach().cpu()
     if t.is_conj():

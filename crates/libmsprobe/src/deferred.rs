@@ -1,0 +1,145 @@
+//! Records whose tensor statistics a framework is still reducing on the device (issue #21).
+//!
+//! torch_npu / MindSpore reduce a device tensor with their own device ops into a small result
+//! that stays on the device; the layer fetches many of them at once (one non-blocking copy into
+//! pinned memory, one wait) and hands the values over with `msprobe_resolve_stats`. Until then
+//! the record is held here, and so is every record that ends after it: dump.json keeps the
+//! order in which records ended. `msprobe_stop`/`msprobe_step`/`msprobe_finish` first end every
+//! held record; a leaf whose values never arrived is written with null statistics and counted.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use msprobe_core::record::RecordBuilder;
+use msprobe_core::recorder::Recorder;
+use msprobe_core::stats::{Stat, Stats};
+
+struct Held {
+    b: RecordBuilder,
+    rec: Arc<Recorder>,
+    t0: Instant,
+}
+
+#[derive(Default)]
+struct State {
+    /// Records in the order they ended; the head ends first.
+    fifo: VecDeque<Held>,
+    /// Values that arrived for slots of records still held.
+    values: HashMap<u64, Stats>,
+}
+
+static STATE: std::sync::LazyLock<Mutex<State>> = std::sync::LazyLock::new(Mutex::default);
+/// Records held (the FIFO's length, kept outside the lock): 0 lets `end` skip the lock.
+static HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Leaves completed from device statistics.
+pub static RESOLVED: AtomicU64 = AtomicU64::new(0);
+/// Leaves written with null statistics because their values never arrived.
+pub static UNRESOLVED: AtomicU64 = AtomicU64::new(0);
+/// Leaves with NaN/Inf whose `*_except_inf_nan` keys are null (not reduced on the device).
+pub static NO_EXCEPT: AtomicU64 = AtomicU64::new(0);
+
+fn lock() -> std::sync::MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Ends `b` now, or holds it when it (or a record before it) still waits for device values.
+pub(crate) fn end(b: RecordBuilder, rec: Arc<Recorder>, t0: Instant) {
+    // Records of threads that end concurrently have no order between them: one that sees
+    // nothing held ends at once, without the lock (the CPU-only sessions never take it).
+    if b.pending == 0 && HELD.load(Relaxed) == 0 {
+        rec.end(b);
+        rec.add_capture_time(t0);
+        return;
+    }
+    let mut st = lock();
+    if b.pending == 0 && st.fifo.is_empty() {
+        drop(st);
+        rec.end(b);
+        rec.add_capture_time(t0);
+        return;
+    }
+    st.fifo.push_back(Held { b, rec, t0 });
+    HELD.store(st.fifo.len(), Relaxed);
+    drain(&mut st, false);
+}
+
+/// Values for slots `first .. first + n`, four per slot (Max, Min, Mean, Norm, as the device
+/// computed them, NaN/Inf included); ends the held records that are now complete.
+pub(crate) fn resolve(first: u64, values: &[f64]) {
+    let mut st = lock();
+    for (i, v) in values.chunks_exact(4).enumerate() {
+        st.values.insert(first + i as u64, stats_of(v));
+    }
+    drain(&mut st, false);
+}
+
+/// Ends every held record (stop, step, finish): missing values become nulls, counted.
+pub(crate) fn flush() {
+    let mut st = lock();
+    drain(&mut st, true);
+    st.values.clear();
+}
+
+/// [`flush`] at exit or on a signal: skipped if another thread holds the lock (never waits).
+pub(crate) fn flush_at_exit() {
+    if let Ok(mut st) = STATE.try_lock() {
+        drain(&mut st, true);
+    }
+}
+
+fn drain(st: &mut State, force: bool) {
+    while let Some(h) = st.fifo.front_mut() {
+        if h.b.pending > 0 {
+            let values = &mut st.values;
+            let before = h.b.pending;
+            let left = h.b.fill_pending(&mut |slot| values.remove(&slot));
+            RESOLVED.fetch_add(u64::from(before - left), Relaxed);
+            if left > 0 {
+                if !force {
+                    return;
+                }
+                h.b.fill_pending(&mut |_| {
+                    Some(Stats {
+                        max: Stat::Null,
+                        min: Stat::Null,
+                        mean: Stat::Null,
+                        norm: Stat::Null,
+                        max_except_inf_nan: None,
+                        min_except_inf_nan: None,
+                    })
+                });
+                if UNRESOLVED.fetch_add(u64::from(left), Relaxed) == 0 {
+                    log::warn!("device statistics of {left} tensor(s) never arrived: written as null (counted in the run summary)");
+                }
+            }
+        }
+        let Some(h) = st.fifo.pop_front() else { break };
+        HELD.store(st.fifo.len(), Relaxed);
+        h.rec.end(h.b);
+        h.rec.add_capture_time(h.t0);
+    }
+}
+
+/// msprobe's statistics from the device's float values: NaN/Inf are kept (as 1.1.1 writes
+/// them); the `*_except_inf_nan` keys, which need the data, are null then, and counted.
+fn stats_of(v: &[f64]) -> Stats {
+    let f = Stat::Float;
+    let (max, min) = (v[0], v[1]);
+    // 1.1.1 adds each key only when its own statistic is NaN/Inf.
+    let bad = |x: f64| (!x.is_finite()).then_some(Stat::Null);
+    let (mx, mn) = (bad(max), bad(min));
+    if (mx.is_some() || mn.is_some()) && NO_EXCEPT.fetch_add(1, Relaxed) == 0 {
+        log::warn!("a device tensor holds NaN/Inf: its Max/Min_except_inf_nan are null (device statistics; counted in the run summary)");
+    }
+    Stats { max: f(max), min: f(min), mean: f(v[2]), norm: f(v[3]), max_except_inf_nan: mx, min_except_inf_nan: mn }
+}
+
+/// The run summary's line, when device statistics were used.
+pub(crate) fn summary_line() -> Option<String> {
+    let (r, u, n) = (RESOLVED.load(Relaxed), UNRESOLVED.load(Relaxed), NO_EXCEPT.load(Relaxed));
+    (r + u + n > 0).then(|| {
+        format!("  device statistics: {r} tensors; never arrived (null): {u}; NaN/Inf without *_except_inf_nan: {n}")
+    })
+}

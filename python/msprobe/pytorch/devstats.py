@@ -1,0 +1,153 @@
+"""Statistics of device tensors (torch_npu, CUDA) reduced on the device (issue #21).
+
+Copying a device tensor to the host for four numbers costs a whole-tensor transfer and a
+synchronisation per tensor. Instead, in a statistics-only session (task statistics,
+summary_mode statistics), each tensor is reduced with torch's own device ops, exactly as
+msprobe 1.1.1's ``get_stat_info`` does (integers and float64 reduced as float32, f16/bf16
+results in their own dtype, then widened exactly to float32): one 4-element float32 result
+per tensor stays on the device. The leaf goes into the record as *pending*
+(``msprobe_record_add_tensor_pending``); the recorder holds the record until its values
+arrive. The results are fetched in batches: stacked on the device, one non-blocking copy into
+pinned host memory, one wait, ``msprobe_resolve_stats``. A batch is fetched when it holds
+``MSPROBE_DEVICE_BATCH`` results (default 256) and at ``stop()``/``step()`` (so the files are
+complete after ``stop()``, as today); with ``async_dump: true`` in config.json only at
+``step()`` (as msprobe 26's async_dump).
+
+Off by default (``MSPROBE_DEVICE_STATS=1`` turns it on): on the torch_npu GPT example the extra
+small kernels cost more in the modelled step than the copies they save, and NaN/Inf tensors lack
+1.1.1's ``*_except_inf_nan`` values. Off, device tensors are copied to the host (the
+comparison path of ``scripts/bench_device_fw.sh``). Bool, complex, 0-d integer/float64 and
+empty tensors keep the copy path (their statistics are not all floats or need the data).
+
+The reductions call ``torch._C._VariableFunctions`` directly (as 1.1.1 does), which the API
+wrappers do not patch, on a detached tensor: nothing is recorded, nothing in-place, no RNG.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import threading
+from typing import Any, Optional
+
+import torch
+
+from msprobe.core import config
+from msprobe.core.errors import logger
+from msprobe.core.native import lib
+
+_VF: Any = torch._C._VariableFunctions
+_FLOAT_OWN = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _batch_size() -> int:
+    raw = os.environ.get("MSPROBE_DEVICE_BATCH", "").strip()
+    if not raw:
+        return 256
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1 or n > 1 << 20:
+        logger.warning(f"MSPROBE_DEVICE_BATCH={raw!r} is not an integer from 1 to 1048576; using 256")
+        return 256
+    return n
+
+
+class DeviceStats:
+    """The pending device results of this process, fetched in batches (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.enabled = os.environ.get("MSPROBE_DEVICE_STATS", "0").strip() == "1"
+        self.batch = _batch_size()
+        self.async_dump = False
+        self.lock = threading.Lock()
+        self.first = 0  # slot of results[0]
+        self.results: list[torch.Tensor] = []
+        self.fetches = 0
+        self.tensors = 0
+        self.fallbacks = 0
+        self.failed = False
+        atexit.register(self.fetch)
+
+    def configure(self, config_path: Optional[str]) -> None:
+        v = config._file_value(config_path, "async_dump")
+        self.async_dump = v is True
+
+    def eligible(self, t: torch.Tensor) -> bool:
+        if not self.enabled or self.failed or t.is_cpu or t.is_meta or t.is_complex():
+            return False
+        if t.dtype == torch.bool or t.numel() == 0:
+            return False
+        return t.dim() > 0 or t.dtype in _FLOAT_OWN
+
+    def reduce(self, t: torch.Tensor) -> torch.Tensor:
+        """The 4 statistics as a float32 device tensor, as 1.1.1's get_stat_info."""
+        x = t.detach()
+        if x.dim() == 0:  # 1.1.1: item() for all four (the value itself, also as Norm)
+            return _VF.stack([x, x, x, x]).to(torch.float32)
+        if not x.is_floating_point() or x.dtype == torch.float64:
+            x = x.to(torch.float32)
+        return _VF.stack([_VF.max(x), _VF.min(x), _VF.mean(x), _VF.norm(x)]).to(torch.float32)
+
+    def reduce_safe(self, t: torch.Tensor) -> Optional[torch.Tensor]:
+        """`reduce`, or None (the caller takes the copy path)."""
+        try:
+            with torch.no_grad():
+                return self.reduce(t)
+        except Exception as e:  # an op the device cannot run: copy path from now on
+            self.failed = True
+            logger.warning(f"device statistics failed ({e}); device tensors are copied to the host from now on")
+            return None
+
+    def add(self, r: int, key: Optional[bytes], desc: Any, res: torch.Tensor) -> bool:
+        """Adds the leaf as pending with its device result `res` (True), or False: the caller
+        takes the copy path."""
+        with self.lock:
+            slot = self.first + len(self.results)
+            rc = lib.msprobe_record_add_tensor_pending(r, key, ctypes.byref(desc), slot)
+            if rc != 0:
+                return False
+            self.results.append(res)
+            self.tensors += 1
+            full = len(self.results) >= self.batch and not self.async_dump
+        if full:
+            self.fetch()
+        return True
+
+    def fetch(self) -> None:
+        """Fetches every pending result: one stack, one non-blocking copy into pinned memory,
+        one wait; then hands the values to the recorder."""
+        with self.lock:
+            results, first = self.results, self.first
+            self.results = []
+            self.first += len(results)
+            if not results:
+                return
+            try:
+                dev = _VF.stack(results)
+                try:
+                    host = torch.empty(dev.shape, dtype=torch.float32, pin_memory=True)
+                except Exception:  # no pinned memory: a plain (blocking) copy
+                    host = torch.empty(dev.shape, dtype=torch.float32)
+                host.copy_(dev, non_blocking=True)
+                _wait(dev)
+            except Exception as e:
+                logger.warning(f"fetching device statistics failed ({e}); their leaves are written with null values")
+                return
+            self.fetches += 1
+            vals = host.to(torch.float64)
+            p = ctypes.cast(vals.data_ptr(), ctypes.POINTER(ctypes.c_double))
+            lib.msprobe_resolve_stats(first, p, len(results))
+
+
+def _wait(dev: torch.Tensor) -> None:
+    """Waits for the copy on `dev`'s current stream (only that stream, not the device)."""
+    mod = getattr(torch, dev.device.type, None)
+    stream = getattr(mod, "current_stream", None) if mod is not None else None
+    if stream is not None:
+        stream(dev.device).synchronize()
+
+
+devstats = DeviceStats()

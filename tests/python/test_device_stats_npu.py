@@ -1,0 +1,220 @@
+"""torch_npu statistics on the device (issue #21, python/msprobe/pytorch/devstats.py).
+
+The same script runs on the simulator's npu with device statistics (default), on npu with the copy
+path (MSPROBE_DEVICE_STATS=0: the recorder's host statistics over the exact bytes) and on CPU torch.
+The script uses elementwise ops only, so the tensors are bit-identical on npu and CPU. Checked:
+same records, keys and key order; Max/Min exact, Mean/Norm within the README tolerance of both
+references; f16/bf16/int/f64/0-d/NaN/Inf/empty; the files complete after stop() (batch
+fetched at stop); async_dump holds records until step(); and from the simulator's counters
+(CANNSIM_STATS) that the device path copies at most 64 B per tensor to the host, with one wait per
+batch, where the copy path copies every tensor whole.
+"""
+
+import json
+import math
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from recorder_testutil import REPO
+
+NPU_PY = REPO / "target" / "venv-npu" / "bin" / "python"
+LIB64 = Path(os.environ.get("CANNSIM_LIB64", REPO / "target" / "cann" / "latest" / "lib64"))
+
+pytestmark = pytest.mark.skipif(
+    not NPU_PY.exists() or not (LIB64 / "libascendcl.so").exists(),
+    reason="target/venv-npu (scripts/setup-torchnpu.sh) or the simulator's CANN tree (scripts/build.sh) is absent",
+)
+
+SCRIPT = r"""
+import json, os, shutil, sys
+import torch
+dev = sys.argv[1]
+if dev == "npu":
+    import torch_npu  # noqa: F401
+sys.path.insert(0, os.environ["MSPROBE_PY"])
+from msprobe.pytorch import PrecisionDebugger
+out = sys.argv[2]
+g = torch.Generator().manual_seed(0)
+base = torch.randn(64, 48, generator=g)
+dbg = PrecisionDebugger(dump_path=out, task="statistics", level="L1")
+x = base.to(dev)
+dbg.start()
+a = x * 3 + 1                                   # f32
+h = x.half() * 2                                # f16 (Cast, Mul)
+b = x.to(torch.bfloat16) + 1                    # bf16
+i = (x * 100).to(torch.int32) + 7               # int32: reduced as float32
+d = x.double() * 0.5                            # f64: reduced as float32
+s = x[0, 0] * 2                                 # 0-d f32
+inf = x / torch.zeros_like(x)                   # +-inf
+nn = inf - inf                                  # all NaN
+e = x[:0] * 1                                   # empty: copy path
+dbg.stop()
+shutil.copyfile(os.path.join(out, "step0", "rank", "dump.json"), os.path.join(out, "after_stop.json"))
+dbg.step()
+"""
+
+
+def env(extra: dict) -> dict:
+    root = LIB64.parent
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_")) and k != "LD_PRELOAD"}
+    e.update(
+        ASCEND_TOOLKIT_HOME=str(root),
+        ASCEND_HOME_PATH=str(root),
+        ASCEND_OPP_PATH=str(root / "opp"),
+        LD_LIBRARY_PATH=str(LIB64),
+        MSPROBE_PY=str(REPO / "python"),
+    )
+    e.update(extra)
+    return e
+
+
+def run(tmp: Path, name: str, dev: str, extra: dict, script: str = SCRIPT) -> tuple[Path, dict, str]:
+    out = tmp / name
+    stats = tmp / f"{name}.stats.json"
+    src = tmp / "script.py"
+    src.write_text(script)
+    p = subprocess.run(
+        [str(NPU_PY), str(src), dev, str(out)],
+        env=env({"CANNSIM_STATS": str(stats), **extra}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    counters = json.loads(stats.read_text()) if stats.exists() else {}
+    return out, counters, p.stderr
+
+
+def leaves(v):
+    if isinstance(v, dict):
+        if "Max" in v:
+            yield v
+            return
+        for x in v.values():
+            yield from leaves(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from leaves(x)
+
+
+def close(a, b, scale) -> bool:
+    if a is None or b is None or isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= 1e-6 * abs(b) + 1e-6 * scale
+
+
+def compare(got: dict, want: dict) -> list:
+    """README tolerance: Max/Min exact, Mean/Norm 1e-6 relative (+1e-6 x max|x| for means)."""
+    bad = []
+    assert list(got) == list(want)
+    for name in want:
+        lg, lw = list(leaves(got[name])), list(leaves(want[name]))
+        assert len(lg) == len(lw), name
+        for g, w in zip(lg, lw):
+            assert list(g) == list(w), (name, list(g), list(w))
+            finite = [abs(v) for v in (w["Max"], w["Min"]) if isinstance(v, float) and math.isfinite(v)]
+            scale = max(finite, default=0.0)
+            for k in ("Max", "Min"):
+                if not close(g[k], w[k], 0):
+                    bad.append((name, k, g[k], w[k]))
+            for k in ("Mean", "Norm"):
+                if not close(g[k], w[k], scale):
+                    bad.append((name, k, g[k], w[k]))
+            for k in ("dtype", "shape", "requires_grad", "type"):
+                # torch_npu on the simulator computes `.double()` as float32 (the CPU run has float64)
+                if k == "dtype" and (g[k], w[k]) == ("torch.float32", "torch.float64"):
+                    continue
+                if g.get(k) != w.get(k):
+                    bad.append((name, k, g.get(k), w.get(k)))
+    return bad
+
+
+def d2h(c: dict) -> tuple[int, int]:
+    x = c["copies"]["device_to_host"]
+    return x["sync"]["bytes"] + x["async"]["bytes"], x["sync"]["copies"] + x["async"]["copies"]
+
+
+def waits(c: dict) -> int:
+    return sum(t["stream_syncs"] + t["device_syncs"] + t["event_syncs"] for t in c["threads"])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("devstats")
+    return {
+        "device": run(tmp, "device", "npu", {"MSPROBE_DEVICE_STATS": "1", "MSPROBE_DEVICE_BATCH": "8"}),
+        "copy": run(tmp, "copy", "npu", {"MSPROBE_DEVICE_STATS": "0"}),
+        "cpu": run(tmp, "cpu", "cpu", {}),
+        "tmp": tmp,
+    }
+
+
+def data(out: Path, f: str = "step0/rank/dump.json") -> dict:
+    return json.loads((out / f).read_text())["data"]
+
+
+def test_values_equal_copy_path_and_cpu(runs):
+    dev, cp, cpu = data(runs["device"][0]), data(runs["copy"][0]), data(runs["cpu"][0])
+    assert len(dev) >= 10
+    for ref in (cp, cpu):
+        bad = compare(dev, ref)
+        assert bad == [], bad[:5]
+
+
+def test_inf_leaf_counted_and_dtypes(runs):
+    dev = data(runs["device"][0])
+    leaves_by = {n: list(leaves(r)) for n, r in dev.items()}
+    dtypes = {lf["dtype"] for ls in leaves_by.values() for lf in ls}
+    assert {"torch.float16", "torch.bfloat16", "torch.int32"} <= dtypes  # `.double()` is float32 on this torch_npu
+    out = [lf for lf in leaves(dev["Tensor.__truediv__.0.forward"]["output"])][0]
+    assert out["Max"] == math.inf and out["Min"] == -math.inf
+    # The device path has no data for *_except_inf_nan: null, and counted in the run summary.
+    assert out["Max_except_inf_nan"] is None and out["Min_except_inf_nan"] is None
+    nan = [lf for lf in leaves(dev["Tensor.__sub__.0.forward"]["output"])][0]
+    assert all(math.isnan(nan[k]) for k in ("Max", "Min", "Mean", "Norm"))
+    assert nan["Max_except_inf_nan"] is None and nan["Min_except_inf_nan"] is None
+    # the ±inf tensor as truediv output and twice as sub input, and the NaN one
+    assert "NaN/Inf without *_except_inf_nan: 4" in runs["device"][2]
+    # 0-d: the value itself for all four (1.1.1's item()), also as Norm
+    s = [lf for lf in leaves(dev["Tensor.__mul__.4.forward"]["output"])][0]
+    assert s["shape"] == [] and s["Max"] == s["Min"] == s["Mean"] == s["Norm"] < 0
+
+
+def test_files_complete_after_stop(runs):
+    out = runs["device"][0]
+    after = json.loads((out / "after_stop.json").read_text())["data"]
+    assert after == data(out)
+    assert all(lf["Max"] is not None for r in after.values() for lf in leaves(r) if lf["shape"] != [0, 48])
+
+
+def test_counters_no_whole_tensor_copy(runs):
+    tensors = sum(1 for r in data(runs["device"][0]).values() for _ in leaves(r))
+    bdev, _ = d2h(runs["device"][1])
+    bcopy, ncopy = d2h(runs["copy"][1])
+    # empty tensors go by the copy path (0 bytes); everything else by 16 B
+    assert 0 < bdev <= 64 * tensors, (bdev, tensors)
+    assert bcopy > 10 * 64 * 48, bcopy  # the copy path moves whole tensors
+    # one wait per batch of 8, versus one per tensor
+    assert waits(runs["device"][1]) < waits(runs["copy"][1]), (runs["device"][1]["threads"], runs["copy"][1]["threads"])
+
+
+def test_async_dump_fetches_at_step_end(runs):
+    tmp = runs["tmp"]
+    # async_dump: nothing fetched at stop(): the pending records are not in the files yet
+    cfg = tmp / "async.json"
+    cfg.write_text(json.dumps({"task": "statistics", "level": "L1", "async_dump": True}))
+    env = {"MSPROBE_CONFIG": str(cfg), "MSPROBE_DEVICE_STATS": "1", "MSPROBE_DEVICE_BATCH": "8"}
+    a, c_async, _ = run(tmp, "async", "npu", env)
+    after_stop = json.loads((a / "after_stop.json").read_text())["data"]
+    final = data(a)
+    assert compare(final, data(runs["device"][0])) == []
+    assert len(after_stop) < len(final)
+    # batches of 8 fetched as they fill (device run) versus one fetch at step end (async_dump)
+    assert waits(runs["device"][1]) > waits(c_async), (runs["device"][1]["threads"], c_async["threads"])
