@@ -8,10 +8,13 @@ data-parallel with `torch.distributed` (backend `hccl` on npu, `gloo` on cpu).
     python examples/train_torch_npu.py --model cnn --steps 3            # CNN, SGD with momentum
     torchrun --nproc-per-node 2 examples/train_torch_npu.py --model gpt # 2-rank DDP
     python examples/train_torch_npu.py --device cpu ...                 # the same on CPU torch
+    python examples/train_torch_npu.py --msprobe config.json ...        # with msprobe.pytorch's usual lines
 
 Prints one JSON line per step on rank 0: {"step": i, "loss": float}. `--dropout` sets the GPT's dropout
 probability (default 0.1); the tests compare npu and cpu losses with `--dropout 0` (the dropout kernels
-still run, with a keep-everything mask, so the comparison is deterministic).
+still run, with a keep-everything mask, so the comparison is deterministic). `--msprobe CONFIG` adds the
+lines a user adds for msprobe.pytorch (PrecisionDebugger(config_path), start(model) before each step,
+stop() and step() after it).
 """
 
 import argparse
@@ -99,12 +102,12 @@ class CNN(nn.Module):
         return F.cross_entropy(self.fc(torch.flatten(self.features(x), 1)), targets)
 
 
-def batches(model, steps, batch, rank, world):
+def batches(model, steps, batch, rank, world, seq=16, vocab=64):
     """Deterministic synthetic data; each rank takes its slice of the global batch."""
     g = torch.Generator().manual_seed(1234)
     for _ in range(steps):
         if model == "gpt":
-            x = torch.randint(0, 64, (batch * world, 16), generator=g)
+            x = torch.randint(0, vocab, (batch * world, seq), generator=g)
             y = torch.roll(x, -1, dims=1)
         else:
             x = torch.randn(batch * world, 3, 16, 16, generator=g)
@@ -120,6 +123,12 @@ def main():
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--lr", type=float, default=None)
+    ap.add_argument("--msprobe", metavar="CONFIG", default=None, help="dump with msprobe.pytorch (config.json)")
+    # GPT size (defaults: the small test model); e.g. --d-model 768 --seq 512 for a realistic layer.
+    ap.add_argument("--d-model", type=int, default=32)
+    ap.add_argument("--seq", type=int, default=16)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--vocab", type=int, default=64)
     a = ap.parse_args()
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -137,7 +146,7 @@ def main():
 
     torch.manual_seed(0)
     if a.model == "gpt":
-        model = GPT(dropout=a.dropout)
+        model = GPT(vocab=a.vocab, block=a.seq, d=a.d_model, layers=a.layers, dropout=a.dropout)
         opt_ctor = lambda p: torch.optim.AdamW(p, lr=a.lr or 1e-3)  # noqa: E731
     else:
         model = CNN()
@@ -148,13 +157,23 @@ def main():
 
         model = DDP(model, device_ids=[local] if a.device == "npu" else None)
     opt = opt_ctor(model.parameters())
+    debugger = None
+    if a.msprobe:
+        from msprobe.pytorch import PrecisionDebugger
+
+        debugger = PrecisionDebugger(config_path=a.msprobe)
     model.train()
-    for step, (x, y) in enumerate(batches(a.model, a.steps, a.batch, rank, world)):
+    for step, (x, y) in enumerate(batches(a.model, a.steps, a.batch, rank, world, a.seq, a.vocab)):
         x, y = x.to(dev), y.to(dev)
+        if debugger:
+            debugger.start(model)
         opt.zero_grad()
         loss = model(x, y)
         loss.backward()
         opt.step()
+        if debugger:
+            debugger.stop()
+            debugger.step()
         if world > 1:
             import torch.distributed as dist
 
@@ -165,6 +184,9 @@ def main():
     if world > 1:
         import torch.distributed as dist
 
+        # every rank done with its collectives before the group goes: a rank tearing gloo down while
+        # another still runs its last all_reduce can abort ("terminate called without an active exception")
+        dist.barrier()
         dist.destroy_process_group()
 
 

@@ -19,14 +19,22 @@ class State:
         self.module_stack: list[str] = []
         self.pending: list[tuple[str, Optional[str]]] = []  # module parents not yet merged
         self.scope_start: Optional[str] = None  # mix: scope[0], opened at its module's pre-hook
+        # No module hook has run yet in this step. 1.1.1's api_parent_node starts each step as ""
+        # and only becomes the innermost module or None once a module hook ran, so an API called
+        # before any module (e.g. in the root model's own forward) has parent "" in construct.json.
+        self.no_module_yet = True
 
     def parent(self) -> Optional[str]:
-        return self.module_stack[-1] if self.module_stack else None
+        """An API record's parent in construct.json (1.1.1's api_parent_node)."""
+        if self.module_stack:
+            return self.module_stack[-1]
+        return "" if self.no_module_yet else None
 
     def enter_module(self, name: str) -> Optional[str]:
         """A module's forward or backward record `name` starts: it is noted for construct.json
         under the innermost open module (returned) and becomes the innermost itself."""
-        parent = self.parent()
+        parent = self.module_stack[-1] if self.module_stack else None
+        self.no_module_yet = False
         if self.construct:
             self.pending.append((name, parent))
         self.module_stack.append(name)
@@ -48,6 +56,7 @@ class State:
     def reset_step(self) -> None:
         self.module_stack.clear()
         self.pending.clear()
+        self.no_module_yet = True
         reset = getattr(recorder, "reset_modules", None)  # the native L0 hooks' own stack
         if reset is not None:
             reset()
