@@ -132,6 +132,8 @@ SIGS = {
     "Max": "TT",
     "Min": "TT",
     "Norm": "TSI?T",
+    "AminmaxAll": "TTT",
+    "Aminmax": "TI?TT",
     "NanToNum": "TfffT",
     "ReduceSum": "TI?iT",
     "Mean": "TI?iT",

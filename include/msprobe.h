@@ -182,6 +182,12 @@ int64_t msprobe_current_step(void);
 int msprobe_set_rank(int64_t rank);
 
 /**
+ * The rank log lines carry (set by msprobe_set_rank, HCCL or `RANK_ID`/`RANK` at L2), or -1
+ * while it is not known: the framework layers' log lines show it as the library's do.
+ */
+int64_t msprobe_log_rank(void);
+
+/**
  * The next index of a per-step counter keyed by `key` (`"Functional.linear."`), from 0;
  * -1 on error (NULL key, no recorder).
  */
@@ -240,6 +246,31 @@ int msprobe_record_add_tensor(struct MsprobeRecord *r,
 int msprobe_record_add_device_tensor(struct MsprobeRecord *r,
                                      const char *key,
                                      const struct MsprobeTensor *t);
+
+/**
+ * 1 if the record's tensor leaves need nothing but statistics (task statistics, summary_mode
+ * statistics), else 0: then a framework may reduce a device tensor on the device and pass the
+ * tensor's statistics as pending (msprobe_record_add_tensor_pending) instead of copying it to the host.
+ */
+int msprobe_record_stats_only(struct MsprobeRecord *r);
+
+/**
+ * A tensor leaf whose statistics are still being reduced on the device by the framework
+ * (stats-only sessions, see msprobe_record_stats_only): they arrive later as slot `slot` of
+ * msprobe_resolve_stats. The record is held from msprobe_record_end until they do (and so
+ * are the records that end after it); msprobe_stop/step/flush/finish end held records first.
+ */
+int msprobe_record_add_tensor_pending(struct MsprobeRecord *r,
+                                      const char *key,
+                                      const struct MsprobeTensor *t,
+                                      uint64_t slot);
+
+/**
+ * Values of pending tensor leaves (msprobe_record_add_tensor_pending): slots `first` ..
+ * `first + n - 1`, four doubles each (Max, Min, Mean, Norm; NaN/Inf allowed). Ends the held
+ * records that are complete now, in order.
+ */
+int msprobe_resolve_stats(uint64_t first, const double *values, size_t n);
 
 /**
  * Value leaves, under `key` (NULL inside lists). `null` (Python None).

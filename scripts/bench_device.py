@@ -9,18 +9,24 @@ see /work/shared/reference/device-cost-model.md; sources of the constants below)
 Model (per run; C = the client's kernels, T = the tool's own kernels, S = host waits the tool adds on the
 launching thread, B_sync / B_async = device→host bytes the tool copies synchronously / asynchronously):
   host   = (C + T) × t_launch + S × t_sync + B_sync / bw_link
-  device = (C + T) × t_kernel + B_async / bw_link
+  device = (C + T) × t_kernel + (B_client + B_tool) / bw_hbm + B_async / bw_link
   step   = max(host, device)          when the tool adds no waits (host runs ahead, work overlaps)
          = host + device              when it does (each wait drains the queue: no overlap)
 t_kernel is the floor of a small kernel (the examples' tensors are KiB-sized, far below bytes / HBM).
+B_client = the bytes of every captured tensor (from the copy path's count): a lower bound of the client's
+HBM traffic (each input read and output written once; no FLOP term, so large matmuls are undercounted,
+which makes the tool's share look larger, not smaller). B_tool = the device reductions' HBM traffic:
+each tool kernel reads its tensor once and the NanToNum passes also write it, ≈ 1.5 × tensor bytes per
+tool kernel (tool kernels per tensor × 1.5 × B_client). Both terms matter only for large tensors
+(`BENCH_GPT_BIG`, e.g. "--d-model 768 --seq 512 --batch 4 --steps 1": a realistic layer size).
 
 Constants (low / mid / high):
   t_launch 5 / 10 / 20 µs  aclnn two-phase launch, host side (CANN aclnn two-phase API; op-plugin measurements
                            in torch_npu issues put phase 1 at several µs to tens of µs)
   t_sync   10 / 30 / 50 µs aclrtSynchronizeStream round trip (runtime + driver)
   bw_link  32 / 25 / 20 GB/s  PCIe 4.0 x16 (32 GB/s theoretical per direction, ~25 GB/s achieved pinned)
-  t_kernel 3 / 5 / 8 µs    device-side floor of a small kernel (launch + one tiny pass; HBM 0.4–1.6 TB/s
-                           makes the byte term negligible here)
+  t_kernel 3 / 5 / 8 µs    device-side floor of a small kernel (launch + one tiny pass)
+  bw_hbm   1.6 / 1.0 / 0.4 TB/s  910B-class HBM (public figures 0.4–1.6 TB/s; device-cost-model.md)
 """
 
 from __future__ import annotations
@@ -37,9 +43,9 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
 LIB = TARGET / "release" / "libmsprobe.so"
 CONSTS = {
-    "low": dict(t_launch=5e-6, t_sync=10e-6, bw=32e9, t_kernel=3e-6),
-    "mid": dict(t_launch=10e-6, t_sync=30e-6, bw=25e9, t_kernel=5e-6),
-    "high": dict(t_launch=20e-6, t_sync=50e-6, bw=20e9, t_kernel=8e-6),
+    "low": dict(t_launch=5e-6, t_sync=10e-6, bw=32e9, t_kernel=3e-6, hbm=1.6e12),
+    "mid": dict(t_launch=10e-6, t_sync=30e-6, bw=25e9, t_kernel=5e-6, hbm=1.0e12),
+    "high": dict(t_launch=20e-6, t_sync=50e-6, bw=20e9, t_kernel=8e-6, hbm=0.4e12),
 }
 DESIGNS = [
     ("uncaptured", None),
@@ -104,6 +110,7 @@ def step_time(c: dict, k: dict) -> float:
     host = (c["client_kernels"] + c["tool_kernels"]) * k["t_launch"] + c["tool_waits"] * k["t_sync"]
     host += c["sync_bytes"] / k["bw"]
     device = (c["client_kernels"] + c["tool_kernels"]) * k["t_kernel"] + c["async_bytes"] / k["bw"]
+    device += (c.get("client_bytes", 0) + c.get("tool_hbm_bytes", 0)) / k["hbm"]
     return host + device if c["tool_waits"] else max(host, device)
 
 
@@ -115,10 +122,19 @@ def main() -> None:
     if npu_py.exists():
         gpt = [str(npu_py), str(REPO / "examples/train_torch_npu.py"), "--model", "gpt", "--steps", "2"]
         scripts.append(("torch_npu GPT, 2 steps", gpt))
+        big = os.environ.get("BENCH_GPT_BIG")
+        if big:
+            # A realistic size: statistics only (the md5/tensor runs would move every byte to the host).
+            big_cmd = [str(npu_py), str(REPO / "examples/train_torch_npu.py"), "--model", "gpt", *big.split()]
+            scripts.append((f"torch_npu GPT {big}", big_cmd))
     with tempfile.TemporaryDirectory() as tmp:
         for title, cmd in scripts:
-            runs = {name: run(lib64, cmd, Path(tmp) / f"{title[:8]}-{i}", env) for i, (name, env) in enumerate(DESIGNS)}
+            designs = DESIGNS[:3] if title.startswith("torch_npu GPT --") else DESIGNS
+            runs = {name: run(lib64, cmd, Path(tmp) / f"{title[:8]}-{i}", env) for i, (name, env) in enumerate(designs)}
             base = runs["uncaptured"]
+            # Bytes of every captured tensor: what the copy path moves (statistics mode).
+            copy_c = counters(runs["statistics, copy+sync (today)"], base)
+            client_bytes = copy_c["sync_bytes"]
             print(f"\n## {title}\n")
             print("counters (exact): tool kernels, tool host waits on the launching threads,")
             print("device→host bytes (sync / async), per captured tensor; modelled step (estimate) vs uncaptured\n")
@@ -127,10 +143,13 @@ def main() -> None:
                 "| est. step ×uncaptured low / mid / high |"
             )
             print("|---|---|---|---|---|---|")
-            for name, _ in DESIGNS:
+            for name, _ in designs:
                 c = counters(runs[name], base)
+                c["client_bytes"] = client_bytes
+                if c["tensors"]:
+                    c["tool_hbm_bytes"] = c["tool_kernels"] / c["tensors"] * 1.5 * client_bytes
                 # the same client work without the tool's additions
-                c0 = dict(c, tool_kernels=0, tool_waits=0, sync_bytes=0, async_bytes=0)
+                c0 = dict(c, tool_kernels=0, tool_waits=0, sync_bytes=0, async_bytes=0, tool_hbm_bytes=0)
                 launches = max(c["client_kernels"], 1)
                 per_t = (c["sync_bytes"] + c["async_bytes"]) / c["tensors"] if c["tensors"] else 0.0
                 ratios = " / ".join(f"{step_time(c, k) / step_time(c0, k):.2f}" for k in CONSTS.values())

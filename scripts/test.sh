@@ -14,7 +14,9 @@ cargo test -q --release --workspace
 bash scripts/test-aarch64.sh
 # torch_npu 2.14 venv for simulator/tests/test_torch_npu.py (idempotent; see scripts/setup-torchnpu.sh)
 bash scripts/setup-torchnpu.sh
-.venv/bin/python -m pytest -q tests/python tests/python/pytorch simulator/tests --ignore=tests/python/mindspore --ignore=tests/python/test_ms_ascend.py --ignore=tests/python/test_ms_classic.py
+# msprobe 1.1.1 (the reference of the zoo, compare and npu-vs-CPU tests; idempotent)
+bash scripts/setup-msprobe111.sh
+.venv/bin/python -m pytest -q tests/python tests/python/pytorch simulator/tests --ignore=tests/python/mindspore --ignore=tests/python/test_ms_ascend.py --ignore=tests/python/test_ms_classic.py --ignore=tests/python/test_ms_l2_api.py
 # MindSpore layer: its own venv (MindSpore 2.10 needs numpy<2), see scripts/setup-ms.sh
-bash scripts/setup-ms.sh
-target/venv-ms/bin/python -m pytest -q tests/python/mindspore tests/python/test_ms_ascend.py tests/python/test_ms_classic.py
+bash scripts/setup-ms.sh --msprobe  # + msprobe 1.1.1 for test_compare_ms.py (idempotent)
+target/venv-ms/bin/python -m pytest -q tests/python/mindspore tests/python/test_ms_ascend.py tests/python/test_ms_classic.py tests/python/test_ms_l2_api.py

@@ -43,8 +43,10 @@ def test_usage_errors_exit_2_on_stderr():
         assert p.returncode == 2, (args, p)
         assert p.stdout == "", (args, p.stdout)
         assert p.stderr.strip(), args
-    p = run("compare", "-cm", "x.yaml", "a", "b")
+    p = run("compare", "-dm", "x.yaml", "a", "b")
     assert p.returncode == 2 and "not supported" in p.stderr
+    p = run("compare", "-cm", "x.yaml", "a", "b")  # a MindSpore-against-PyTorch option
+    assert p.returncode == 2 and "need -f mindspore" in p.stderr
 
 
 def counts(root: Path) -> dict:

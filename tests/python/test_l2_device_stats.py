@@ -27,7 +27,7 @@ import numpy as np
 from recorder_testutil import LIB, REPO
 from test_l2 import LIB64, tensor_leaves
 
-TOOL_OPS = {"aclnnMax", "aclnnMin", "aclnnMean", "aclnnNorm", "aclnnNanToNum", "aclnnCast"}
+TOOL_OPS = {"aclnnAminmaxAll", "aclnnAminmax", "aclnnMean", "aclnnNorm", "aclnnNanToNum", "aclnnCast"}
 
 PROGRAM = r"""
 import sys, json

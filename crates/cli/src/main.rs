@@ -30,8 +30,9 @@ const EXIT_CODES: &str = "Exit codes:
     after_help = EXIT_CODES
 )]
 struct Cli {
-    /// msprobe 1.1.1's framework option (`msprobe -f pytorch compare ...`); accepted for its
-    /// scripts and otherwise unused: a dump says which framework made it
+    /// msprobe 1.1.1's framework option (`msprobe -f mindspore compare ...`): which of msprobe's
+    /// compares to follow (they match and judge rows differently); without it, the framework
+    /// that made the NPU dump
     #[arg(short = 'f', long = "framework", value_name = "pytorch|mindspore", value_parser = ["pytorch", "mindspore"])]
     framework: Option<String>,
     #[command(subcommand)]
@@ -112,8 +113,17 @@ struct CompareArgs {
     /// Absolute tolerance of the first-divergence search
     #[arg(long, value_name = "X", default_value_t = 1e-12)]
     atol: f64,
-    /// msprobe's name mappings across frameworks (-cm, -am, -dm, -lm): not supported yet
-    #[arg(long = "cell_mapping", alias = "api_mapping", alias = "data_mapping", alias = "layer_mapping", num_args = 0..=1, hide = true)]
+    /// MindSpore NPU dump against a PyTorch bench (msprobe's -cm [YAML]): cells compared with the
+    /// modules of the same name (`Cell.` read as `Module.`), cell names renamed by the YAML
+    /// (`fc1.Dense: fc1.Linear`, one flat mapping a line)
+    #[arg(long = "cell_mapping", value_name = "YAML", num_args = 0..=1)]
+    cell_mapping: Option<Option<PathBuf>>,
+    /// MindSpore NPU dump against a PyTorch bench (msprobe's -am): APIs compared by their PyTorch
+    /// names (msprobe's built-in table; a user YAML is not supported)
+    #[arg(long = "api_mapping", value_name = "YAML", num_args = 0..=1)]
+    api_mapping: Option<Option<PathBuf>>,
+    /// msprobe's data and layer mappings (-dm, -lm): not supported (README)
+    #[arg(long = "data_mapping", alias = "layer_mapping", num_args = 0..=1, hide = true)]
     mapping: Option<Option<String>>,
 }
 
@@ -125,10 +135,28 @@ fn progress_wanted(on: bool, off: bool) -> bool {
     on || std::io::IsTerminal::is_terminal(&std::io::stderr())
 }
 
-fn compare_cmd(a: CompareArgs) -> Result<(), String> {
+fn compare_cmd(a: CompareArgs, framework: Option<&str>) -> Result<(), String> {
     if a.mapping.is_some() {
-        return Err("name mappings across frameworks (-cm, -am, -dm, -lm) are not supported yet".into());
+        return Err(
+            "the data and layer mappings across frameworks (-dm, -lm) are not supported (-cm and -am are)".into()
+        );
     }
+    if (a.cell_mapping.is_some() || a.api_mapping.is_some()) && framework != Some("mindspore") {
+        return Err("-cm and -am compare a MindSpore dump with a PyTorch one: they need -f mindspore".into());
+    }
+    if let Some(Some(p)) = &a.api_mapping {
+        return Err(format!(
+            "-am with a mapping file ({}) is not supported: -am alone uses msprobe's built-in API table",
+            p.display()
+        ));
+    }
+    // msprobe 1.1.1: the cell mapping wins when both are given
+    let mapping = match (&a.cell_mapping, &a.api_mapping) {
+        (Some(None), _) => compare::ms::Mapping::Cells(Vec::new()),
+        (Some(Some(p)), _) => compare::ms::Mapping::Cells(compare::ms::load_cell_mapping(p)?),
+        (None, Some(_)) => compare::ms::Mapping::Apis,
+        (None, None) => compare::ms::Mapping::None,
+    };
     let mut opt = compare::Options {
         out_dir: a.output_path,
         stack_mode: a.stack_mode,
@@ -140,6 +168,8 @@ fn compare_cmd(a: CompareArgs) -> Result<(), String> {
         progress: progress_wanted(a.progress, a.no_progress),
         tol: compare::divergence::Tolerance { rtol: a.rtol, atol: a.atol },
         timestamp: std::env::var("MSPROBE_COMPARE_TIMESTAMP").ok(),
+        mindspore: framework.map(|f| f == "mindspore"),
+        mapping,
     };
     let pairs = match (a.input_path, a.paths.as_slice()) {
         (Some(j), []) => {
@@ -306,6 +336,13 @@ fn recover(dir: &Path, progress: bool) -> Result<bool, Fail> {
         "recovered {} records in {} directories from {} journal(s) ({} torn journal entries skipped, {} damaged entries skipped, {} tensor files missing or cut short)",
         r.records, r.dirs, r.journals, r.torn_lines, r.damaged, r.missing_files
     )?;
+    if r.planned_only > 0 {
+        writeln!(
+            out,
+            "  {} records recovered from their launch-time plan (device statistics not completed before the kill): their statistics are null (uncertain)",
+            r.planned_only
+        )?;
+    }
     for m in &r.missing {
         writeln!(out, "  missing or cut short (removed): {m}")?;
     }
@@ -364,9 +401,8 @@ fn main() -> ExitCode {
             return ExitCode::from(code.clamp(0, 255) as u8);
         }
     };
-    let _ = cli.framework;
     let result = match cli.cmd {
-        Cmd::Compare(a) => compare_cmd(a).map(|()| true).map_err(Fail::Msg),
+        Cmd::Compare(a) => compare_cmd(a, cli.framework.as_deref()).map(|()| true).map_err(Fail::Msg),
         Cmd::Recover { dir, progress, no_progress } => recover(&dir, progress_wanted(progress, no_progress)),
         Cmd::Summary { dirs } => summary(&dirs).map(|()| true),
     };

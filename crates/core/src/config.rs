@@ -679,6 +679,11 @@ fn apply_common(cfg: &mut Config, key: &str, v: &Json, src: &Source) -> Result<(
         },
         "step_end_count" => cfg.step_end_count = positive_u64(src, key, v)?,
         "step_launches" => cfg.step_launches = Some(positive_u64(src, key, v)?),
+        // Read by the framework layers (device statistics fetched only at step end, as msprobe 26).
+        "async_dump" => match v {
+            Json::Bool(_) => {}
+            _ => return Err(bad(src, key, v, "it must be true or false")),
+        },
         "enable_dataloader" | "is_deterministic" => match v {
             Json::Bool(false) => {}
             Json::Bool(true) => log::warn!("config: '{key}: true' is not supported by msprobe-rs and is ignored"),
@@ -691,7 +696,7 @@ fn apply_common(cfg: &mut Config, key: &str, v: &Json, src: &Source) -> Result<(
                 v,
                 concat!(
                     "this key is unknown; known keys are task, level, dump_path, rank, step, framework, queue_mb, ",
-                    "on_queue_full, step_end_op, step_end_count, step_launches, enable_dataloader and the task ",
+                    "on_queue_full, step_end_op, step_end_count, step_launches, async_dump, enable_dataloader and the task ",
                     "sections \"statistics\" and \"tensor\""
                 ),
             ))

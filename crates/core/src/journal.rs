@@ -17,6 +17,8 @@
 //! The directory is relative to the dump path (`step3/rank0`). Kinds: `D` a directory opened
 //! (its text: the dump.json header fields, and, once the directory exists, its `dev`/`ino`: the
 //! run's own directory is recognised by them, see `recover`), `R` a record body as in dump.json,
+//! `P` a record's planned body (journaled at the launch when the record ends later on another
+//! thread, L2 device statistics; `recover` writes it only if that record's `R` never came),
 //! `S` a stack.json value, `C` a construct.json value. The CRC covers the kind and everything
 //! after the CRC field, text included. NUL bytes between entries are padding. A kill can cut
 //! an entry anywhere; an entry that does not check out is skipped by the reader, which looks

@@ -61,6 +61,12 @@ pub fn set_rank(rank: u64) {
     RANK.store(i64::try_from(rank).unwrap_or(i64::MAX), std::sync::atomic::Ordering::Relaxed);
 }
 
+/// The rank log lines carry, once known (the Python layers' logger asks for it, so that their
+/// lines match these).
+pub fn rank() -> Option<u64> {
+    u64::try_from(RANK.load(std::sync::atomic::Ordering::Relaxed)).ok()
+}
+
 /// Parses `MSPROBE_LOG_LEVEL`.
 pub fn level_from(v: Option<&str>) -> LevelFilter {
     match v.map(|s| s.trim().to_ascii_lowercase()).as_deref() {

@@ -49,7 +49,12 @@ pub enum BuildError {
     NoSection,
     UnknownSection(String),
     NothingToClose,
-    SizeMismatch { expected: u128, got: usize },
+    SizeMismatch {
+        expected: u128,
+        got: usize,
+    },
+    /// Statistics handed over by the caller, but the session needs the data (md5, tensor task).
+    StatsNeedData,
 }
 
 impl std::fmt::Display for BuildError {
@@ -61,12 +66,16 @@ impl std::fmt::Display for BuildError {
             }
             BuildError::NothingToClose => write!(f, "close without an open list or dict"),
             BuildError::SizeMismatch { expected, got } => write!(f, "tensor needs {expected} bytes, got {got}"),
+            BuildError::StatsNeedData => {
+                write!(f, "precomputed statistics need task statistics, summary_mode statistics")
+            }
         }
     }
 }
 
 impl std::error::Error for BuildError {}
 
+#[derive(Clone)]
 struct Open {
     /// Key in the parent object (None in a list or at the section root).
     key: Option<String>,
@@ -75,6 +84,7 @@ struct Open {
     value: Json,
 }
 
+#[derive(Clone)]
 struct Section {
     key: String,
     category: &'static str,
@@ -100,6 +110,11 @@ pub trait ByteBudget {
     fn recycle(&self, _b: Vec<u8>) {}
 }
 
+/// The budget of a leaf that has no file.
+struct NoBudget;
+
+impl ByteBudget for NoBudget {}
+
 /// One record under construction.
 pub struct RecordBuilder {
     pub name: String,
@@ -124,7 +139,13 @@ pub struct RecordBuilder {
     pub dropped_bytes: u64,
     /// The rank directory the record belongs to (fixed when it began).
     pub target: std::path::PathBuf,
+    /// Tensor leaves whose statistics are still on the device (see
+    /// [`add_tensor_pending`](RecordBuilder::add_tensor_pending)).
+    pub pending: u32,
 }
+
+/// The `Max` of a leaf whose statistics are pending; its `Min` holds the slot number.
+const PENDING_MARK: &str = "\u{1}pending";
 
 /// Whether a record name is a backward record (`...backward` API or `...backward.N` module).
 pub fn is_backward_name(name: &str) -> bool {
@@ -160,6 +181,7 @@ impl RecordBuilder {
             dropped_files: 0,
             dropped_bytes: 0,
             target: std::path::PathBuf::new(),
+            pending: 0,
         }
     }
 
@@ -322,15 +344,128 @@ impl RecordBuilder {
 
     /// Adds a tensor leaf: statistics, CRC and (tensor task) its file.
     pub fn add_tensor(&mut self, key: Option<&str>, t: &TensorRef, budget: &dyn ByteBudget) -> Result<(), BuildError> {
+        self.add_tensor_leaf(key, t, None, budget)
+    }
+
+    /// Whether leaves need nothing but statistics (statistics task, statistics summary mode):
+    /// then a framework may reduce a device tensor itself and hand over the four values
+    /// ([`add_tensor_pending`](Self::add_tensor_pending)) instead of copying it to the host.
+    pub fn stats_only(&self) -> bool {
+        self.opts.task == Task::Statistics && self.opts.summary_mode == SummaryMode::Statistics
+    }
+
+    /// Adds a tensor leaf whose statistics a framework is still reducing on the device: they
+    /// arrive later, in a batch, as slot `slot` ([`fill_pending`](Self::fill_pending)); the
+    /// record must not end before. Only when [`stats_only`](Self::stats_only).
+    pub fn add_tensor_pending(&mut self, key: Option<&str>, t: &TensorRef, slot: u64) -> Result<(), BuildError> {
+        if !self.stats_only() {
+            return Err(BuildError::StatsNeedData);
+        }
+        let st = Stats {
+            max: Stat::Null,
+            min: Stat::Int(slot as i128),
+            mean: Stat::Null,
+            norm: Stat::Null,
+            max_except_inf_nan: None,
+            min_except_inf_nan: None,
+        };
+        let before = self.tensors;
+        self.add_tensor_leaf(key, t, Some(st), &NoBudget)?;
+        if self.tensors > before {
+            // The leaf was kept (its section is active): mark it.
+            if let Some(Json::Object(leaf)) = self.last_leaf_mut() {
+                if let Some(slot) = leaf.iter_mut().find(|(k, _)| k == "Max") {
+                    slot.1 = Json::str(PENDING_MARK);
+                }
+                self.pending += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The leaf pushed last into the open container.
+    fn last_leaf_mut(&mut self) -> Option<&mut Json> {
+        let s = self.section.as_mut()?;
+        match &mut s.stack.last_mut()?.value {
+            Json::Array(a) => a.last_mut(),
+            Json::Object(o) => o.last_mut().map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// Fills the pending leaves (in the open section and the closed ones) whose slot `get`
+    /// knows; returns how many are still pending.
+    pub fn fill_pending(&mut self, get: &mut dyn FnMut(u64) -> Option<Stats>) -> u32 {
+        fn walk(v: &mut Json, get: &mut dyn FnMut(u64) -> Option<Stats>, filled: &mut u32) {
+            match v {
+                Json::Array(a) => a.iter_mut().for_each(|c| walk(c, get, filled)),
+                Json::Object(o) => {
+                    let marked = o.iter().any(|(k, v)| k == "Max" && matches!(v, Json::Str(s) if s == PENDING_MARK));
+                    if !marked {
+                        return o.iter_mut().for_each(|(_, c)| walk(c, get, filled));
+                    }
+                    let slot = o.iter().find_map(|(k, v)| match (k.as_ref(), v) {
+                        ("Min", Json::Int(i)) => Some(*i as u64),
+                        _ => None,
+                    });
+                    let Some(st) = slot.and_then(&mut *get) else { return };
+                    for (k, v) in o.iter_mut() {
+                        match k.as_ref() {
+                            "Max" => *v = stat_json(st.max),
+                            "Min" => *v = stat_json(st.min),
+                            "Mean" => *v = stat_json(st.mean),
+                            "Norm" => *v = stat_json(st.norm),
+                            _ => {}
+                        }
+                    }
+                    if let Some(x) = st.max_except_inf_nan {
+                        o.push(("Max_except_inf_nan".into(), stat_json(x)));
+                    }
+                    if let Some(x) = st.min_except_inf_nan {
+                        o.push(("Min_except_inf_nan".into(), stat_json(x)));
+                    }
+                    *filled += 1;
+                }
+                _ => {}
+            }
+        }
+        if self.pending == 0 {
+            return 0;
+        }
+        let mut filled = 0;
+        for (_, v) in self.body.iter_mut() {
+            walk(v, get, &mut filled);
+        }
+        if let Some(s) = self.section.as_mut() {
+            for f in s.stack.iter_mut() {
+                walk(&mut f.value, get, &mut filled);
+            }
+        }
+        self.pending = self.pending.saturating_sub(filled);
+        self.pending
+    }
+
+    fn add_tensor_leaf(
+        &mut self,
+        key: Option<&str>,
+        t: &TensorRef,
+        given: Option<Stats>,
+        budget: &dyn ByteBudget,
+    ) -> Result<(), BuildError> {
         let (k, index) = self.child_slot(key)?;
         if !self.active() {
             return Ok(());
         }
-        let expected = crate::layout::numel(t.shape) * t.dtype.size() as u128;
-        if expected != t.data.len() as u128 {
-            return Err(BuildError::SizeMismatch { expected, got: t.data.len() });
-        }
-        let st = stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data);
+        let st = match given {
+            Some(st) => st,
+            None => {
+                let expected = crate::layout::numel(t.shape) * t.dtype.size() as u128;
+                if expected != t.data.len() as u128 {
+                    return Err(BuildError::SizeMismatch { expected, got: t.data.len() });
+                }
+                stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data)
+            }
+        };
         // Room for every key a leaf can have: no reallocation as the optional ones are pushed.
         let mut leaf: Vec<(Text, Json)> = Vec::with_capacity(11);
         leaf.extend([
@@ -470,6 +605,30 @@ impl RecordBuilder {
     }
 
     /// Closes the open section and returns the body; the builder keeps files, stack and parent.
+    /// A copy of the record as built so far (name, sections, leaves, target), without its
+    /// tensor files, stack and parent: the planned record of a launch whose statistics come
+    /// later (device statistics, issue #21), journaled at the launch with them null.
+    pub fn planned_copy(&self) -> RecordBuilder {
+        RecordBuilder {
+            name: self.name.clone(),
+            backward: self.backward,
+            opts: self.opts.clone(),
+            body: self.body.clone(),
+            section: self.section.clone(),
+            files: Vec::new(),
+            stack: None,
+            parent: None,
+            tensors: 0,
+            file_bytes: 0,
+            data_bytes: 0,
+            files_dropped: false,
+            dropped_files: 0,
+            dropped_bytes: 0,
+            target: self.target.clone(),
+            pending: self.pending,
+        }
+    }
+
     pub fn take_body(&mut self) -> Json {
         self.finish_section();
         Json::Object(std::mem::take(&mut self.body))
@@ -559,6 +718,58 @@ mod tests {
         let Json::Object(kv) = &b[0] else { panic!() };
         let keys: Vec<_> = kv.iter().map(|(k, _)| &**k).collect();
         assert_eq!(keys, ["type", "dtype", "shape", "Max", "Min", "Mean", "Norm", "requires_grad", "data_name"]);
+    }
+
+    /// Pending leaves (device statistics) are the leaves `add_tensor` would write for the same
+    /// bytes once filled, in any slot order, nested or not; a non-finite statistic adds its own
+    /// `*_except_inf_nan` key only; tensor task refuses them.
+    #[test]
+    fn pending_leaves_fill_like_host_statistics() {
+        let vals = [1.5f32, -2.0, 4.0, 0.25];
+        let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let t = TensorRef { dtype: DType::F32, shape: &[4], data: &data, requires_grad: Some(true), type_name: None };
+        let mut host = RecordBuilder::new("Torch.add.0.forward".into(), opts(Task::Statistics, DataMode::ALL));
+        let mut dev = RecordBuilder::new("Torch.add.0.forward".into(), opts(Task::Statistics, DataMode::ALL));
+        for b in [&mut host, &mut dev] {
+            b.section("input_args").unwrap();
+        }
+        host.add_tensor(None, &t, &Unlimited).unwrap();
+        host.open(None, false).unwrap();
+        host.add_tensor(None, &t, &Unlimited).unwrap();
+        host.close().unwrap();
+        let st = stats::tensor_stats(DType::F32, false, &data);
+        dev.add_tensor_pending(None, &t, 7).unwrap();
+        dev.open(None, false).unwrap();
+        dev.add_tensor_pending(None, &t, 3).unwrap();
+        assert_eq!(dev.pending, 2);
+        // slot 3 first (inside the still-open list), then 7
+        assert_eq!(dev.fill_pending(&mut |s| (s == 3).then(|| st.clone())), 1);
+        dev.close().unwrap();
+        assert_eq!(dev.fill_pending(&mut |s| (s == 7).then(|| st.clone())), 0);
+        assert_eq!(dev.take_body(), host.take_body());
+        // Inf max: only Max_except_inf_nan is added
+        let mut b = RecordBuilder::new("Torch.add.1.forward".into(), opts(Task::Statistics, DataMode::ALL));
+        b.section("output").unwrap();
+        b.add_tensor_pending(None, &t, 0).unwrap();
+        let inf = Stats {
+            max: Stat::Float(f64::INFINITY),
+            min: Stat::Float(0.0),
+            mean: Stat::Float(f64::INFINITY),
+            norm: Stat::Float(f64::INFINITY),
+            max_except_inf_nan: Some(Stat::Null),
+            min_except_inf_nan: None,
+        };
+        b.fill_pending(&mut |_| Some(inf.clone()));
+        let Json::Array(a) = b.take_body().get("output").cloned().unwrap() else { panic!() };
+        let Json::Object(kv) = &a[0] else { panic!() };
+        let keys: Vec<_> = kv.iter().map(|(k, _)| &**k).collect();
+        assert_eq!(
+            keys,
+            ["type", "dtype", "shape", "Max", "Min", "Mean", "Norm", "requires_grad", "Max_except_inf_nan"]
+        );
+        let mut tb = RecordBuilder::new("Torch.add.2.forward".into(), opts(Task::Tensor, DataMode::ALL));
+        tb.section("output").unwrap();
+        assert_eq!(tb.add_tensor_pending(None, &t, 0), Err(BuildError::StatsNeedData));
     }
 
     #[test]

@@ -127,6 +127,7 @@ pub struct Recorder {
     /// The crash journal, which `end` appends each record to before handing it to the writer.
     sink: OnceLock<Arc<dyn Sink>>,
     unjournaled: AtomicU64,
+    planned_unjournaled: AtomicU64,
     /// Records begun and not yet ended or aborted ([`Recorder::quiesce`] waits for them).
     inflight: AtomicU64,
     /// The session is ending (`quiesce`, `finish`): capture is not turned on again.
@@ -169,6 +170,7 @@ impl Recorder {
             open_sink,
             sink: OnceLock::new(),
             unjournaled: AtomicU64::new(0),
+            planned_unjournaled: AtomicU64::new(0),
             inflight: AtomicU64::new(0),
             closing: AtomicBool::new(false),
             api_window: AtomicBool::new(false),
@@ -530,6 +532,40 @@ impl Recorder {
             reserved,
         };
         self.writer.record_journaled(target, rec, Journaled { text, stack, parent, span });
+    }
+
+    /// Journals the planned form of a record that another thread will end later (device
+    /// statistics, issue #21): a `P` entry on the launching thread, durable when the hooked call
+    /// returns. `msprobe recover` writes it, with its statistics null, only when the record's
+    /// own `R` entry never came (counted there as uncertain). Without a journal, nothing to do:
+    /// the record is journaled (or counted) when it ends.
+    pub fn journal_planned(&self, mut b: RecordBuilder) {
+        let body = b.take_body();
+        let rel = b.target.strip_prefix(&self.cfg.dump_path).ok().and_then(|r| r.to_str());
+        let (Some(sink), Some(rel)) = (self.sink.get(), rel) else { return };
+        let span = SCRATCH.with(|scratch| {
+            let mut fresh = Default::default();
+            let mut guard = scratch.try_borrow_mut();
+            let (buf, entries): &mut (String, Vec<u8>) = match guard.as_deref_mut() {
+                Ok(s) => s,
+                Err(_) => &mut fresh,
+            };
+            buf.clear();
+            body.write_pretty_at(buf, RECORD_DEPTH);
+            entries.clear();
+            journal::entry(entries, 'P', rel, &b.name, buf);
+            sink.append(entries)
+        });
+        if !span.ok {
+            self.planned_unjournaled.fetch_add(1, Relaxed);
+        }
+        // The writer accounts for the span (its directory keeps it until the directory closes).
+        self.writer.journal_span(b.target.clone(), span);
+    }
+
+    /// Planned records (see [`Recorder::journal_planned`]) the journal could not take.
+    pub fn planned_unjournaled(&self) -> u64 {
+        self.planned_unjournaled.load(Relaxed)
     }
 
     /// A record could not be journaled, because of `failure` (if the file system said why). A

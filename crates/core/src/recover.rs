@@ -57,6 +57,9 @@ pub struct Recovered {
     pub beside: Vec<PathBuf>,
     /// Directories that could not be written (the journal is kept).
     pub failed: Vec<String>,
+    /// Records written from their planned form (`P` entry: a launch whose device statistics
+    /// never completed before the kill): their statistics are null, never invented. Uncertain.
+    pub planned_only: usize,
 }
 
 /// Rebuilds dump.json, stack.json and construct.json from every journal found under `root`
@@ -69,10 +72,13 @@ pub fn recover_dir(root: &Path) -> io::Result<Recovered> {
 /// after each one (a progress bar: one journal per process, so a multi-rank dump moves per rank).
 pub fn recover_dir_with(root: &Path, progress: &mut dyn FnMut(u64, u64)) -> io::Result<Recovered> {
     if !fsutil::is_real_dir(root) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is not a directory (a symbolic link is not followed)", root.display()),
-        ));
+        // Say which of the two it is: a mistyped path is not a refused link.
+        let why = match std::fs::symlink_metadata(root) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => "does not exist",
+            Ok(m) if m.file_type().is_symlink() => "is a symbolic link (not followed)",
+            _ => "is not a directory",
+        };
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} {why}", root.display())));
     }
     let mut journals = Vec::new();
     let mut pending = vec![root.to_path_buf()];
@@ -117,7 +123,7 @@ struct Plan {
 fn canonical(kind: char, text: &str) -> Option<String> {
     let v = json::parse(text).ok()?;
     match (kind, &v) {
-        ('R', Json::Object(_)) => Some(pretty(&v, RECORD_DEPTH)),
+        ('R' | 'P', Json::Object(_)) => Some(pretty(&v, RECORD_DEPTH)),
         ('S', Json::Array(_)) => Some(pretty(&v, 1)),
         ('C', Json::Str(_) | Json::Null) => Some(v.to_compact()),
         _ => None,
@@ -337,12 +343,38 @@ fn recover_one(root: &Path, rel: &str, plan: Plan, id: &Identity, moved: bool, o
         merge_existing(&target.dir, &mut state);
     }
     let mut n = 0;
+    // A planned record (`P`, journaled at the launch) stands in for its record only when the
+    // record itself never came; when it did, the record takes the plan's place, so records keep
+    // their launch order (completions are journaled later than the launches that follow them).
+    let planned: std::collections::HashSet<String> =
+        plan.entries.iter().filter(|(k, _, _)| *k == 'P').map(|(_, n, _)| n.clone()).collect();
+    let mut ended: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for (k, name, text) in &plan.entries {
+        if *k == 'R' && planned.contains(name) {
+            ended.entry(name.clone()).or_default().push(text.clone());
+        }
+    }
     for (kind, name, text) in plan.entries {
         match kind {
+            'R' if planned.contains(&name) => {}
             'R' => {
                 state.add_text(&name, text);
                 n += 1;
             }
+            'P' => match ended.remove(&name) {
+                Some(texts) => {
+                    for t in texts {
+                        state.add_text(&name, t);
+                    }
+                    n += 1;
+                }
+                None if state.records.contains_key(&name) => {}
+                None => {
+                    state.add_text(&name, text);
+                    n += 1;
+                    out.planned_only += 1;
+                }
+            },
             'S' => state.set_stack(name, text),
             _ => state.set_construct(name, text),
         }

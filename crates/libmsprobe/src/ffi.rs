@@ -97,6 +97,8 @@ extern "C" fn at_exit() {
         if INIT_PID.load(std::sync::atomic::Ordering::Relaxed) != std::process::id() {
             return;
         }
+        // Held records end first (a lock held by a thread that is gone is not waited for).
+        crate::deferred::flush_at_exit();
         if let Some(s) = recorder().and_then(|r| r.finish()) {
             log_summary(&s);
         }
@@ -105,7 +107,10 @@ extern "C" fn at_exit() {
 
 /// Logs the one-block run summary.
 pub fn log_summary(s: &msprobe_core::recorder::Summary) {
-    log::info!("run summary:\n{s}");
+    match crate::deferred::summary_line() {
+        Some(l) => log::info!("run summary:\n{s}\n{l}"),
+        None => log::info!("run summary:\n{s}"),
+    }
 }
 
 /// Session. Initialises the process's recorder from built-in defaults, the config file named by
@@ -216,6 +221,7 @@ pub extern "C" fn msprobe_stop_wait() -> c_int {
 #[no_mangle]
 pub extern "C" fn msprobe_step() -> c_int {
     with_recorder(|r| {
+        crate::deferred::flush();
         r.step();
         MSPROBE_OK
     })
@@ -225,6 +231,7 @@ pub extern "C" fn msprobe_step() -> c_int {
 #[no_mangle]
 pub extern "C" fn msprobe_flush() -> c_int {
     with_recorder(|r| {
+        crate::deferred::flush();
         r.flush();
         MSPROBE_OK
     })
@@ -234,6 +241,7 @@ pub extern "C" fn msprobe_flush() -> c_int {
 #[no_mangle]
 pub extern "C" fn msprobe_finish() -> c_int {
     with_recorder(|r| {
+        crate::deferred::flush();
         if let Some(s) = r.finish() {
             log_summary(&s);
         }
@@ -288,6 +296,13 @@ pub extern "C" fn msprobe_set_rank(rank: i64) -> c_int {
         r.set_rank(rank as u64);
         MSPROBE_OK
     })
+}
+
+/// The rank log lines carry (set by msprobe_set_rank, HCCL or `RANK_ID`/`RANK` at L2), or -1
+/// while it is not known: the framework layers' log lines show it as the library's do.
+#[no_mangle]
+pub extern "C" fn msprobe_log_rank() -> i64 {
+    guard(-1, || msprobe_core::logging::rank().map_or(-1, |r| i64::try_from(r).unwrap_or(i64::MAX)))
 }
 
 /// The next index of a per-step counter keyed by `key` (`"Functional.linear."`), from 0;
@@ -542,6 +557,71 @@ pub extern "C" fn msprobe_record_add_device_tensor(
     })
 }
 
+/// 1 if the record's tensor leaves need nothing but statistics (task statistics, summary_mode
+/// statistics), else 0: then a framework may reduce a device tensor on the device and pass the
+/// tensor's statistics as pending (msprobe_record_add_tensor_pending) instead of copying it to the host.
+#[no_mangle]
+pub extern "C" fn msprobe_record_stats_only(r: *mut MsprobeRecord) -> c_int {
+    if r.is_null() {
+        return 0;
+    }
+    guard(0, || {
+        // SAFETY: non-null handles come from msprobe_record_begin and are used by one thread
+        // until msprobe_record_end/abort (header contract).
+        let rec = unsafe { &*r };
+        c_int::from(rec.b.stats_only())
+    })
+}
+
+/// A tensor leaf whose statistics are still being reduced on the device by the framework
+/// (stats-only sessions, see msprobe_record_stats_only): they arrive later as slot `slot` of
+/// msprobe_resolve_stats. The record is held from msprobe_record_end until they do (and so
+/// are the records that end after it); msprobe_stop/step/flush/finish end held records first.
+#[no_mangle]
+pub extern "C" fn msprobe_record_add_tensor_pending(
+    r: *mut MsprobeRecord,
+    key: *const c_char,
+    t: *const MsprobeTensor,
+    slot: u64,
+) -> c_int {
+    with_record(r, |m| {
+        // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
+        let (t, dtype, shape, _) = match unsafe { descriptor(t) } {
+            Ok(d) => d,
+            Err(rc) => return rc,
+        };
+        // SAFETY: type_name and key are NULL or NUL-terminated strings (header contract).
+        let (type_name, key) = unsafe { (cstr(t.type_name), cstr(key)) };
+        let tr = TensorRef {
+            dtype,
+            shape,
+            data: &[],
+            requires_grad: if t.requires_grad < 0 { None } else { Some(t.requires_grad != 0) },
+            type_name,
+        };
+        m.b.add_tensor_pending(key, &tr, slot).map(|_| MSPROBE_OK).unwrap_or_else(fail)
+    })
+}
+
+/// Values of pending tensor leaves (msprobe_record_add_tensor_pending): slots `first` ..
+/// `first + n - 1`, four doubles each (Max, Min, Mean, Norm; NaN/Inf allowed). Ends the held
+/// records that are complete now, in order.
+#[no_mangle]
+pub extern "C" fn msprobe_resolve_stats(first: u64, values: *const f64, n: usize) -> c_int {
+    guard(MSPROBE_ERR_PANIC, || {
+        if n == 0 {
+            return MSPROBE_OK;
+        }
+        if values.is_null() {
+            return fail("values is NULL");
+        }
+        // SAFETY: non-null values points to 4 * n doubles (header contract).
+        let v = unsafe { std::slice::from_raw_parts(values, 4 * n) };
+        crate::deferred::resolve(first, v);
+        MSPROBE_OK
+    })
+}
+
 fn add_leaf(r: *mut MsprobeRecord, key: *const c_char, leaf: impl FnOnce() -> Result<Json, c_int>) -> c_int {
     with_record(r, |m| {
         // SAFETY: key is NULL or a NUL-terminated string (header contract).
@@ -737,8 +817,7 @@ pub extern "C" fn msprobe_record_end(r: *mut MsprobeRecord) -> c_int {
         // SAFETY: r came from Box::into_raw in msprobe_record_begin and is ended once.
         let m = unsafe { Box::from_raw(r) };
         let MsprobeRecord { b, rec, t0 } = *m;
-        rec.end(b);
-        rec.add_capture_time(t0);
+        crate::deferred::end(b, rec, t0);
         MSPROBE_OK
     })
 }

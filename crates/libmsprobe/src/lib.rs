@@ -17,6 +17,7 @@
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod deferred;
 mod device;
 pub mod ffi;
 mod hook;

@@ -17,13 +17,39 @@ class MsprobeException(Exception):
         self.detail = detail
 
 
+def _rank_text() -> str:
+    """``[rank R] `` once the library knows the process's rank (set by the debugger from
+    torch.distributed, by HCCL, or from RANK_ID/RANK at L2), as its own log lines show it; empty
+    before, or while the library is not loaded (it imports this module first)."""
+    native = sys.modules.get("msprobe._native")
+    lib = getattr(native, "lib", None)
+    if lib is None or not hasattr(lib, "msprobe_log_rank"):
+        return ""
+    try:
+        rank = int(lib.msprobe_log_rank())
+    except Exception:  # a log line never fails for want of its rank
+        return ""
+    return f"[rank {rank}] " if rank >= 0 else ""
+
+
+class _RankFilter(logging.Filter):
+    """Adds ``rank`` (``[rank R] `` or empty) to each record for the formatter."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.rank = _rank_text()
+        return True
+
+
 def _make_logger() -> logging.Logger:
     log = logging.getLogger("msprobe")
     if not log.handlers:
         h = logging.StreamHandler(sys.stdout)
         h.setFormatter(
-            logging.Formatter("%(asctime)s (" + str(os.getpid()) + ") [%(levelname)s] %(message)s", "%Y-%m-%d %H:%M:%S")
+            logging.Formatter(
+                "%(asctime)s (" + str(os.getpid()) + ") %(rank)s[%(levelname)s] %(message)s", "%Y-%m-%d %H:%M:%S"
+            )
         )
+        h.addFilter(_RankFilter())
         log.addHandler(h)
         log.propagate = False
     level = {

@@ -13,6 +13,7 @@ from msprobe.core.errors import MsprobeException, logger
 from msprobe.core.native import init_recorder, l2_enable, l2_preloaded, lib
 
 from .api_wrap import api_wrapper
+from .devstats import devstats
 from .module_hooks import hook_model, hook_module, patch_backward_hook
 from .state import state
 
@@ -119,6 +120,7 @@ class PrecisionDebugger:
         self._ended = False
         self._stop_waits = config.stop_waits()
         self._initialized = True
+        devstats.configure(config_path)
         state.construct = self.level in ("L0", "mix")
         # mix: as 1.1.1, a scope that starts at a module starts at that module's forward (or
         # backward) pre-hook, so the records inside it that end before the module's own are in
@@ -156,6 +158,8 @@ class PrecisionDebugger:
     def stop(self) -> None:
         if self.off:
             return
+        if not devstats.async_dump:
+            devstats.fetch()  # the files are complete after stop()
         if self.level == "L2":
             _drain_launches()
         if self._stop_waits:
@@ -166,6 +170,7 @@ class PrecisionDebugger:
     def step(self) -> None:
         if self.off:
             return
+        devstats.fetch()
         lib.msprobe_step()
         state.reset_step()
 

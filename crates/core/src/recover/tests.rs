@@ -524,3 +524,29 @@ fn fuzzed_journals_never_hurt() {
     }
     assert!(seeds < 100 || (recovered > 1000 && damaged > 300), "{recovered} records, {damaged} damaged");
 }
+
+/// Device statistics (issue #21): a record journaled in planned form at the launch (`P`) is
+/// written only when its own record (`R`, from the completion thread) never came, in journal
+/// order, and counted; a record that did end is written as it ended.
+#[test]
+fn planned_records_stand_in_only_for_records_that_never_ended() {
+    let root = tempfile::tempdir().unwrap();
+    let j = journal_of(
+        &dead(root.path()),
+        &[
+            ('D', "step0/rank", "", dir_text(&h("statistics"), None)),
+            ('P', "step0/rank", "Aclnn.Add.0.forward", body(10)),
+            ('P', "step0/rank", "Aclnn.Mul.0.forward", body(20)),
+            ('R', "step0/rank", "Aclnn.Add.0.forward", body(1)),
+        ],
+    );
+    std::fs::write(root.path().join(format!("{PREFIX}7")), j).unwrap();
+    let r = recover_dir(root.path()).unwrap();
+    assert_eq!((r.records, r.planned_only), (2, 1), "{r:?}");
+    let dir = root.path().join("step0/rank");
+    assert_eq!(names(&dir), ["Aclnn.Add.0.forward", "Aclnn.Mul.0.forward"]);
+    let data = read_json(&dir.join("dump.json"));
+    let value = |n: &str| data.get("data").and_then(|d| d.get(n)).and_then(|r| r.get("input_args")).cloned();
+    assert_eq!(value("Aclnn.Add.0.forward"), json::parse(&body(1)).unwrap().get("input_args").cloned());
+    assert_eq!(value("Aclnn.Mul.0.forward"), json::parse(&body(20)).unwrap().get("input_args").cloned());
+}

@@ -84,7 +84,7 @@ impl Writer {
     fn send(&self, m: Msg) {
         let urgent = match &m {
             Msg::Record { rec, .. } => !rec.files.is_empty(),
-            Msg::Open { .. } | Msg::Construct { .. } | Msg::Journal { .. } => false,
+            Msg::Open { .. } | Msg::Construct { .. } | Msg::Journal { .. } | Msg::Span { .. } => false,
             Msg::Write { .. } => true,
         };
         self.send_as(m, urgent);
@@ -139,6 +139,12 @@ impl Writer {
     /// `parent` are unused: `j` holds their texts).
     pub fn record_journaled(&self, dir: PathBuf, rec: Finished, j: Journaled) {
         self.send(Msg::Record { dir, rec, journaled: Some(j) });
+    }
+
+    /// Journal entries of `dir` a capturing thread appended that no record message carries (a
+    /// planned record): accounted so the journal's space can be given back.
+    pub fn journal_span(&self, dir: PathBuf, span: crate::journal::Appended) {
+        self.send(Msg::Span { dir, span });
     }
 
     /// The recorder's journal of dump path `root`, which its capturing threads append to; sent

@@ -25,6 +25,7 @@
 //!   and lets a caller that must wait for the files do the queued work itself.
 //! - `shared`: what the writer thread and such a caller share (the queue, the worker behind its
 //!   lock, the count of tensor files being written outside it), and the writer thread's loop.
+//! - `progress`: what a caller waiting long for the files shows (a bar, or log lines).
 //! - `doorbell`: when a sender wakes the writer thread, and how the writer naps and sleeps.
 //! - `worker`: the messages and their handling: rank directories created and opened, records
 //!   stored, tensor files handed back to be written outside the lock, JSON files written,
@@ -47,6 +48,7 @@ mod handle;
 mod in_place;
 mod journaling;
 mod json_files;
+mod progress;
 mod shared;
 mod worker;
 

@@ -3,10 +3,12 @@
 
 use super::doorbell::Doorbell;
 use super::finished::Counters;
+use super::progress::DrainProgress;
 use super::worker::{FileJob, Msg, Worker};
 use crate::budget::Budget;
 use crossbeam_channel::Receiver;
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 /// What the writer thread and a waiting caller share: the queue and the state behind it.
 /// Messages are taken from the queue only while holding `worker`, so they are handled in the
@@ -70,18 +72,32 @@ impl Shared {
     /// Handles everything queued, in order, writing tensor files as it goes (beside the writer
     /// thread, if it is working too), and returns holding the lock once the queue is empty, the
     /// journal entries are in their files and no tensor file is being written.
+    /// A long wait shows its progress (see `progress`).
     pub(super) fn drain(&self) -> std::sync::MutexGuard<'_, Worker> {
-        'relock: loop {
+        let mut progress = DrainProgress::new(&self.budget);
+        let w = 'relock: loop {
             let mut w = self.worker();
             while let Ok(m) = self.rx.try_recv() {
+                progress.tick();
                 if let Some(job) = self.handle(&mut w, m) {
                     drop(w);
                     self.write_files(job);
                     continue 'relock;
                 }
             }
-            self.wait_for_files();
-            return w;
+            self.wait_for_files_ticking(&mut progress);
+            break w;
+        };
+        progress.finish();
+        w
+    }
+
+    /// [`Shared::wait_for_files`], ticking `progress` while the writer thread writes.
+    fn wait_for_files_ticking(&self, progress: &mut DrainProgress<'_>) {
+        let mut n = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        while *n > 0 {
+            progress.tick();
+            n = self.jobs_done.wait_timeout(n, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
 

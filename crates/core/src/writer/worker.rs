@@ -32,6 +32,11 @@ pub(super) enum Msg {
         rec: Finished,
         journaled: Option<Journaled>,
     },
+    /// Journal entries a capturing thread appended outside a record message (a planned record).
+    Span {
+        dir: PathBuf,
+        span: crate::journal::Appended,
+    },
     /// The recorder's journal of a dump path, which its capturing threads append to.
     Journal {
         root: PathBuf,
@@ -514,6 +519,7 @@ impl Worker {
             Msg::Open { dir, header } => self.open(dir, header),
             Msg::Record { dir, rec, journaled } => return self.record(dir, rec, journaled),
             Msg::Journal { root, sink } => self.journals.set(root, sink),
+            Msg::Span { dir, span } => self.journals.processed(&dir, span),
             Msg::Write { dir, close } => self.write(&dir, close),
             Msg::Construct { dir, name, parent } => self.construct(dir, name, parent),
         }

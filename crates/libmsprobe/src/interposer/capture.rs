@@ -314,10 +314,10 @@ pub(crate) fn record_launch(
 /// function they need.
 fn device_stats(l2: &L2) -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    // Off by default for now: a record completes after its launch returned, so a SIGKILL loses the
-    // records still in flight, which breaks the crash journal's promise (durable when the hooked
-    // call returns) that tests/python/test_kill_matrix.py checks. Journaling the planned record at
-    // the launch would restore it.
+    // Off by default: in the device cost model (scripts/bench_device.py) the ~6 tool kernels per
+    // tensor cost more than the copy path's two syncs on launch-bound workloads of small tensors.
+    // Durability is not the blocker any more: every record of these paths is journaled in planned
+    // form at the launch (see `planned`).
     *ON.get_or_init(|| std::env::var("MSPROBE_L2_DEVICE_STATS").is_ok_and(|v| v.trim() == "1")) && {
         let _busy = Busy::enter();
         if stats_mode(l2) {
@@ -427,6 +427,52 @@ fn copy_gathered(t: &TensorMeta, synced: bool) -> Option<(DType, Vec<i64>, Vec<u
 
 /// Adds the planned leaves to the record (on the completion thread); `done` false: the event
 /// failed, so device leaves are null.
+/// The planned form of a record (statistics mode): every device leaf with its dtype and shape
+/// and null statistics, the rest as the record will hold it. Journaled at the launch so that a
+/// kill before the completion thread ends the record loses nothing (`recover` writes it).
+/// In md5/tensor mode host leaves are null too (their CRC/file would be made twice, and a file
+/// named by a plan is never written).
+fn planned(b: &mut RecordBuilder, l2: &L2, items: &[Item], stats: bool) {
+    let null = msprobe_core::stats::Stats {
+        max: msprobe_core::stats::Stat::Null,
+        min: msprobe_core::stats::Stat::Null,
+        mean: msprobe_core::stats::Stat::Null,
+        norm: msprobe_core::stats::Stat::Null,
+        max_except_inf_nan: None,
+        min_except_inf_nan: None,
+    };
+    for it in items {
+        match it {
+            Item::Section(k) => {
+                let _ = b.section(k);
+            }
+            Item::Value(v) => {
+                let _ = b.add_value(None, v.clone());
+            }
+            Item::Open => {
+                let _ = b.open(None, false);
+            }
+            Item::Close => {
+                let _ = b.close();
+            }
+            Item::Host(t, bytes) if stats => add_host_tensor(b, l2, t, bytes),
+            Item::Copied(Some((dtype, shape, data))) if stats => {
+                let tr = TensorRef { dtype: *dtype, shape, data, requires_grad: None, type_name: None };
+                if b.add_tensor(None, &tr, l2.recorder.budget()).is_err() {
+                    let _ = b.add_value(None, Json::Null);
+                }
+            }
+            Item::Dev(dtype, shape, _) => {
+                let _ = b.add_stats_leaf(None, *dtype, shape, &null);
+            }
+            Item::Host(..) | Item::Copied(_) | Item::Pinned(..) => {
+                let _ = b.add_value(None, Json::Null);
+            }
+            Item::Status(rc) => b.set_key("status", Json::Int(*rc as i128)),
+        }
+    }
+}
+
 fn replay(b: &mut RecordBuilder, l2: &L2, items: Vec<Item>, done: bool) {
     for it in items {
         match it {
@@ -546,6 +592,19 @@ fn record_launch_device(
         REJECTED.fetch_add(1, Relaxed);
     }
     let event = if needs_event { devstats::record_event(stream) } else { None };
+    if needs_event {
+        // Durable at the launch: the planned record (statistics null) goes into the journal on
+        // this thread; the completion thread's record supersedes it in `recover`.
+        let mut pb = b.planned_copy();
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            planned(&mut pb, l2, &items, lim.stats);
+            rec.journal_planned(pb);
+        }))
+        .is_ok()
+        {
+            devstats::PLANNED.fetch_add(1, Relaxed);
+        }
+    }
     drop(busy);
     // Every record goes through the completion queue, so records end in launch order.
     let (event, ctx, done) = match (needs_event, event) {

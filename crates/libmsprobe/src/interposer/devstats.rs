@@ -5,10 +5,14 @@
 //! completion thread. The launching thread never synchronises a stream.
 //!
 //! Per tensor (f32/f16/bf16; integers and f64 first cast to f32 with aclnnCast, msprobe 1.1.1's
-//! `get_stat_info` rule): aclnnMax, aclnnMin, aclnnMean and aclnnNorm (p = 2) into 0-d result slots
-//! of the reduction dtype, plus, for float tensors, the `*_except_inf_nan` inputs: aclnnNanToNum
-//! (NaN/±inf → -inf) + aclnnMax and (→ +inf) + aclnnMin, i.e. the largest / smallest finite value.
-//! 24 bytes per tensor cross the host link. Empty tensors need no kernel (all null) and 0-d tensors
+//! `get_stat_info` rule): aclnnAminmaxAll (Max and Min in one kernel), aclnnMean and aclnnNorm
+//! (p = 2) into 0-d result slots of the reduction dtype, plus, for float tensors, the
+//! `*_except_inf_nan` inputs: two aclnnNanToNum (NaN/±inf → -inf, → +inf) into the rows of one
+//! [2, n] scratch and one aclnnAminmax over its dim 1, i.e. the largest / smallest finite value —
+//! 6 tool kernels per float tensor (8 before: separate Max/Min and a Max/Min per except pass).
+//! msprobe 1.1.1 writes the except keys only when Max or Min is not finite, but the device cannot
+//! branch on a result without a sync and the tensor may be overwritten by then, so their inputs
+//! are reduced for every float tensor. 32 bytes per tensor cross the host link. Empty tensors need no kernel (all null) and 0-d tensors
 //! copy their one element. Bool tensors give any/all as Max/Min of their float32 cast. Complex
 //! tensors, and any tensor a kernel or allocation fails
 //! for, fall back to the copy path (synchronised, counted in the run summary).
@@ -35,8 +39,9 @@ use std::time::{Duration, Instant};
 /// Result slots in flight at most (each 32 bytes of device and of pinned host memory).
 pub(crate) const SLOTS: usize = 4096;
 const SLOT_BYTES: usize = 32;
-/// Result bytes per reduced tensor that cross the host link (six 4-byte values).
-const RESULT_BYTES: usize = 24;
+/// Result bytes per reduced tensor that cross the host link (eight 4-byte positions: max, min,
+/// mean, norm, the two row minima and the two row maxima of the except-key pass).
+const RESULT_BYTES: usize = 32;
 /// Longest wait for a free slot in block mode.
 const BLOCK_WAIT: Duration = Duration::from_secs(10);
 /// Longest wait for one launch's event on the completion thread.
@@ -51,6 +56,8 @@ pub static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Tensors holding only NaN and ±inf with a NaN: their `*_except_inf_nan` keys are written as NaN
 /// (the device results cannot tell which infinities are present).
 pub static UNCERTAIN: AtomicU64 = AtomicU64::new(0);
+/// Records journaled in their planned form at the launch (statistics null until completion).
+pub static PLANNED: AtomicU64 = AtomicU64::new(0);
 /// The tool's own kernel launches (reductions) and async copies.
 pub static KERNELS: AtomicU64 = AtomicU64::new(0);
 /// Launches whose event did not complete in time (their tensors recorded as null).
@@ -79,10 +86,10 @@ slots! {
     DESTROY_SCALAR = c"aclDestroyScalar";
     CREATE_INT_ARRAY = c"aclCreateIntArray";
     DESTROY_INT_ARRAY = c"aclDestroyIntArray";
-    MAX_WS = c"aclnnMaxGetWorkspaceSize";
-    MAX = c"aclnnMax";
-    MIN_WS = c"aclnnMinGetWorkspaceSize";
-    MIN = c"aclnnMin";
+    AMM_ALL_WS = c"aclnnAminmaxAllGetWorkspaceSize";
+    AMM_ALL = c"aclnnAminmaxAll";
+    AMM_WS = c"aclnnAminmaxGetWorkspaceSize";
+    AMM = c"aclnnAminmax";
     MEAN_WS = c"aclnnMeanGetWorkspaceSize";
     MEAN = c"aclnnMean";
     NORM_WS = c"aclnnNormGetWorkspaceSize";
@@ -111,10 +118,10 @@ static ALL: [&Slot; 29] = [
     &DESTROY_SCALAR,
     &CREATE_INT_ARRAY,
     &DESTROY_INT_ARRAY,
-    &MAX_WS,
-    &MAX,
-    &MIN_WS,
-    &MIN,
+    &AMM_ALL_WS,
+    &AMM_ALL,
+    &AMM_WS,
+    &AMM,
     &MEAN_WS,
     &MEAN,
     &NORM_WS,
@@ -130,7 +137,7 @@ const ACL_MEMCPY_DEVICE_TO_HOST: c_int = cann_abi::memcpy::ACL_MEMCPY_DEVICE_TO_
 const EVENT_COMPLETE: c_int = 1;
 
 type H = *mut c_void;
-type WsFn2 = unsafe extern "C" fn(H, H, *mut u64, *mut H) -> c_int;
+type WsFn3 = unsafe extern "C" fn(H, H, H, *mut u64, *mut H) -> c_int;
 type LaunchFn = unsafe extern "C" fn(H, u64, H, H) -> c_int;
 
 /// The result-slot ring: device memory the kernels write, pinned host memory the copies land in.
@@ -481,13 +488,14 @@ fn launch(f: &Slot, ws: u64, ex: H, stream: H, l: &mut Launch) -> Option<()> {
     (rc == 0).then_some(())
 }
 
-fn two(ws_f: &Slot, f: &Slot, a: H, o: H, stream: H, l: &mut Launch) -> Option<()> {
+/// aclnnAminmaxAll(self, minOut, maxOut): min and max of all elements in one kernel.
+fn aminmax_all(a: H, lo: H, hi: H, stream: H, l: &mut Launch) -> Option<()> {
     let (mut ws, mut ex) = (0u64, std::ptr::null_mut());
-    // SAFETY: the slot holds the real aclnnXxxGetWorkspaceSize(self, out, ws, executor).
-    if unsafe { ws_f.get::<WsFn2>()(a, o, &mut ws, &mut ex) } != 0 {
+    // SAFETY: the slot holds the real aclnnAminmaxAllGetWorkspaceSize(self, minOut, maxOut, ws, executor).
+    if unsafe { AMM_ALL_WS.get::<WsFn3>()(a, lo, hi, &mut ws, &mut ex) } != 0 {
         return None;
     }
-    launch(f, ws, ex, stream, l)
+    launch(&AMM_ALL, ws, ex, stream, l)
 }
 
 /// Enqueues the reductions of `t` on `stream`; `Err` = use the copy path for it.
@@ -512,7 +520,7 @@ pub(crate) fn enqueue(t: &TensorMeta, stream: H, lim: &Limits, l: &mut Launch) -
         0
     } else {
         let cast = if matches!(dtype, DType::F32 | DType::F16 | DType::BF16) { 0 } else { n * 4 };
-        let except = if float_kind(dtype) { n * 4 } else { 0 };
+        let except = if float_kind(dtype) { 2 * n * 4 } else { 0 };
         cast + except
     };
     let slot = match take_slot(lim, scratch, l.scratch) {
@@ -590,8 +598,8 @@ fn reduce(
     };
     let out = |o: &mut Objs, k: usize| o.scalar_out(rdt, dev + 4 * k);
     let (o0, o1) = (out(&mut o, 0)?, out(&mut o, 1)?);
-    two(&MAX_WS, &MAX, x, o0, stream, l)?;
-    two(&MIN_WS, &MIN, x, o1, stream, l)?;
+    // Max and Min in one kernel (NaN-propagating, as torch.max / torch.min).
+    aminmax_all(x, o1, o0, stream, l)?;
     if is_bool {
         // any = max of the 0/1 cast, all = min.
         return Some(Box::new(DevLeaf::Bool));
@@ -635,11 +643,16 @@ fn reduce(
     // overflows to inf) -- the except keys are reduced for every float input.
     let except = float_kind(dtype);
     if except {
-        let buf = malloc(n * rdt.size())?;
+        // One [2, n] scratch: row 0 = x with NaN/±inf → -inf, row 1 = x with NaN/±inf → +inf
+        // (two aclnnNanToNum), then one aclnnAminmax over dim 1: row 0's max is the largest
+        // finite value and row 1's min the smallest (±inf when there is none). 3 kernels where
+        // NanToNum+Max and NanToNum+Min took 4.
+        let es = rdt.size();
+        let buf = malloc(2 * n * es)?;
         l.frees.push(buf);
-        let y = o.tensor(rdt.acl(), &t.shape, &contiguous, 0, buf, n as i64)?;
-        let (o4, o5) = (out(&mut o, 4)?, out(&mut o, 5)?);
-        for (v, red_ws, red, dst) in [(f32::NEG_INFINITY, &MAX_WS, &MAX, o4), (f32::INFINITY, &MIN_WS, &MIN, o5)] {
+        let rows = o.tensor(rdt.acl(), &[2, n as i64], &[n as i64, 1], 0, buf, 2 * n as i64)?;
+        for (k, v) in [(0usize, f32::NEG_INFINITY), (1, f32::INFINITY)] {
+            let y = o.tensor(rdt.acl(), &t.shape, &contiguous, 0, buf + k * n * es, n as i64)?;
             let (mut ws, mut ex) = (0u64, std::ptr::null_mut());
             type F = unsafe extern "C" fn(H, f32, f32, f32, H, *mut u64, *mut H) -> c_int;
             // SAFETY: the slot holds the real aclnnNanToNumGetWorkspaceSize(self, nan, posInf,
@@ -648,8 +661,26 @@ fn reduce(
                 return None;
             }
             launch(&N2N, ws, ex, stream, l)?;
-            two(red_ws, red, y, dst, stream, l)?;
         }
+        // Row minima at result positions 4-5, row maxima at 6-7 (4-byte positions, any float dtype).
+        let step = (4 / es) as i64;
+        let lo = o.tensor(rdt.acl(), &[2], &[step], 0, dev + 16, 2 * step)?;
+        let hi = o.tensor(rdt.acl(), &[2], &[step], 0, dev + 24, 2 * step)?;
+        let one: [i64; 1] = [1];
+        // SAFETY: the slot holds the real aclCreateIntArray(value, size); the value is copied.
+        let dim1 = unsafe { CREATE_INT_ARRAY.get::<Create>()(one.as_ptr(), 1) };
+        if dim1.is_null() {
+            return None;
+        }
+        o.arrays.push(dim1);
+        let (mut ws, mut ex) = (0u64, std::ptr::null_mut());
+        type F = unsafe extern "C" fn(H, H, bool, H, H, *mut u64, *mut H) -> c_int;
+        // SAFETY: the slot holds the real aclnnAminmaxGetWorkspaceSize(self, dim, keepDim, minOut,
+        // maxOut, ws, executor).
+        if unsafe { AMM_WS.get::<F>()(rows, dim1, false, lo, hi, &mut ws, &mut ex) } != 0 {
+            return None;
+        }
+        launch(&AMM, ws, ex, stream, l)?;
     }
     Some(Box::new(move |slot| DevLeaf::Reduced { slot, rdt, except }))
 }
@@ -690,7 +721,7 @@ pub(crate) fn stats_of(leaf: &DevLeaf, dtype: DType) -> Stats {
         }
         DevLeaf::Reduced { slot, rdt, except } => {
             let p = r.host + slot as usize * SLOT_BYTES;
-            let v: Vec<f64> = (0..6).map(|k| read(rdt, p + 4 * k)).collect();
+            let v: Vec<f64> = (0..8).map(|k| read(rdt, p + 4 * k)).collect();
             let mut s = Stats {
                 max: Stat::Float(v[0]),
                 min: Stat::Float(v[1]),
@@ -705,7 +736,8 @@ pub(crate) fn stats_of(leaf: &DevLeaf, dtype: DType) -> Stats {
                 s.norm = Stat::Float(f64::NAN);
             }
             if except && (!v[0].is_finite() || !v[1].is_finite()) {
-                let (fmax, fmin) = (v[4], v[5]);
+                // Row 0's max (NaN/±inf → -inf) and row 1's min (→ +inf).
+                let (fmax, fmin) = (v[6], v[5]);
                 let any_finite = fmax.is_finite();
                 let pick = |finite: f64, whole: f64| {
                     if any_finite {
