@@ -36,9 +36,6 @@ example, rest = sys.argv[1], sys.argv[2:]
 sys.argv = [example] + rest
 mod = runpy.run_path(example, run_name="bench")  # imports only; main() below
 if os.environ.get("BENCH_CAPTURE") == "1":
-    # torch_npu imports torch._dynamo lazily during training; imported after the API wrapping, its
-    # decomposition tables miss the wrapped ops (KeyError aten.rnn_relu): import it first.
-    import torch._dynamo  # noqa: F401
     from msprobe.pytorch import PrecisionDebugger
     dbg = PrecisionDebugger(dump_path=os.environ["BENCH_DUMP"], task="statistics", level="L1")
     dbg.start()

@@ -5,14 +5,24 @@ wrapped calls run unwrapped, msprobe §6.1), takes the next index of ``{Prefix}.
 calls the original, records the inputs (after the op runs, as msprobe 1.1.1; before it with
 ``MSPROBE_INPUTS_PRE_CALL=1``: see README "PyTorch layer") and the output, and hooks the
 ``grad_fn`` of the first output tensor for the backward record.
+
+While the wrappers are installed, a module of torch (or torch_npu, functorch) imported for the
+first time runs its module code with the original APIs in place (`_ImportGuard`): torch's own
+modules build tables keyed by API objects when they are imported (``torch._dynamo``, imported
+lazily by ``torch.optim``, ``torch.compile`` and torch_npu, looks up
+``decomposition_table[torch.ops.aten.rnn_relu.input]``), and a wrapper there is a key no table
+holds (KeyError) or a key that stops matching once the originals are restored.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.abc
 import importlib.util
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -210,13 +220,90 @@ def _resolve(owner: Any, dotted: str) -> Optional[tuple[Any, str, Any]]:
     return obj, parts[-1], orig
 
 
+# Top-level packages whose modules see the original APIs while they are imported (_ImportGuard).
+_TORCH_PACKAGES = frozenset({"torch", "torch_npu", "functorch"})
+
+
+class _GuardedLoader(importlib.abc.Loader):
+    """The loader of a torch module imported while the APIs are wrapped: runs the real loader's
+    `exec_module` with the originals in place. The module keeps the real loader as its
+    ``__loader__`` and ``__spec__.loader``; only the import itself goes through this one."""
+
+    def __init__(self, loader: Any, wrapper: ApiWrapper) -> None:
+        self._loader = loader
+        self._wrapper = wrapper
+
+    def create_module(self, spec: Any) -> Any:
+        create = getattr(self._loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module: Any) -> None:
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and spec.loader is self:
+            spec.loader = self._loader
+        if getattr(module, "__loader__", None) is self:
+            module.__loader__ = self._loader
+        self._wrapper.suspend(module.__name__)
+        try:
+            self._loader.exec_module(module)
+        finally:
+            self._wrapper.resume(module.__name__)
+
+    def __getattr__(self, key: str) -> Any:  # get_source, get_filename, is_package, ...
+        return getattr(self._loader, key)
+
+
+class _ImportGuard(importlib.abc.MetaPathFinder):
+    """First on `sys.meta_path` while the APIs are wrapped. For a module of `_TORCH_PACKAGES`
+    not imported yet it asks the finders after it for the spec and hands the import to
+    `_GuardedLoader`; every other module, and every module already imported, is left alone (a
+    meta-path finder is consulted only for modules missing from `sys.modules`, so this costs
+    nothing once they are loaded)."""
+
+    def __init__(self, wrapper: ApiWrapper) -> None:
+        self._wrapper = wrapper
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname.partition(".")[0] not in _TORCH_PACKAGES:
+            return None
+        finders = list(sys.meta_path)
+        try:
+            finders = finders[finders.index(self) + 1 :]
+        except ValueError:
+            pass
+        for finder in finders:
+            find = getattr(finder, "find_spec", None)
+            if find is None or isinstance(finder, _ImportGuard):
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
+            return spec  # builtin/frozen loaders are classes; legacy loaders are left alone
+        if type(loader).__name__ in ("NamespaceLoader", "_NamespaceLoader"):
+            return spec  # a namespace package runs no code (and importlib checks this type)
+        spec.loader = _GuardedLoader(loader, self._wrapper)
+        return spec
+
+
 class ApiWrapper:
-    """Installs and restores the wrappers (msprobe's api_modularity / api_originality)."""
+    """Installs and restores the wrappers (msprobe's api_modularity / api_originality).
+
+    `installed` is what the debugger asked for; the wrappers are in place when it is set and no
+    torch module is being imported (`suspend`/`resume`, from `_ImportGuard`)."""
 
     def __init__(self, support: Optional[dict[str, list[str]]] = None) -> None:
         self.support = support
         self.targets: list[tuple[Any, str, Any, Callable]] = []  # (owner, attr, original, wrapper)
         self.installed = False
+        self._applied = False  # the wrappers are set on their owners right now
+        self._importing = 0  # guarded imports under way (nested and in any thread)
+        self._import_start = 0.0
+        self._lock = threading.RLock()
+        self._guard = _ImportGuard(self)
 
     def _build(self) -> None:
         support = self.support if self.support is not None else load_support_list()
@@ -240,21 +327,55 @@ class ApiWrapper:
                         continue
                     self.targets.append((obj, attr, orig, _make_wrapper(orig, f"{prefix}.{api}.")))
 
-    def install(self) -> None:
-        if self.installed:
+    def _sync(self) -> None:
+        """Puts the wrappers or the originals in place, whichever the state asks for."""
+        want = self.installed and self._importing == 0
+        if want == self._applied:
             return
-        if not self.targets:
-            self._build()
-        for obj, attr, _, wrapper in self.targets:
-            setattr(obj, attr, wrapper)
-        self.installed = True
+        for obj, attr, orig, wrapper in self.targets:
+            setattr(obj, attr, wrapper if want else orig)
+        self._applied = want
+
+    def install(self) -> None:
+        with self._lock:
+            if self.installed:
+                return
+            if not self.targets:
+                self._build()
+            self.installed = True
+            if self._guard not in sys.meta_path:
+                sys.meta_path.insert(0, self._guard)
+            self._sync()
 
     def restore(self) -> None:
-        if not self.installed:
-            return
-        for obj, attr, orig, _ in self.targets:
-            setattr(obj, attr, orig)
-        self.installed = False
+        with self._lock:
+            if not self.installed:
+                return
+            self.installed = False
+            self._sync()
+            try:
+                sys.meta_path.remove(self._guard)
+            except ValueError:
+                pass
+
+    def suspend(self, module: str) -> None:
+        """A torch module's code starts running (`_GuardedLoader`): the originals go in place
+        until the outermost such import ends. API calls of other threads in that time are not
+        recorded (a lazy import of a torch module happens once per process)."""
+        with self._lock:
+            self._importing += 1
+            if self._importing == 1:
+                self._import_start = time.monotonic()
+                self._sync()
+
+    def resume(self, module: str) -> None:
+        with self._lock:
+            self._importing -= 1
+            if self._importing == 0:
+                if self._applied != self.installed:
+                    ms = (time.monotonic() - self._import_start) * 1000
+                    logger.debug(f"{module} imported with the original APIs in place ({ms:.0f} ms)")
+                self._sync()
 
 
 api_wrapper = ApiWrapper()
