@@ -67,6 +67,17 @@ if side == "ours":
         "rnn_key_is_original": rnn_relu in ew.expanded_weights_rnn_decomps,
         "guard_while_wrapped": any(isinstance(f, _ImportGuard) for f in sys.meta_path),
     }
+    from msprobe.pytorch.api_wrap import api_wrapper
+    w = lambda: getattr(torch.add, "__wrapped_by_msprobe__", False)  # noqa: E731
+    seen = [w()]
+    api_wrapper.suspend("a")  # what a guarded import does; nested imports nest
+    seen.append(w())
+    api_wrapper.suspend("b")
+    api_wrapper.resume("b")
+    seen.append(w())
+    api_wrapper.resume("a")
+    seen.append(w())
+    report["suspend_nesting"] = seen
     dbg.forward_backward_dump_end()  # restores the originals
     report["guard_after_restore"] = any(isinstance(f, _ImportGuard) for f in sys.meta_path)
     report["original_after_restore"] = torch.rnn_relu is rnn_relu
@@ -124,6 +135,7 @@ def test_lazy_dynamo_import_after_wrapping(script: Path, tmp_path: Path, first: 
         "rnn_key_is_original": True,  # the imported module's table holds the original API
         "guard_while_wrapped": True,
         "guard_after_restore": False,
+        "suspend_nesting": [True, False, False, True],  # wrappers back only after the outermost import
         "original_after_restore": True,
     }
 
