@@ -97,6 +97,8 @@ class _ModuleHooks:
             r = lib.msprobe_record_begin(name.encode())
             if r:
                 lib.msprobe_record_abort(r)
+        if state.module_spans:
+            lib.msprobe_module_span(name.encode(), 1)
         names.append((name, state.enter_module(name)))
 
     def pre(self, module: torch.nn.Module, args: Any) -> None:
@@ -116,6 +118,8 @@ class _ModuleHooks:
         finally:
             local.busy = prev
             state.pop_module(name)
+            if state.module_spans:
+                lib.msprobe_module_span(name.encode(), 0)
 
     def bpre(self, module: torch.nn.Module, grad_output: Any) -> None:
         self._start(self.bwd_key, "backward", self.bwd)
@@ -134,6 +138,8 @@ class _ModuleHooks:
         finally:
             local.busy = prev
             state.pop_module(name)
+            if state.module_spans:
+                lib.msprobe_module_span(name.encode(), 0)
 
 
 def _on_grad(t: torch.Tensor, hook: Callable) -> None:

@@ -19,6 +19,9 @@ class State:
         self.module_stack: list[str] = []
         self.pending: list[tuple[str, Optional[str]]] = []  # module parents not yet merged
         self.scope_start: Optional[str] = None  # mix: scope[0], opened at its module's pre-hook
+        # mix: module hooks report each module's span to the recorder (msprobe_module_span), whose
+        # `list` filter passes every record inside a listed module, as 1.1.1's MixRangeScope
+        self.module_spans = False
         # No module hook has run yet in this step. 1.1.1's api_parent_node starts each step as ""
         # and only becomes the innermost module or None once a module hook ran, so an API called
         # before any module (e.g. in the root model's own forward) has parent "" in construct.json.
