@@ -44,11 +44,12 @@ class State:
         return parent
 
     def pop_module(self, name: str) -> None:
-        st = self.module_stack
-        for i in range(len(st) - 1, -1, -1):
-            if st[i] == name:
-                del st[i]
-                return
+        """A module's forward or backward record `name` ends: the innermost open module is
+        removed, whichever it is, as 1.1.1's end hook pops its module stack. They differ when a
+        module started and never ended (checkpoint's recomputation stops inside a module): its
+        entry is what the next end removes, and later parents in construct.json are 1.1.1's."""
+        if self.module_stack:
+            self.module_stack.pop()
 
     def note_construct(self, name: str, parent: Optional[str]) -> None:
         """msprobe merges {record: parent} and then the module-parent map at every collection,
