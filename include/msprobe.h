@@ -194,6 +194,14 @@ int64_t msprobe_log_rank(void);
 int64_t msprobe_next_index(const char *key);
 
 /**
+ * A module's forward or backward span starts (`begin` != 0, at its pre-hook) or ends (0, at
+ * its post-hook); `name` is its record name. At level mix with a `list`, records inside a
+ * module whose name contains a list entry all pass the list (msprobe 1.1.1's MixRangeScope);
+ * elsewhere a no-op.
+ */
+int msprobe_module_span(const char *name, int begin);
+
+/**
  * Sets a construct.json entry outside any record (a module's parent, at module start);
  * `parent` NULL writes null.
  */

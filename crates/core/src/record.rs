@@ -242,6 +242,12 @@ impl RecordBuilder {
     /// are ignored, so callers may skip the work).
     pub fn section(&mut self, key: &str) -> Result<bool, BuildError> {
         self.finish_section();
+        if key == "input" {
+            // only a backward record has an `input` (gradient) section, whatever its name says:
+            // 1.1.1 names a module's backward record after the module's latest start, which
+            // checkpoint's recomputation makes a forward name (`Module.a.Tanh.forward.1`)
+            self.backward = true;
+        }
         let (category, is_input, root) = match (key, self.backward) {
             ("input_args", _) => ("input", true, Json::Array(vec![])),
             ("input_kwargs", _) => ("kwargs", true, Json::Object(vec![])),
@@ -543,13 +549,14 @@ impl RecordBuilder {
     /// Whether `section(key)` would keep its leaves (data_mode), without selecting it: the L2
     /// device-statistics path decides what to reduce before the record's leaves are added.
     pub fn section_active(&self, key: &str) -> bool {
-        let (is_input, output) = match (key, self.backward) {
+        let backward = self.backward || key == "input"; // see `section`
+        let (is_input, output) = match (key, backward) {
             ("input_args" | "input_kwargs" | "parameters", _) | ("input", true) => (true, false),
             ("output" | "output_fields", _) => (false, true),
             _ => return false,
         };
         let dm = &self.opts.data_mode;
-        let dir_ok = if self.backward { dm.backward } else { dm.forward };
+        let dir_ok = if backward { dm.backward } else { dm.forward };
         dir_ok && ((is_input && dm.input) || (output && dm.output))
     }
 
@@ -791,6 +798,27 @@ mod tests {
         assert!(bw.section("output_fields").is_err());
     }
 
+    /// A module's backward record named after a recomputed forward (1.1.1's naming under
+    /// checkpoint) keeps its gradient `input` section, under data_mode's backward switch.
+    #[test]
+    fn input_section_makes_a_backward_record_whatever_its_name() {
+        let data = 1.0f32.to_le_bytes();
+        let t = TensorRef { dtype: DType::F32, shape: &[1], data: &data, requires_grad: Some(false), type_name: None };
+        let mut b = RecordBuilder::new("Module.a.Tanh.forward.1".into(), opts(Task::Statistics, DataMode::ALL));
+        assert!(b.section_active("input"));
+        assert!(b.section("input").unwrap());
+        b.add_tensor(None, &t, &Unlimited).unwrap();
+        assert!(b.section("output").unwrap());
+        b.add_tensor(None, &t, &Unlimited).unwrap();
+        let body = b.take_body();
+        assert!(body.get("input").is_some() && body.get("output").is_some());
+        let fwd_only = DataMode::from_list(&["forward".to_string()]);
+        let mut f = RecordBuilder::new("Module.a.Tanh.forward.1".into(), opts(Task::Statistics, fwd_only));
+        assert!(!f.section_active("input"));
+        assert!(!f.section("input").unwrap());
+        assert!(!f.section("output").unwrap());
+    }
+
     /// A record whose files are dropped midway (drop mode, queue full) loses all of them: those
     /// already made (even inside a still-open list) and those added later, and no leaf names a
     /// file; its statistics stay.
@@ -849,7 +877,10 @@ mod tests {
         assert_eq!(body, Json::Object(vec![("input".into(), Json::Array(vec![Json::Null]))]));
         assert!(is_backward_name("Module.fc1.Linear.backward.0"));
         assert!(!is_backward_name("Module.fc1.Linear.forward.0"));
+        // `input` makes a backward record whatever the name (1.1.1's checkpoint naming): the
+        // forward-only sections are then unknown
         let mut b = RecordBuilder::new("Functional.relu.0.forward".into(), opts(Task::Statistics, DataMode::ALL));
-        assert_eq!(b.section("input"), Err(BuildError::UnknownSection("input".into())));
+        assert_eq!(b.section("input"), Ok(true));
+        assert_eq!(b.section("output_fields"), Err(BuildError::UnknownSection("output_fields".into())));
     }
 }

@@ -39,6 +39,8 @@ struct State {
     counters: HashMap<String, u64>,
     /// Inside the [scope[0], scope[1]] range.
     in_scope: bool,
+    /// mix level: inside a module whose name contains a `list` entry (see [`Recorder::module_span`]).
+    in_list: bool,
     /// The rank directory of the current step, once opened.
     dir: Option<PathBuf>,
     /// The dump root exists (created at the first start).
@@ -333,6 +335,7 @@ impl Recorder {
         st.step += 1;
         st.counters.clear();
         st.in_scope = false;
+        st.in_list = false;
         if self.cfg.level == Level::L2 && !self.closing.load(Relaxed) && !self.api_window.load(Relaxed) {
             let on = self.selected(&st);
             self.enabled.store(on, Relaxed);
@@ -360,6 +363,22 @@ impl Recorder {
         n
     }
 
+    /// A module's forward or backward span starts (`begin`, at its pre-hook) or ends (at its
+    /// post-hook), `name` being its record name. At level mix with a `list`, msprobe 1.1.1's
+    /// `MixRangeScope` keeps one flag: set when a module whose name contains a list entry
+    /// starts, cleared when such a module ends; while it is set every record passes the list
+    /// (every API inside a listed module is dumped, not only those whose names match). The
+    /// flag is one boolean as 1.1.1's, so a listed module ending inside another listed one
+    /// clears it for the rest of the outer one too. Elsewhere a no-op.
+    pub fn module_span(&self, name: &str, begin: bool) {
+        if self.cfg.level != Level::Mix || self.cfg.list.is_empty() {
+            return;
+        }
+        if self.cfg.list.iter().any(|l| name.contains(l.as_str())) {
+            self.lock().in_list = begin;
+        }
+    }
+
     /// msprobe's range/list filter for one record name.
     fn passes_filters(&self, st: &mut State, name: &str) -> bool {
         let mut ok = true;
@@ -373,7 +392,7 @@ impl Recorder {
             }
         }
         if ok && !self.cfg.list.is_empty() {
-            ok = self.cfg.list.iter().any(|l| name.contains(l.as_str()));
+            ok = st.in_list || self.cfg.list.iter().any(|l| name.contains(l.as_str()));
         }
         ok
     }
@@ -666,6 +685,42 @@ mod tests {
         let t = TensorRef { dtype: DType::F32, shape: &shape, data, requires_grad: None, type_name: None };
         b.add_tensor(None, &t, rec.budget()).unwrap();
         Some(b)
+    }
+
+    /// At mix a listed module's span lets every record inside it pass the list, as 1.1.1's
+    /// MixRangeScope; at L1 (and outside the span) only names containing an entry pass.
+    #[test]
+    fn mix_list_passes_everything_inside_a_listed_module() {
+        for (level, inside) in [(Level::Mix, true), (Level::L1, false)] {
+            let dir = tempfile::tempdir().unwrap();
+            let rec = Recorder::new(Config {
+                level,
+                list: vec!["block".into()],
+                dump_path: dir.path().to_path_buf(),
+                ..Config::default()
+            });
+            rec.start();
+            let passes = |n: &str| {
+                let mut st = rec.lock();
+                rec.passes_filters(&mut st, n)
+            };
+            assert!(!passes("Functional.linear.0.forward"));
+            rec.module_span("Module.head.Linear.forward.0", true); // not listed: no effect
+            assert!(!passes("Functional.linear.0.forward"));
+            rec.module_span("Module.block.Block.forward.0", true);
+            assert_eq!(passes("Functional.linear.1.forward"), inside);
+            assert!(passes("Module.block.Block.forward.0"));
+            rec.module_span("Module.head.Linear.forward.0", false);
+            assert_eq!(passes("Functional.gelu.0.forward"), inside);
+            // an inner listed module ends: the one flag is cleared, as in 1.1.1
+            rec.module_span("Module.block.fc.Linear.forward.0", true);
+            rec.module_span("Module.block.fc.Linear.forward.0", false);
+            assert!(!passes("Functional.linear.2.forward"));
+            rec.module_span("Module.block.Block.backward.0", true);
+            assert_eq!(passes("Functional.linear.1.backward"), inside);
+            rec.step();
+            assert!(!passes("Functional.linear.3.forward"));
+        }
     }
 
     /// A record is in the journal when `end` returns (the capturing thread appends it; the

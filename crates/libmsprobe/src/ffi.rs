@@ -316,6 +316,20 @@ pub extern "C" fn msprobe_next_index(key: *const c_char) -> i64 {
     })
 }
 
+/// A module's forward or backward span starts (`begin` != 0, at its pre-hook) or ends (0, at
+/// its post-hook); `name` is its record name. At level mix with a `list`, records inside a
+/// module whose name contains a list entry all pass the list (msprobe 1.1.1's MixRangeScope);
+/// elsewhere a no-op.
+#[no_mangle]
+pub extern "C" fn msprobe_module_span(name: *const c_char, begin: c_int) -> c_int {
+    with_recorder(|r| {
+        // SAFETY: name is NULL or a NUL-terminated string (header contract).
+        let Some(n) = (unsafe { cstr(name) }) else { return fail("name is NULL") };
+        r.module_span(n, begin != 0);
+        MSPROBE_OK
+    })
+}
+
 /// Sets a construct.json entry outside any record (a module's parent, at module start);
 /// `parent` NULL writes null.
 #[no_mangle]

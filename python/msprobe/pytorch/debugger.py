@@ -57,6 +57,14 @@ def _scope_start(config_path: Optional[str], task: str) -> Optional[str]:
     return None
 
 
+def _list_configured(config_path: Optional[str], task: str) -> bool:
+    """A non-empty `list` is configured (MSPROBE_LIST or the config file's task section)."""
+    if os.environ.get("MSPROBE_LIST", "").strip():
+        return True
+    v = _section_value(config_path, task, "list")
+    return isinstance(v, list) and len(v) > 0
+
+
 def _drain_launches() -> None:
     """L2: torch_npu launches kernels from its task-queue thread after the Python call returned, so
     the capture window is moved only once what the script queued so far has been launched and run
@@ -125,6 +133,8 @@ class PrecisionDebugger:
         # mix: as 1.1.1, a scope that starts at a module starts at that module's forward (or
         # backward) pre-hook, so the records inside it that end before the module's own are in
         state.scope_start = _scope_start(config_path, self.task) if self.level == "mix" else None
+        # mix with a `list`: every API inside a listed module is dumped (1.1.1's MixRangeScope)
+        state.module_spans = self.level == "mix" and _list_configured(config_path, self.task)
 
     def start(self, model: Optional[torch.nn.Module] = None) -> None:
         if self.off or self._ended:

@@ -86,6 +86,8 @@ class _ModuleHooks:
         self.bwd_key = (prefix + "backward").encode()
         self.fwd: list[tuple[str, Optional[str]]] = []
         self.bwd: list[tuple[str, Optional[str]]] = []
+        # (name, parent) of the module's latest forward or backward start: see `_LeanHooks.last`
+        self.last: tuple[str, Optional[str]] = ("", None)
 
     def _start(self, key: bytes, direction: str, names: list) -> None:
         if not lib.msprobe_is_enabled():
@@ -97,7 +99,10 @@ class _ModuleHooks:
             r = lib.msprobe_record_begin(name.encode())
             if r:
                 lib.msprobe_record_abort(r)
-        names.append((name, state.enter_module(name)))
+        if state.module_spans:
+            lib.msprobe_module_span(name.encode(), 1)
+        self.last = (name, state.enter_module(name))
+        names.append(self.last)
 
     def pre(self, module: torch.nn.Module, args: Any) -> None:
         self._start(self.fwd_key, "forward", self.fwd)
@@ -105,7 +110,8 @@ class _ModuleHooks:
     def post(self, module: torch.nn.Module, args: Any, kwargs: dict, output: Any) -> None:
         if not self.fwd:
             return
-        name, parent = self.fwd.pop()
+        self.fwd.pop()
+        name, parent = self.last
         local = state.local
         prev = local.busy
         local.busy = True
@@ -116,6 +122,8 @@ class _ModuleHooks:
         finally:
             local.busy = prev
             state.pop_module(name)
+            if state.module_spans:
+                lib.msprobe_module_span(name.encode(), 0)
 
     def bpre(self, module: torch.nn.Module, grad_output: Any) -> None:
         self._start(self.bwd_key, "backward", self.bwd)
@@ -123,7 +131,8 @@ class _ModuleHooks:
     def bpost(self, module: torch.nn.Module, grad_input: Any, grad_output: Any) -> None:
         if not self.bwd:
             return
-        name, parent = self.bwd.pop()
+        self.bwd.pop()
+        name, parent = self.last
         local = state.local
         prev = local.busy
         local.busy = True
@@ -134,6 +143,8 @@ class _ModuleHooks:
         finally:
             local.busy = prev
             state.pop_module(name)
+            if state.module_spans:
+                lib.msprobe_module_span(name.encode(), 0)
 
 
 def _on_grad(t: torch.Tensor, hook: Callable) -> None:
@@ -205,6 +216,12 @@ class _LeanHooks:
         self.bwd_name = prefix + "backward."
         self.calls: list[Optional[_Call]] = []
         self.bwd: list[tuple[str, Optional[str]]] = []
+        # (name, parent) of this module's latest forward or backward start. A record is named
+        # after it, as 1.1.1 names a module's records after `module.mindstudio_reserved_name`:
+        # the same as the call's own name unless the module started again before this record
+        # (checkpoint's recomputation inside the module's backward: 1.1.1's backward record is
+        # then named after the recomputed forward, e.g. `Tanh.forward.1`).
+        self.last: tuple[str, Optional[str]] = ("", None)
 
     def pre(self, module: torch.nn.Module, args: tuple) -> Any:
         n = recorder.index(self.fwd_key)
@@ -213,6 +230,7 @@ class _LeanHooks:
             return None
         name = self.fwd_name + str(n)
         call = _Call(name, state.enter_module(name), len(args))
+        self.last = (name, call.parent)
         self.calls.append(call)
         if not torch.is_grad_enabled():
             return None
@@ -242,20 +260,21 @@ class _LeanHooks:
         call = self.calls.pop() if self.calls else None
         if call is None:
             return None
+        name, parent = self.last
         try:
             # construct entries for filtered-out records too, as 1.1.1
             recorder.record(
-                call.name,
+                name,
                 args,
                 kwargs,
                 output,
                 sys._getframe(1),
                 "_call_impl",
-                call.parent,
+                parent,
                 state.pending if state.construct else None,
             )
         finally:
-            state.pop_module(call.name)
+            state.pop_module(name)
         if not torch.is_grad_enabled():
             return None
         if isinstance(output, torch.Tensor):
@@ -289,7 +308,8 @@ class _LeanHooks:
         n = recorder.index(self.bwd_key)
         if n is not None:
             name = self.bwd_name + str(n)
-            self.bwd.append((name, state.enter_module(name)))
+            self.last = (name, state.enter_module(name))
+            self.bwd.append(self.last)
         if call.in_idx is None:
             self._backward_record(call, (None,) * call.n_in)
 
@@ -306,7 +326,8 @@ class _LeanHooks:
     def _backward_record(self, call: _Call, grad_in: tuple) -> None:
         if not self.bwd:
             return
-        name, parent = self.bwd.pop()
+        self.bwd.pop()
+        name, parent = self.last
         try:
             recorder.backward(name, call.grad_out, grad_in, parent, state.pending if state.construct else None)
         finally:

@@ -19,6 +19,9 @@ class State:
         self.module_stack: list[str] = []
         self.pending: list[tuple[str, Optional[str]]] = []  # module parents not yet merged
         self.scope_start: Optional[str] = None  # mix: scope[0], opened at its module's pre-hook
+        # mix: module hooks report each module's span to the recorder (msprobe_module_span), whose
+        # `list` filter passes every record inside a listed module, as 1.1.1's MixRangeScope
+        self.module_spans = False
         # No module hook has run yet in this step. 1.1.1's api_parent_node starts each step as ""
         # and only becomes the innermost module or None once a module hook ran, so an API called
         # before any module (e.g. in the root model's own forward) has parent "" in construct.json.
@@ -41,11 +44,12 @@ class State:
         return parent
 
     def pop_module(self, name: str) -> None:
-        st = self.module_stack
-        for i in range(len(st) - 1, -1, -1):
-            if st[i] == name:
-                del st[i]
-                return
+        """A module's forward or backward record `name` ends: the innermost open module is
+        removed, whichever it is, as 1.1.1's end hook pops its module stack. They differ when a
+        module started and never ended (checkpoint's recomputation stops inside a module): its
+        entry is what the next end removes, and later parents in construct.json are 1.1.1's."""
+        if self.module_stack:
+            self.module_stack.pop()
 
     def note_construct(self, name: str, parent: Optional[str]) -> None:
         """msprobe merges {record: parent} and then the module-parent map at every collection,

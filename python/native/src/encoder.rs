@@ -51,11 +51,10 @@ impl Modules {
         parent
     }
 
-    /// `name` ends: the innermost open module of that name is removed.
-    pub(crate) fn pop(&mut self, name: &str) {
-        if let Some(i) = self.stack.iter().rposition(|m| m == name) {
-            self.stack.remove(i);
-        }
+    /// A module's record `name` ends: the innermost open module is removed, whichever it is,
+    /// as 1.1.1's end hook pops its stack (see `state.pop_module`).
+    pub(crate) fn pop(&mut self, _name: &str) {
+        self.stack.pop();
     }
 }
 

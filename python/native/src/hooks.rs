@@ -47,12 +47,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// One forward call of a module: its record name and parent, where its tensor inputs and
-/// outputs sit, and the output gradients once they are there.
+/// One forward call of a module: where its tensor inputs and outputs sit, and the output
+/// gradients once they are there (its records' names: `LeanHooks::last`).
 #[pyclass(frozen, module = "msprobe._fastpath")]
 pub struct Call {
-    name: String,
-    parent: Option<String>,
     n_in: usize,
     io: Mutex<CallIo>,
 }
@@ -86,6 +84,9 @@ pub struct LeanHooks {
     calls: Mutex<Vec<Option<Py<Call>>>>,
     /// Open backward records (name, parent), innermost last.
     bwd: Mutex<Vec<(String, Option<String>)>>,
+    /// (name, parent) of this module's latest forward or backward start: its records are named
+    /// after it, as 1.1.1 names them after `module.mindstudio_reserved_name` (see `_LeanHooks.last`).
+    last: Mutex<(String, Option<String>)>,
 }
 
 /// A gradient hook's callable: which gradients arrived for which call.
@@ -189,6 +190,7 @@ impl LeanHooks {
             env: env.clone_ref(py),
             calls: Mutex::new(Vec::new()),
             bwd: Mutex::new(Vec::new()),
+            last: Mutex::new((String::new(), None)),
         })
     }
 
@@ -235,6 +237,7 @@ impl LeanHooks {
         }
         let name = format!("{prefix}{}", abi.next(key));
         let parent = self.enc().modules().enter(&name, self.env.construct);
+        *lock(&self.last) = (name.clone(), parent.clone());
         Some((name, parent))
     }
 
@@ -258,11 +261,11 @@ impl LeanHooks {
 
     fn pre_inner<'py>(&self, slf: &Bound<'py, Self>, args: &Bound<'py, PyTuple>) -> PyResult<Option<Py<PyAny>>> {
         let py = slf.py();
-        let Some((name, parent)) = self.enter(&self.fwd_key, &self.fwd_name) else {
+        if self.enter(&self.fwd_key, &self.fwd_name).is_none() {
             lock(&self.calls).push(None); // capture off: the module runs exactly as without hooks
             return Ok(None);
-        };
-        let call = Py::new(py, Call { name, parent, n_in: args.len(), io: Mutex::new(CallIo::default()) })?;
+        }
+        let call = Py::new(py, Call { n_in: args.len(), io: Mutex::new(CallIo::default()) })?;
         lock(&self.calls).push(Some(call.clone_ref(py)));
         if !self.grad_enabled(py)? {
             return Ok(None);
@@ -353,10 +356,11 @@ impl LeanHooks {
         let kwargs = kwargs.cast::<PyDict>().ok();
         // construct entries for filtered-out records too, as 1.1.1
         let enc = self.enc();
-        enc.whole(py, &c.name, c.parent.as_deref(), self.pending(), |w| {
+        let (name, parent) = lock(&self.last).clone();
+        enc.whole(py, &name, parent.as_deref(), self.pending(), |w| {
             enc.call_sections(w, args, kwargs, output, &frame, Some("_call_impl"))
         });
-        self.pop_module(&c.name);
+        self.pop_module(&name);
         if !self.grad_enabled(py)? {
             return Ok(None);
         }
@@ -501,7 +505,10 @@ impl LeanHooks {
         call: &Bound<'py, Call>,
         grad_in: &Bound<'py, PyTuple>,
     ) -> PyResult<()> {
-        let Some((name, parent)) = lock(&self.bwd).pop() else { return Ok(()) };
+        if lock(&self.bwd).pop().is_none() {
+            return Ok(());
+        }
+        let (name, parent) = lock(&self.last).clone();
         let grad_out = lock(&call.get().io).grad_out.as_ref().map(|g| g.clone_ref(py));
         let grad_out = match grad_out {
             Some(g) => g.into_bound(py),
