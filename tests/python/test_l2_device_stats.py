@@ -23,6 +23,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from recorder_testutil import LIB, REPO
 from test_l2 import LIB64, tensor_leaves
@@ -287,10 +288,16 @@ def test_device_scratch_and_pinned_memory_stay_under_the_cap(tmp_path: Path) -> 
             assert dropped > 0 and nulls == dropped, (dropped, nulls)
 
 
-def test_md5_async_copies_match_the_trace_without_syncs(tmp_path: Path) -> None:
-    """md5 task: the bytes move with aclrtMemcpyAsync (no host wait by the tool on the launching thread,
-    no synchronous copy); every leaf's CRC equals the simulator's trace (inputs before, outputs after)."""
-    _, d = run(tmp_path / "md5", {"MSPROBE_SUMMARY_MODE": "md5"})
+@pytest.mark.parametrize("async_copy", [None, "0"])
+def test_md5_async_copies_match_the_trace_without_syncs(tmp_path: Path, async_copy: str | None) -> None:
+    """md5 task, by default (MSPROBE_L2_ASYNC_COPY unset; device statistics off): the bytes move with
+    aclrtMemcpyAsync (no host wait by the tool on the launching thread, no synchronous copy); every
+    leaf's CRC equals the simulator's trace (inputs before, outputs after). MSPROBE_L2_ASYNC_COPY=0
+    gives the copy path: the same CRCs, two waits per launch and synchronous copies."""
+    env = {"MSPROBE_SUMMARY_MODE": "md5", "MSPROBE_L2_DEVICE_STATS": "0"}
+    if async_copy is not None:
+        env["MSPROBE_L2_ASYNC_COPY"] = async_copy
+    _, d = run(tmp_path / "md5", env)
     data = json.loads(next((d / "dump").glob("step0/*/dump.json")).read_text())["data"]
     trace = [json.loads(line) for line in (d / "trace.jsonl").read_text().splitlines()]
     assert not [x for x in trace if x["op"] in TOOL_OPS]  # no reductions in this task
@@ -315,6 +322,13 @@ def test_md5_async_copies_match_the_trace_without_syncs(tmp_path: Path) -> None:
     st = json.loads((d / "stats.json").read_text())
     own = json.loads((d / "own.json").read_text())
     main = next(th for th in st["threads"] if th["name"] == "python")
-    assert main["stream_syncs"] + main["event_syncs"] + main["device_syncs"] == own["syncs"], main
-    assert st["copies"]["device_to_host"]["sync"]["bytes"] == own["d2h"]
-    assert st["copies"]["device_to_host"]["async"]["copies"] > 0
+    syncs = main["stream_syncs"] + main["event_syncs"] + main["device_syncs"]
+    d2h = st["copies"]["device_to_host"]
+    if async_copy is None:
+        assert syncs == own["syncs"], main
+        assert d2h["sync"]["bytes"] == own["d2h"]
+        assert d2h["async"]["copies"] > 0
+    else:
+        assert syncs == own["syncs"] + 2 * len(trace), main
+        assert d2h["sync"]["bytes"] > own["d2h"]
+        assert d2h["async"]["copies"] == 0

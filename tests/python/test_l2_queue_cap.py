@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,6 +87,7 @@ def test_launches_larger_than_the_queue_finish_with_the_traced_crcs(tmp_path: Pa
         MSPROBE_QUEUE_MB="1",
         MSPROBE_ON_QUEUE_FULL=mode,
         CANNSIM_TRACE=str(tmp_path / "trace.{pid}.jsonl"),
+        CANNSIM_STATS=str(tmp_path / "stats.json"),
     )
     try:
         p = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=TIMEOUT)
@@ -97,9 +99,114 @@ def test_launches_larger_than_the_queue_finish_with_the_traced_crcs(tmp_path: Pa
     rank_dir = tmp_path / "dump/step0/rank"
     summary = p.stderr[p.stderr.find("L2 run summary") :]
     assert "records dropped: 0" in summary, p.stderr[-3000:]
+    # The default async copies (issue #21) hold pinned memory within the same cap: a 4 MiB tensor
+    # cannot fit in 1 MiB and takes the copy path; the small ones are copied asynchronously.
+    peak = int(re.search(r"pinned peak (\d+) bytes of 1048576 allowed", summary).group(1))
+    pinned = json.loads((tmp_path / "stats.json").read_text())["memory"]["pinned_peak_bytes"]
+    assert 0 < peak <= 1 << 20 and 0 < pinned <= 1 << 20, (peak, pinned, summary)
+    assert int(re.search(r"(\d+) tensors copied asynchronously", summary).group(1)) > 0, summary
     if mode == "block":
         assert check_fidelity(trace, rank_dir) == 18
         assert "written without their tensor files (writer queue full): 0;" in summary, summary
     else:
         without = check_all_or_nothing(trace, rank_dir)
         assert f"written without their tensor files (writer queue full): {without};" in summary, summary
+
+
+ASYNC_PROGRAM = """
+import sys
+sys.path.insert(0, {examples!r})
+import numpy as np
+import cannsim_ctypes as cs
+
+acl = cs.Acl()
+rng = np.random.default_rng(1)
+# every tensor made first, then the launches back to back with no wait: with slow kernels the
+# async copies of several launches are in flight at once
+ts = []
+for _ in range(6):
+    a, b = (rng.standard_normal((256, 256)).astype(np.float32) for _ in range(2))
+    ts.append((acl.tensor(a), acl.tensor(b), acl.tensor(shape=(256, 256))))
+for A, B, C in ts:
+    acl.run("Add", A, B, 1.0, C)
+acl.sync()
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("task", ["tensor", "md5"])
+@pytest.mark.parametrize("mode", ["block", "drop"])
+def test_async_copies_keep_pinned_memory_under_the_cap(tmp_path: Path, mode: str, task: str) -> None:
+    """The default async-copy path (md5/tensor, issue #21) with MSPROBE_QUEUE_MB=1: six launches of
+    three 256 KiB tensors each (768 KiB a launch) and 20 ms kernels, launched back to back. The
+    simulator's own count of pinned memory (`aclrtMallocHost` bytes held at once) and the summary's
+    pinned peak never exceed the cap; `block` keeps every tensor (CRCs equal to the trace); `drop`
+    drops some (counted) and keeps the rest equal to the trace: md5 per tensor, tensor files all or
+    none per record."""
+    cap = 1 << 20
+    prog = tmp_path / "async_adds.py"
+    prog.write_text(ASYNC_PROGRAM.format(examples=str(REPO / "examples")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_"))}
+    env.update(
+        LD_LIBRARY_PATH=str(LIB64),
+        CANNSIM_LIB64=str(LIB64),
+        LD_PRELOAD=str(LIB),
+        MSPROBE_LEVEL="L2",
+        MSPROBE_DUMP_PATH=str(tmp_path / "dump"),
+        MSPROBE_TASK="tensor" if task == "tensor" else "statistics",
+        MSPROBE_SUMMARY_MODE="md5" if task == "md5" else "statistics",
+        MSPROBE_FRAMEWORK="mindspore",
+        MSPROBE_QUEUE_MB="1",
+        MSPROBE_ON_QUEUE_FULL=mode,
+        CANNSIM_TRACE=str(tmp_path / "trace.{pid}.jsonl"),
+        CANNSIM_STATS=str(tmp_path / "stats.json"),
+        CANNSIM_KERNEL_DELAY_US="20000",
+    )
+    try:
+        p = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"hung: not finished after {TIMEOUT} s\n{(e.stderr or b'')[-2000:]!r}")
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr[-3000:]
+    (trace,) = traces(tmp_path)
+    assert [t["op"] for t in trace] == ["aclnnAdd"] * 6
+    summary = p.stderr[p.stderr.find("L2 run summary") :]
+    m = re.search(
+        r"md5/tensor: (\d+) tensors copied asynchronously, (\d+) dropped \(pinned memory full, "
+        r"recorded without md5/file\), pinned peak (\d+) bytes of (\d+) allowed",
+        summary,
+    )
+    assert m, summary
+    copied, dropped, peak, allowed = map(int, m.groups())
+    st = json.loads((tmp_path / "stats.json").read_text())
+    assert allowed == cap
+    assert 0 < peak <= cap, summary
+    assert 0 < st["memory"]["pinned_peak_bytes"] <= cap, st["memory"]
+    assert copied > 0 and "records dropped: 0" in summary, summary
+    rank_dir = tmp_path / "dump/step0/rank"
+    if mode == "block":
+        assert dropped == 0, summary
+        assert copied + int(re.search(r", (\d+) by the copy path", summary).group(1)) == 18, summary
+        assert check_fidelity(trace, rank_dir) == 6
+        return
+    # drop: the second launch finds the first one's 768 KiB still in flight (20 ms kernels)
+    assert dropped > 0, summary
+    if task == "tensor":
+        without = check_all_or_nothing(trace, rank_dir)
+        assert without > 0
+        assert f"written without their tensor files (writer queue full): {without};" in summary, summary
+    else:
+        data = json.loads((rank_dir / "dump.json").read_text())["data"]
+        assert len(data) == len(trace)
+        missing = 0
+        for i, t in enumerate(trace):
+            rec = data[f"Aclnn.Add.{i}.forward"]
+            want = [x["crc_view_before"] for x in t["tensors"] if x["role"] == "input"]
+            want += [x["crc_view_after"] for x in t["tensors"] if x["role"] == "output"]
+            leaves = tensor_leaves(rec["input_args"]) + tensor_leaves(rec["output"])
+            assert [x["shape"] for x in leaves] == [[256, 256]] * 3, rec
+            for leaf, crc in zip(leaves, want):
+                if "md5" in leaf:
+                    assert leaf["md5"] == crc, (i, leaf, crc)
+                else:
+                    missing += 1
+        assert missing == dropped, (missing, dropped)

@@ -1,5 +1,8 @@
-//! One kernel launch captured: inputs copied off the device before the real launch, outputs
-//! after it, each through the tool's own (real) `aclrtSynchronizeStream` + `aclrtMemcpy`.
+//! One kernel launch captured. The copy path: inputs copied off the device before the real launch,
+//! outputs after it, each through the tool's own (real) `aclrtSynchronizeStream` + `aclrtMemcpy`.
+//! By default md5/tensor instead copy asynchronously on the launch's stream into pinned memory
+//! (`MSPROBE_L2_ASYNC_COPY`, see [`devstats`]); statistics reduced on the device are opt-in
+//! (`MSPROBE_L2_DEVICE_STATS=1`).
 //!
 //! A side's copies are made only once its stream synchronisation succeeded: a copy made without it
 //! could read the device before the kernels that write it ran. A sync or copy that fails is
@@ -309,21 +312,49 @@ pub(crate) fn record_launch(
     rc
 }
 
-/// Whether the device paths of issue #21 are used (`MSPROBE_L2_DEVICE_STATS=1`): statistics reduced
-/// on the device, md5/tensor bytes copied asynchronously; only with a runtime that has every
-/// function they need.
+/// Whether the device paths of issue #21 are used, only with a runtime that has every function they
+/// need: for the statistics task and summary mode, statistics reduced on the device
+/// (`MSPROBE_L2_DEVICE_STATS=1`, opt-in); for md5/tensor, the bytes copied asynchronously into pinned
+/// memory (`MSPROBE_L2_ASYNC_COPY`, default on).
 fn device_stats(l2: &L2) -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    // Off by default: in the device cost model (scripts/bench_device.py) the ~6 tool kernels per
-    // tensor cost more than the copy path's two syncs on launch-bound workloads of small tensors.
-    // Durability is not the blocker any more: every record of these paths is journaled in planned
-    // form at the launch (see `planned`).
-    *ON.get_or_init(|| std::env::var("MSPROBE_L2_DEVICE_STATS").is_ok_and(|v| v.trim() == "1")) && {
-        let _busy = Busy::enter();
-        if stats_mode(l2) {
+    // Device statistics stay opt-in: in the device cost model (scripts/bench_device.py) their ~6 tool
+    // kernels per tensor cost more than the copy path's two syncs on launch-bound workloads of small
+    // tensors. The async copies add no kernel and no wait on the launching thread, and move the same
+    // bytes as the copy path, so they are the default. Durability is the same for both: every record
+    // of these paths is journaled in planned form at the launch (see `planned`).
+    static STATS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    static COPIES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if stats_mode(l2) {
+        *STATS.get_or_init(|| env_switch("MSPROBE_L2_DEVICE_STATS", false)) && {
+            let _busy = Busy::enter();
             devstats::available()
-        } else {
+        }
+    } else {
+        *COPIES.get_or_init(|| env_switch("MSPROBE_L2_ASYNC_COPY", true)) && {
+            let _busy = Busy::enter();
             devstats::copies_available()
+        }
+    }
+}
+
+/// A `0`/`1` switch from the environment; unset or empty gives `default`, anything else gives one
+/// warning naming the variable and its value, and `default`.
+fn env_switch(var: &str, default: bool) -> bool {
+    match std::env::var(var) {
+        Err(std::env::VarError::NotPresent) => default,
+        Ok(v) => parse_switch(var, &v, default),
+        Err(std::env::VarError::NotUnicode(v)) => parse_switch(var, &v.to_string_lossy(), default),
+    }
+}
+
+fn parse_switch(var: &str, v: &str, default: bool) -> bool {
+    match v.trim() {
+        "" => default,
+        "1" => true,
+        "0" => false,
+        other => {
+            log::warn!("{var}={other:?} is not 0 or 1; using {}", u8::from(default));
+            default
         }
     }
 }
@@ -433,14 +464,7 @@ fn copy_gathered(t: &TensorMeta, synced: bool) -> Option<(DType, Vec<i64>, Vec<u
 /// In md5/tensor mode host leaves are null too (their CRC/file would be made twice, and a file
 /// named by a plan is never written).
 fn planned(b: &mut RecordBuilder, l2: &L2, items: &[Item], stats: bool) {
-    let null = msprobe_core::stats::Stats {
-        max: msprobe_core::stats::Stat::Null,
-        min: msprobe_core::stats::Stat::Null,
-        mean: msprobe_core::stats::Stat::Null,
-        norm: msprobe_core::stats::Stat::Null,
-        max_except_inf_nan: None,
-        min_except_inf_nan: None,
-    };
+    let null = null_stats();
     for it in items {
         match it {
             Item::Section(k) => {
@@ -474,6 +498,13 @@ fn planned(b: &mut RecordBuilder, l2: &L2, items: &[Item], stats: bool) {
 }
 
 fn replay(b: &mut RecordBuilder, l2: &L2, items: Vec<Item>, done: bool) {
+    // A tensor dropped for want of pinned memory (drop mode) drops the record's tensor files, all
+    // of them, as the writer queue's drop does: a record with some of its files would look
+    // complete and is not. Its statistics stay; the leaf is counted as the record's files are.
+    let tensor_task = l2.recorder.config().task == msprobe_core::config::Task::Tensor;
+    if tensor_task && items.iter().any(|i| matches!(i, Item::Pinned(_, _, None))) {
+        b.drop_files(l2.recorder.budget());
+    }
     for it in items {
         match it {
             Item::Section(k) => {
@@ -520,11 +551,28 @@ fn replay(b: &mut RecordBuilder, l2: &L2, items: Vec<Item>, done: bool) {
                     }
                 }
             }
+            Item::Pinned(dtype, shape, None) => {
+                // dropped (pinned memory full): dtype and shape, null statistics, no md5 or file
+                let _ = b.add_stats_leaf(None, dtype, &shape, &null_stats());
+            }
             Item::Pinned(..) => {
                 let _ = b.add_value(None, Json::Null);
             }
             Item::Status(rc) => b.set_key("status", Json::Int(rc as i128)),
         }
+    }
+}
+
+/// Statistics of a leaf whose values never reached the host.
+fn null_stats() -> msprobe_core::stats::Stats {
+    use msprobe_core::stats::Stat;
+    msprobe_core::stats::Stats {
+        max: Stat::Null,
+        min: Stat::Null,
+        mean: Stat::Null,
+        norm: Stat::Null,
+        max_except_inf_nan: None,
+        min_except_inf_nan: None,
     }
 }
 
@@ -638,4 +686,21 @@ fn record_launch_device(
     rec.add_capture_nanos(t0.elapsed().saturating_sub(kernel_time));
     activation::after_launch(l2, &name);
     rc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_switch;
+
+    #[test]
+    fn switch_values() {
+        assert!(parse_switch("V", "1", false));
+        assert!(parse_switch("V", " 1 ", false));
+        assert!(!parse_switch("V", "0", true));
+        assert!(parse_switch("V", "", true));
+        assert!(!parse_switch("V", "", false));
+        // an invalid value keeps the default (with one warning)
+        assert!(parse_switch("V", "yes", true));
+        assert!(!parse_switch("V", "yes", false));
+    }
 }

@@ -245,11 +245,20 @@ pub static PINNED_PEAK: AtomicU64 = AtomicU64::new(0);
 /// Tensors whose bytes were copied asynchronously (md5 / tensor tasks).
 pub static ASYNC_COPIES: AtomicU64 = AtomicU64::new(0);
 
-/// Takes `n` pinned bytes (see [`Limits`]; `own` = this launch's, never waited for). None = full
-/// in drop mode; Err = block mode timed out.
+/// Tensors of md5/tensor copies dropped because the pinned cap was full (`drop`): no md5 or file.
+pub static COPIES_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Takes `n` pinned bytes; the bytes held never exceed `lim.cap`. `own` = this launch's bytes:
+/// released only after the launch, so a tensor that does not fit beside them alone (`own + n >
+/// cap`, e.g. one larger than the cap) can never fit and takes the copy path at once (the writer
+/// queue's own rules then apply to it), in both modes. None = full in drop mode; Err = copy path
+/// (too large, or block mode timed out).
 fn take_pinned(lim: &Limits, n: u64, own: u64) -> Option<Result<(), Fallback>> {
+    if own.saturating_add(n) > lim.cap {
+        return Some(Err(Fallback));
+    }
     let mut held = PINNED.lock().unwrap_or_else(|e| e.into_inner());
-    let fits = |h: u64| h <= own || h + n <= lim.cap;
+    let fits = |h: u64| h + n <= lim.cap;
     if !fits(*held) {
         if lim.on_full == OnFull::Drop {
             return None;
@@ -310,7 +319,7 @@ pub(crate) fn enqueue_copy(t: &TensorMeta, stream: H, lim: &Limits, l: &mut Laun
     }
     match take_pinned(lim, len as u64, l.pinned_bytes) {
         None => {
-            DROPPED.fetch_add(1, Relaxed);
+            COPIES_DROPPED.fetch_add(1, Relaxed);
             return Ok(CopyOutcome::Dropped);
         }
         Some(Err(f)) => return Err(f),
