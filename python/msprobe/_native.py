@@ -120,6 +120,7 @@ _SIGS = {
     "msprobe_log_rank": (ctypes.c_int64, []),
     "msprobe_next_index": (ctypes.c_int64, [_S]),
     "msprobe_construct_set": (_I, [_S, _S]),
+    "msprobe_scope_module": (_I, [_S, _I]),
     "msprobe_dtype_size": (ctypes.c_size_t, [ctypes.c_int32]),
     "msprobe_record_begin": (_P, [_S]),
     "msprobe_record_section": (_I, [_P, _S]),

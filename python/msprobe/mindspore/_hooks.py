@@ -48,10 +48,13 @@ def _log_once(where: str, e: BaseException) -> None:
 
 # ------------------------------------------------------------------------------- backward bookkeeping
 class _Op:
-    __slots__ = ("name", "outs", "ins", "n_in", "n_list")
+    __slots__ = ("name", "outs", "ins", "n_in", "n_list", "parent")
 
     def __init__(self, name: str) -> None:
         self.name = name
+        # construct.json parent: the Cell whose backward was open when the call's first gradient
+        # arrived (a deferred record is written later, when another Cell's backward may be open)
+        self.parent: Any = R._NOW
         self.outs: dict = {}
         self.ins: dict = {}
         self.n_in = 0
@@ -68,7 +71,7 @@ _deferred: list = []
 def _write(op: _Op) -> None:
     State.depth += 1
     try:
-        R.backward_record(op.name, list(op.outs.values()), list(op.ins.values()) + [None] * op.n_list)
+        R.backward_record(op.name, list(op.outs.values()), list(op.ins.values()) + [None] * op.n_list, op.parent)
     except Exception as e:
         _log_once("backward record " + op.name, e)
     finally:
@@ -105,6 +108,8 @@ def _make_hook(op: _Op, idx: int, is_input: bool):
         if _pending is not op:
             flush_pending()
             _pending = op
+            if op.parent is R._NOW:
+                op.parent = R.parent(True)
         if is_input:
             op.ins[idx] = _first(grad)
             if len(op.ins) >= op.n_in:
@@ -146,8 +151,9 @@ def _hook_outputs(out: Any, op: _Op) -> Any:
     return out
 
 
-def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool):
-    """Runs one wrapped call with capture on (State.depth already raised by the caller)."""
+def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool, frame: Any = None):
+    """Runs one wrapped call with capture on (State.depth already raised by the caller); stack.json
+    from `frame` outwards (default: the caller's, without this package's frames)."""
     if _pending is not None or _deferred:
         end_backward()
     n = R.next_index(key)
@@ -162,7 +168,7 @@ def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool):
             op = None
     out = orig(*args, **kwargs)
     try:
-        R.forward_record(base + ".forward", args, kwargs, out)
+        R.forward_record(base + ".forward", args, kwargs, out, frame=frame or sys._getframe(1))
     except Exception as e:
         _log_once("forward record " + base, e)
     if op is not None and (op.n_in or op.n_list):
@@ -280,7 +286,13 @@ def hook_primitives(model) -> None:
                     return _orig(self, *args, **kwargs)
                 State.depth += 1
                 try:
-                    return _call_recorded(_key, lambda *a, **k: _orig(self, *a, **k), args, kwargs, False)
+                    # msprobe 1.1.1 cuts a Primitive's stack at a fixed depth of its own wrapper
+                    # (inspect.stack()[5:]), which leaves out the caller's frame and the Cell
+                    # __call__ above it: stack.json starts two frames further out, as there.
+                    f = sys._getframe(1)
+                    for _ in range(2):
+                        f = f.f_back if f is not None and f.f_back is not None else f
+                    return _call_recorded(_key, lambda *a, **k: _orig(self, *a, **k), args, kwargs, False, f)
                 finally:
                     State.depth -= 1
 
@@ -326,6 +338,7 @@ def _register_cell(cell, prefix: str) -> list:
             return None
         n = R.next_index(fkey)
         R.begin_cell(f"{fkey}.{n}", False)
+        R.scope_module(f"{fkey}.{n}", True)
         State.fwd_stack.append(f"{fkey}.{n}")
         State.fwd_owner.append(cid)
         return None
@@ -347,6 +360,7 @@ def _register_cell(cell, prefix: str) -> list:
             _log_once("forward record " + name, e)
         finally:
             State.depth -= 1
+            R.scope_module(name, False)
         return None
 
     def bpre(c, grad_output):
@@ -355,6 +369,7 @@ def _register_cell(cell, prefix: str) -> list:
         flush_pending()
         n = R.next_index(bkey)
         R.begin_cell(f"{bkey}.{n}", True)
+        R.scope_module(f"{bkey}.{n}", True)
         State.bwd_stack.append(f"{bkey}.{n}")
         State.bwd_owner.append(cid)
         return None
@@ -386,6 +401,7 @@ def _register_cell(cell, prefix: str) -> list:
         finally:
             State.depth -= 1
             State.bwd_stack = saved
+            R.scope_module(name, False)
             if top:  # after the record: a Cell written out of order is still this one's parent
                 _pop_done()
         return None
