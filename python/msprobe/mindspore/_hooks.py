@@ -48,7 +48,7 @@ def _log_once(where: str, e: BaseException) -> None:
 
 # ------------------------------------------------------------------------------- backward bookkeeping
 class _Op:
-    __slots__ = ("name", "outs", "ins", "n_in", "n_list", "parent")
+    __slots__ = ("name", "outs", "ins", "n_in", "n_list", "n_const", "parent")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -59,7 +59,15 @@ class _Op:
         self.ins: dict = {}
         self.n_in = 0
         self.n_list = 0  # list/tuple-of-tensor arguments: no gradient reaches them (None entries)
+        self.n_const = 0  # API tensor arguments of an integer/bool dtype: never differentiated (None)
 
+
+try:
+    from mindspore.common import dtype as _mstype
+
+    _DIFF_DTYPES = frozenset(tuple(_mstype.float_type) + tuple(getattr(_mstype, "complex_type", ())))
+except Exception:  # pragma: no cover
+    _DIFF_DTYPES = frozenset()
 
 _pending: Optional[_Op] = None
 # Calls whose tensor inputs all come in lists (cat, stack): msprobe 1.1.1's wrapper Cell gets its
@@ -71,7 +79,8 @@ _deferred: list = []
 def _write(op: _Op) -> None:
     State.depth += 1
     try:
-        R.backward_record(op.name, list(op.outs.values()), list(op.ins.values()) + [None] * op.n_list, op.parent)
+        grads_in = list(op.ins.values()) + [None] * (op.n_const + op.n_list)
+        R.backward_record(op.name, list(op.outs.values()), grads_in, op.parent)
     except Exception as e:
         _log_once("backward record " + op.name, e)
     finally:
@@ -121,7 +130,7 @@ def _make_hook(op: _Op, idx: int, is_input: bool):
     return hook
 
 
-def _hook_inputs(args: tuple, op: _Op) -> tuple:
+def _hook_inputs(args: tuple, op: _Op, api: bool = True) -> tuple:
     """Hooks every tensor argument. An argument that is a list/tuple of tensors (``cat``, ``stack``)
     is not hooked: as in msprobe 1.1.1 (whose API wrapper is a Cell, and a Cell's backward hook has
     no gradient for a list argument) its entry in the backward record's output is None; the record
@@ -129,7 +138,12 @@ def _hook_inputs(args: tuple, op: _Op) -> tuple:
     out = []
     n = 0
     for a in args:
-        if isinstance(a, TENSOR_TYPES):
+        if api and isinstance(a, TENSOR_TYPES) and a.dtype not in _DIFF_DTYPES:
+            # msprobe 1.1.1's wrapper Cell lists None for an integer input (a class index); a
+            # Primitive's record (HookBackward there too) has no entry for it
+            op.n_const += 1
+            out.append(a)
+        elif isinstance(a, TENSOR_TYPES):
             out.append(ops.HookBackward(_make_hook(op, n, True))(a))
             n += 1
         else:
@@ -151,7 +165,7 @@ def _hook_outputs(out: Any, op: _Op) -> Any:
     return out
 
 
-def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool, frame: Any = None):
+def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool, frame: Any = None, api: bool = True):
     """Runs one wrapped call with capture on (State.depth already raised by the caller); stack.json
     from `frame` outwards (default: the caller's, without this package's frames)."""
     if _pending is not None or _deferred:
@@ -162,7 +176,7 @@ def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool, fra
     if not inplace and State.backward and _requires_grad():
         try:
             op = _Op(base + ".backward")
-            args = _hook_inputs(args, op)
+            args = _hook_inputs(args, op, api)
         except Exception as e:
             _log_once("input hook of " + base, e)
             op = None
@@ -171,7 +185,7 @@ def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool, fra
         R.forward_record(base + ".forward", args, kwargs, out, frame=frame or sys._getframe(1))
     except Exception as e:
         _log_once("forward record " + base, e)
-    if op is not None and (op.n_in or op.n_list):
+    if op is not None and (op.n_in or op.n_list or op.n_const):
         try:
             out = _hook_outputs(out, op)
         except Exception as e:
@@ -292,7 +306,7 @@ def hook_primitives(model) -> None:
                     f = sys._getframe(1)
                     for _ in range(2):
                         f = f.f_back if f is not None and f.f_back is not None else f
-                    return _call_recorded(_key, lambda *a, **k: _orig(self, *a, **k), args, kwargs, False, f)
+                    return _call_recorded(_key, lambda *a, **k: _orig(self, *a, **k), args, kwargs, False, f, False)
                 finally:
                     State.depth -= 1
 
