@@ -208,6 +208,13 @@ int msprobe_module_span(const char *name, int begin);
 int msprobe_construct_set(const char *name, const char *parent);
 
 /**
+ * A Cell/Module began (`begin` 1: its forward or backward pre-hook ran) or ended (0: after its
+ * record): msprobe 1.1.1's module range scopes for `scope`/`list` at L0 and mix (see
+ * `Recorder::scope_module`). A no-op at L1/L2 and without a recorder.
+ */
+int msprobe_scope_module(const char *name, int begin);
+
+/**
  * Bytes per element of the aclDataType number `dtype` if the recorder reads that type (a
  * `MsprobeTensor.dtype` that msprobe_record_add_tensor accepts), else 0. The sizes are
  * `aclDataTypeSize`'s, from the one table of the `cann-abi` crate.

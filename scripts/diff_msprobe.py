@@ -77,6 +77,8 @@ CASES_MS["mix-scope"] = (
     "statistics",
     ["--scope", "Cell.catlist.CatList.forward.0,Cell.catlist.out.Dense.forward.0"],
 )
+# mix list: a Cell name (everything inside it passes, 1.1.1's MixRangeScope.in_list) and an API
+CASES_MS["mix-list"] = ("mix", "statistics", "statistics", ["--list", "bprop.sq,stack"])
 MS_PY = REPO / "target/venv-ms/bin/python"
 FRAMEWORK = "pt"
 

@@ -121,6 +121,7 @@ _SIGS = {
     "msprobe_next_index": (ctypes.c_int64, [_S]),
     "msprobe_construct_set": (_I, [_S, _S]),
     "msprobe_module_span": (_I, [_S, _I]),
+    "msprobe_scope_module": (_I, [_S, _I]),
     "msprobe_dtype_size": (ctypes.c_size_t, [ctypes.c_int32]),
     "msprobe_record_begin": (_P, [_S]),
     "msprobe_record_section": (_I, [_P, _S]),

@@ -39,8 +39,13 @@ struct State {
     counters: HashMap<String, u64>,
     /// Inside the [scope[0], scope[1]] range.
     in_scope: bool,
-    /// mix level: inside a module whose name contains a `list` entry (see [`Recorder::module_span`]).
+    /// mix: inside a Cell/Module whose name contains a `list` entry (msprobe 1.1.1's
+    /// `MixRangeScope.in_list`; [`Recorder::module_span`], [`Recorder::scope_module`]): every
+    /// record passes.
     in_list: bool,
+    /// The layer reports Cell/Module begin and end for the scope too ([`Recorder::scope_module`]):
+    /// the range follows msprobe 1.1.1's module range scopes (see there).
+    modules: bool,
     /// The rank directory of the current step, once opened.
     dir: Option<PathBuf>,
     /// The dump root exists (created at the first start).
@@ -334,8 +339,12 @@ impl Recorder {
         let closing = st.dir.take();
         st.step += 1;
         st.counters.clear();
-        st.in_scope = false;
         st.in_list = false;
+        if !st.modules {
+            // The name-only range closes with the step. With Cell/Module reports the range is
+            // msprobe 1.1.1's scope object, which lives for the whole run (never reset).
+            st.in_scope = false;
+        }
         if self.cfg.level == Level::L2 && !self.closing.load(Relaxed) && !self.api_window.load(Relaxed) {
             let on = self.selected(&st);
             self.enabled.store(on, Relaxed);
@@ -369,13 +378,18 @@ impl Recorder {
     /// starts, cleared when such a module ends; while it is set every record passes the list
     /// (every API inside a listed module is dumped, not only those whose names match). The
     /// flag is one boolean as 1.1.1's, so a listed module ending inside another listed one
-    /// clears it for the rest of the outer one too. Elsewhere a no-op.
+    /// clears it for the rest of the outer one too. Elsewhere a no-op. The PyTorch layer reports
+    /// through this (its scope range is kept in Python, `state.py`); MindSpore's Cells through
+    /// [`Recorder::scope_module`], which also drives the scope range.
     pub fn module_span(&self, name: &str, begin: bool) {
-        if self.cfg.level != Level::Mix || self.cfg.list.is_empty() {
-            return;
+        if self.cfg.level == Level::Mix && !self.cfg.list.is_empty() {
+            self.list_span(&mut self.lock(), name, begin);
         }
+    }
+
+    fn list_span(&self, st: &mut State, name: &str, begin: bool) {
         if self.cfg.list.iter().any(|l| name.contains(l.as_str())) {
-            self.lock().in_list = begin;
+            st.in_list = begin;
         }
     }
 
@@ -383,11 +397,14 @@ impl Recorder {
     fn passes_filters(&self, st: &mut State, name: &str) -> bool {
         let mut ok = true;
         if self.cfg.scope.len() == 2 {
-            if name == self.cfg.scope[0] {
+            // msprobe 1.1.1's ModuleRangeScope (L0) opens and closes only at module begin/end;
+            // APIRangeScope (L1) and MixRangeScope (mix) also at the record names.
+            let names = !(st.modules && self.cfg.level == Level::L0);
+            if names && name == self.cfg.scope[0] {
                 st.in_scope = true;
             }
             ok = st.in_scope;
-            if name == self.cfg.scope[1] {
+            if names && name == self.cfg.scope[1] {
                 st.in_scope = false;
             }
         }
@@ -395,6 +412,32 @@ impl Recorder {
             ok = st.in_list || self.cfg.list.iter().any(|l| name.contains(l.as_str()));
         }
         ok
+    }
+
+    /// A Cell/Module began (`begin`: its forward or backward pre-hook ran; `name` is its record
+    /// name, `Cell.fc.Dense.forward.0`) or ended (after its record). msprobe 1.1.1's module range
+    /// scopes (L0 `ModuleRangeScope`, mix `MixRangeScope`): the range opens when `scope[0]`
+    /// begins, so the calls inside it are in range, and closes when `scope[1]` ends; at mix a
+    /// record named `scope[0]` opens it again (the enclosing Cell's record comes after its
+    /// children's), and the state is kept across steps, as 1.1.1's scope object is. At mix, a
+    /// module whose name contains a `list` entry lets every record inside it pass.
+    pub fn scope_module(&self, name: &str, begin: bool) {
+        if self.cfg.level == Level::L1 || self.cfg.level == Level::L2 {
+            return;
+        }
+        let mut st = self.lock();
+        st.modules = true;
+        if self.cfg.scope.len() == 2 {
+            if begin && name == self.cfg.scope[0] {
+                st.in_scope = true;
+            }
+            if !begin && name == self.cfg.scope[1] {
+                st.in_scope = false;
+            }
+        }
+        if self.cfg.level == Level::Mix {
+            self.list_span(&mut st, name, begin);
+        }
     }
 
     /// Starts a record, or `None` when capture is off or the record is filtered out. A record
@@ -770,6 +813,65 @@ mod tests {
         let s = rec.finish().unwrap();
         assert_eq!((s.records, s.unjournaled), (50, 0));
         assert!(journal().is_none(), "removed at a clean finish");
+    }
+
+    /// msprobe 1.1.1's MixRangeScope with Cell begin/end reports: the range opens at the first
+    /// Cell's pre-hook (the calls inside it pass), closes after the last Cell's record, opens again
+    /// at the enclosing Cell's record and stays open into the next step; at L0 (ModuleRangeScope)
+    /// only the reports move it; without reports the name-only range closes with the step.
+    #[test]
+    fn module_reports_follow_msprobe_111_range_scopes() {
+        let t = tempfile::tempdir().unwrap();
+        let scope = vec!["Cell.a.A.forward.0".to_string(), "Cell.a.b.B.forward.0".to_string()];
+        let mk = |level: Level| {
+            Recorder::new(Config {
+                level,
+                scope: scope.clone(),
+                dump_path: t.path().join(level.as_str()),
+                ..Config::default()
+            })
+        };
+        let passes = |rec: &Recorder, name: &str| match rec.begin(name) {
+            Some(b) => {
+                rec.abort(b);
+                true
+            }
+            None => false,
+        };
+        let rec = mk(Level::Mix);
+        rec.start();
+        assert!(!passes(&rec, "Functional.x.0.forward"));
+        rec.scope_module("Cell.a.A.forward.0", true);
+        assert!(passes(&rec, "Functional.y.0.forward"));
+        rec.scope_module("Cell.a.b.B.forward.0", true);
+        assert!(passes(&rec, "Cell.a.b.B.forward.0"));
+        rec.scope_module("Cell.a.b.B.forward.0", false);
+        assert!(!passes(&rec, "Functional.z.0.forward"));
+        assert!(passes(&rec, "Cell.a.A.forward.0"), "the enclosing Cell's record opens the range again");
+        rec.scope_module("Cell.a.A.forward.0", false);
+        assert!(passes(&rec, "Functional.w.0.forward"));
+        rec.stop(true);
+        rec.step();
+        rec.start();
+        assert!(passes(&rec, "Functional.v.0.forward"), "the range outlives the step, as 1.1.1's scope object");
+        rec.stop(true);
+
+        let rec = mk(Level::L0);
+        rec.start();
+        rec.scope_module("Cell.a.A.forward.0", true);
+        assert!(passes(&rec, "Cell.a.c.C.forward.0"));
+        rec.scope_module("Cell.a.b.B.forward.0", false);
+        assert!(!passes(&rec, "Cell.a.A.forward.0"), "at L0 record names do not move the range");
+        rec.stop(true);
+
+        let rec = mk(Level::Mix);
+        rec.start();
+        assert!(passes(&rec, "Cell.a.A.forward.0"));
+        rec.stop(true);
+        rec.step();
+        rec.start();
+        assert!(!passes(&rec, "Functional.v.0.forward"), "without reports the range closes with the step");
+        rec.stop(true);
     }
 
     /// A record holds no budget while it is built, so aborted records leave nothing behind; one

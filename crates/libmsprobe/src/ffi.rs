@@ -343,6 +343,19 @@ pub extern "C" fn msprobe_construct_set(name: *const c_char, parent: *const c_ch
     })
 }
 
+/// A Cell/Module began (`begin` 1: its forward or backward pre-hook ran) or ended (0: after its
+/// record): msprobe 1.1.1's module range scopes for `scope`/`list` at L0 and mix (see
+/// `Recorder::scope_module`). A no-op at L1/L2 and without a recorder.
+#[no_mangle]
+pub extern "C" fn msprobe_scope_module(name: *const c_char, begin: c_int) -> c_int {
+    with_recorder(|r| {
+        // SAFETY: name is NULL or a NUL-terminated string (header contract).
+        let Some(n) = (unsafe { cstr(name) }) else { return fail("name is NULL") };
+        r.scope_module(n, begin != 0);
+        MSPROBE_OK
+    })
+}
+
 /// Bytes per element of the aclDataType number `dtype` if the recorder reads that type (a
 /// `MsprobeTensor.dtype` that msprobe_record_add_tensor accepts), else 0. The sizes are
 /// `aclDataTypeSize`'s, from the one table of the `cann-abi` crate.

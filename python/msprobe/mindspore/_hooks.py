@@ -48,15 +48,26 @@ def _log_once(where: str, e: BaseException) -> None:
 
 # ------------------------------------------------------------------------------- backward bookkeeping
 class _Op:
-    __slots__ = ("name", "outs", "ins", "n_in", "n_list")
+    __slots__ = ("name", "outs", "ins", "n_in", "n_list", "n_const", "parent")
 
     def __init__(self, name: str) -> None:
         self.name = name
+        # construct.json parent: the Cell whose backward was open when the call's first gradient
+        # arrived (a deferred record is written later, when another Cell's backward may be open)
+        self.parent: Any = R._NOW
         self.outs: dict = {}
         self.ins: dict = {}
         self.n_in = 0
         self.n_list = 0  # list/tuple-of-tensor arguments: no gradient reaches them (None entries)
+        self.n_const = 0  # API tensor arguments of an integer/bool dtype: never differentiated (None)
 
+
+try:
+    from mindspore.common import dtype as _mstype
+
+    _DIFF_DTYPES = frozenset(tuple(_mstype.float_type) + tuple(getattr(_mstype, "complex_type", ())))
+except Exception:  # pragma: no cover
+    _DIFF_DTYPES = frozenset()
 
 _pending: Optional[_Op] = None
 # Calls whose tensor inputs all come in lists (cat, stack): msprobe 1.1.1's wrapper Cell gets its
@@ -68,7 +79,8 @@ _deferred: list = []
 def _write(op: _Op) -> None:
     State.depth += 1
     try:
-        R.backward_record(op.name, list(op.outs.values()), list(op.ins.values()) + [None] * op.n_list)
+        grads_in = list(op.ins.values()) + [None] * (op.n_const + op.n_list)
+        R.backward_record(op.name, list(op.outs.values()), grads_in, op.parent)
     except Exception as e:
         _log_once("backward record " + op.name, e)
     finally:
@@ -105,6 +117,8 @@ def _make_hook(op: _Op, idx: int, is_input: bool):
         if _pending is not op:
             flush_pending()
             _pending = op
+            if op.parent is R._NOW:
+                op.parent = R.parent(True)
         if is_input:
             op.ins[idx] = _first(grad)
             if len(op.ins) >= op.n_in:
@@ -116,7 +130,7 @@ def _make_hook(op: _Op, idx: int, is_input: bool):
     return hook
 
 
-def _hook_inputs(args: tuple, op: _Op) -> tuple:
+def _hook_inputs(args: tuple, op: _Op, api: bool = True) -> tuple:
     """Hooks every tensor argument. An argument that is a list/tuple of tensors (``cat``, ``stack``)
     is not hooked: as in msprobe 1.1.1 (whose API wrapper is a Cell, and a Cell's backward hook has
     no gradient for a list argument) its entry in the backward record's output is None; the record
@@ -124,7 +138,12 @@ def _hook_inputs(args: tuple, op: _Op) -> tuple:
     out = []
     n = 0
     for a in args:
-        if isinstance(a, TENSOR_TYPES):
+        if api and isinstance(a, TENSOR_TYPES) and a.dtype not in _DIFF_DTYPES:
+            # msprobe 1.1.1's wrapper Cell lists None for an integer input (a class index); a
+            # Primitive's record (HookBackward there too) has no entry for it
+            op.n_const += 1
+            out.append(a)
+        elif isinstance(a, TENSOR_TYPES):
             out.append(ops.HookBackward(_make_hook(op, n, True))(a))
             n += 1
         else:
@@ -146,8 +165,9 @@ def _hook_outputs(out: Any, op: _Op) -> Any:
     return out
 
 
-def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool):
-    """Runs one wrapped call with capture on (State.depth already raised by the caller)."""
+def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool, frame: Any = None, api: bool = True):
+    """Runs one wrapped call with capture on (State.depth already raised by the caller); stack.json
+    from `frame` outwards (default: the caller's, without this package's frames)."""
     if _pending is not None or _deferred:
         end_backward()
     n = R.next_index(key)
@@ -156,16 +176,16 @@ def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool):
     if not inplace and State.backward and _requires_grad():
         try:
             op = _Op(base + ".backward")
-            args = _hook_inputs(args, op)
+            args = _hook_inputs(args, op, api)
         except Exception as e:
             _log_once("input hook of " + base, e)
             op = None
     out = orig(*args, **kwargs)
     try:
-        R.forward_record(base + ".forward", args, kwargs, out)
+        R.forward_record(base + ".forward", args, kwargs, out, frame=frame or sys._getframe(1))
     except Exception as e:
         _log_once("forward record " + base, e)
-    if op is not None and (op.n_in or op.n_list):
+    if op is not None and (op.n_in or op.n_list or op.n_const):
         try:
             out = _hook_outputs(out, op)
         except Exception as e:
@@ -280,7 +300,13 @@ def hook_primitives(model) -> None:
                     return _orig(self, *args, **kwargs)
                 State.depth += 1
                 try:
-                    return _call_recorded(_key, lambda *a, **k: _orig(self, *a, **k), args, kwargs, False)
+                    # msprobe 1.1.1 cuts a Primitive's stack at a fixed depth of its own wrapper
+                    # (inspect.stack()[5:]), which leaves out the caller's frame and the Cell
+                    # __call__ above it: stack.json starts two frames further out, as there.
+                    f = sys._getframe(1)
+                    for _ in range(2):
+                        f = f.f_back if f is not None and f.f_back is not None else f
+                    return _call_recorded(_key, lambda *a, **k: _orig(self, *a, **k), args, kwargs, False, f, False)
                 finally:
                     State.depth -= 1
 
@@ -326,6 +352,7 @@ def _register_cell(cell, prefix: str) -> list:
             return None
         n = R.next_index(fkey)
         R.begin_cell(f"{fkey}.{n}", False)
+        R.scope_module(f"{fkey}.{n}", True)
         State.fwd_stack.append(f"{fkey}.{n}")
         State.fwd_owner.append(cid)
         return None
@@ -347,6 +374,7 @@ def _register_cell(cell, prefix: str) -> list:
             _log_once("forward record " + name, e)
         finally:
             State.depth -= 1
+            R.scope_module(name, False)
         return None
 
     def bpre(c, grad_output):
@@ -355,6 +383,7 @@ def _register_cell(cell, prefix: str) -> list:
         flush_pending()
         n = R.next_index(bkey)
         R.begin_cell(f"{bkey}.{n}", True)
+        R.scope_module(f"{bkey}.{n}", True)
         State.bwd_stack.append(f"{bkey}.{n}")
         State.bwd_owner.append(cid)
         return None
@@ -386,6 +415,7 @@ def _register_cell(cell, prefix: str) -> list:
         finally:
             State.depth -= 1
             State.bwd_stack = saved
+            R.scope_module(name, False)
             if top:  # after the record: a Cell written out of order is still this one's parent
                 _pop_done()
         return None

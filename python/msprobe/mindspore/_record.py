@@ -58,8 +58,14 @@ class State:
 logger = _core_logger.getChild("mindspore")
 
 
+_NOW: Any = object()  # a construct parent argument's default: the parent at the time of the call
+
+
 def parent(backward: bool) -> Optional[str]:
-    s = State.bwd_stack if backward else State.fwd_stack
+    """The construct.json parent of a record now. A forward call made while no Cell's forward is
+    open but a Cell's backward is (a custom ``bprop`` running) is that Cell's child, as in msprobe
+    1.1.1, whose Cells share one stack for both directions."""
+    s = State.bwd_stack if backward else (State.fwd_stack or State.bwd_stack)
     return s[-1] if s else None
 
 
@@ -132,8 +138,8 @@ def set_stack(r: int) -> None:
     stack.set_stack(r, stack.frames(sys._getframe(1), skip=_PKG_DIR))
 
 
-def finish(r: int, name: str, backward: bool) -> None:
-    _construct(name, backward)
+def finish(r: int, name: str, backward: bool, par: Any = _NOW) -> None:
+    _construct(name, backward, par)
     lib.msprobe_record_end(r)
 
 
@@ -157,15 +163,22 @@ fast = native_encoder(
 )
 
 
-def _construct(name: str, backward: bool) -> None:
+def _construct(name: str, backward: bool, p: Any = _NOW) -> None:
     if State.construct:
-        p = parent(backward)
+        if p is _NOW:
+            p = parent(backward)
         lib.msprobe_construct_set(name.encode(), None if p is None else p.encode())
         if State.begun:
             for n, q in State.begun:
                 if n != name:
                     lib.msprobe_construct_set(n.encode(), None if q is None else q.encode())
             State.begun.clear()
+
+
+def scope_module(name: str, begin: bool) -> None:
+    """A Cell began (pre-hook) or ended (after its record): msprobe 1.1.1's module range for
+    `scope`/`list` at L0 and mix (its CellProcessor calls begin_module/end_module there)."""
+    lib.msprobe_scope_module(name.encode(), 1 if begin else 0)
 
 
 def begin_cell(name: str, backward: bool) -> None:
@@ -180,11 +193,12 @@ def forward_record(name: str, args, kwargs, output, frame: Any = None) -> None:
     if frame is None:
         frame = sys._getframe(1)
     if fast is not None:
-        if fast.record(name, args, kwargs or None, output, frame):
-            _construct(name, False)
+        fast.record(name, args, kwargs or None, output, frame)
+        _construct(name, False)  # also of a record scope/list dropped, as msprobe 1.1.1
         return
     r = lib.msprobe_record_begin(name.encode())
     if not r:
+        _construct(name, False)
         return
     add_list_section(r, b"input_args", args)
     add_kwargs_section(r, kwargs or {})
@@ -193,15 +207,17 @@ def forward_record(name: str, args, kwargs, output, frame: Any = None) -> None:
     finish(r, name, False)
 
 
-def backward_record(name: str, grads_in, grads_out) -> None:
-    """One backward record: input = gradients w.r.t. the outputs, output = w.r.t. the inputs."""
+def backward_record(name: str, grads_in, grads_out, par: Any = _NOW) -> None:
+    """One backward record: input = gradients w.r.t. the outputs, output = w.r.t. the inputs;
+    construct.json parent `par` (default: the Cell whose backward is open now)."""
     if fast is not None:
-        if fast.backward(name, grads_in, grads_out):
-            _construct(name, True)
+        fast.backward(name, grads_in, grads_out)
+        _construct(name, True, par)  # also of a record scope/list dropped, as msprobe 1.1.1
         return
     r = lib.msprobe_record_begin(name.encode())
     if not r:
+        _construct(name, True, par)
         return
     add_list_section(r, b"input", grads_in)
     add_list_section(r, b"output", grads_out)
-    finish(r, name, True)
+    finish(r, name, True, par)
