@@ -15,6 +15,26 @@ REPO = Path(__file__).resolve().parents[2]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
 LIB = TARGET / "release" / "libmsprobe.so"
 CLI = TARGET / "release" / "msprobe"
+# The simulator's CANN tree (scripts/sim-install.sh), as the suites find it.
+LIB64 = Path(os.environ.get("CANNSIM_LIB64", REPO / "target" / "cann" / "latest" / "lib64"))
+
+
+def sim_env(**extra: str) -> dict[str, str]:
+    """The environment of a child that runs a CANN client on the simulator: this process's
+    environment without the msprobe/simulator settings it may have inherited (MSPROBE_*,
+    CANNSIM_*, LD_PRELOAD), the toolkit variables torch_npu and MindSpore look for, the library
+    path, then `extra` (e.g. LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2")."""
+    root = LIB64.parent
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_")) and k != "LD_PRELOAD"}
+    e.update(
+        ASCEND_TOOLKIT_HOME=str(root),
+        ASCEND_HOME_PATH=str(root),
+        ASCEND_OPP_PATH=str(root / "opp"),
+        LD_LIBRARY_PATH=str(LIB64),
+        CANNSIM_LIB64=str(LIB64),
+    )
+    e.update(extra)
+    return e
 
 
 def run_child(code: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

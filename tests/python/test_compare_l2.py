@@ -14,16 +14,13 @@ name that launch's record and say the same about its inputs and outputs.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from recorder_testutil import CLI, LIB, REPO
-
-LIB64 = Path(os.environ.get("CANNSIM_LIB64", REPO / "target" / "cann" / "latest" / "lib64"))
+from recorder_testutil import CLI, LIB, REPO, sim_env
 
 # examples/train.py with make_data wrapped: "w2" adds 1e-3 * N(0, 1) to the second layer's weights,
 # "x1" adds it to the inputs of step 1 (step 0 unchanged), "none" runs the example as it is.
@@ -51,10 +48,7 @@ sys.exit(train.main())
 def l2_run(tmp: Path, perturb: str, summary: str) -> tuple[Path, list[dict]]:
     """Two training steps of examples/train.py captured at L2; returns the rank dir and the trace."""
     tmp.mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_", "LD_"))}
-    env.update(
-        LD_LIBRARY_PATH=str(LIB64),
-        CANNSIM_LIB64=str(LIB64),
+    env = sim_env(
         LD_PRELOAD=str(LIB),
         MSPROBE_LEVEL="L2",
         MSPROBE_DUMP_PATH=str(tmp / "dump"),
@@ -197,13 +191,7 @@ NPU_PY = REPO / "target" / "venv-npu" / "bin" / "python"
 
 def torch_npu_run(tmp: Path, perturb: str, summary: str) -> tuple[Path, list[dict]]:
     tmp.mkdir(parents=True)
-    root = LIB64.parent
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_", "LD_"))}
-    env.update(
-        ASCEND_TOOLKIT_HOME=str(root),
-        ASCEND_HOME_PATH=str(root),
-        ASCEND_OPP_PATH=str(root / "opp"),
-        LD_LIBRARY_PATH=str(LIB64),
+    env = sim_env(
         LD_PRELOAD=str(LIB),
         MSPROBE_LEVEL="L2",
         MSPROBE_DUMP_PATH=str(tmp / "dump"),

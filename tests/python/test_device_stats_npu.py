@@ -12,16 +12,14 @@ batch, where the copy path copies every tensor whole.
 
 import json
 import math
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from recorder_testutil import REPO
+from recorder_testutil import LIB64, REPO, sim_env
 
 NPU_PY = REPO / "target" / "venv-npu" / "bin" / "python"
-LIB64 = Path(os.environ.get("CANNSIM_LIB64", REPO / "target" / "cann" / "latest" / "lib64"))
 
 pytestmark = pytest.mark.skipif(
     not NPU_PY.exists() or not (LIB64 / "libascendcl.so").exists(),
@@ -58,17 +56,7 @@ dbg.step()
 
 
 def env(extra: dict) -> dict:
-    root = LIB64.parent
-    e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_")) and k != "LD_PRELOAD"}
-    e.update(
-        ASCEND_TOOLKIT_HOME=str(root),
-        ASCEND_HOME_PATH=str(root),
-        ASCEND_OPP_PATH=str(root / "opp"),
-        LD_LIBRARY_PATH=str(LIB64),
-        MSPROBE_PY=str(REPO / "python"),
-    )
-    e.update(extra)
-    return e
+    return sim_env(MSPROBE_PY=str(REPO / "python"), **extra)
 
 
 def run(tmp: Path, name: str, dev: str, extra: dict, script: str = SCRIPT) -> tuple[Path, dict, str]:

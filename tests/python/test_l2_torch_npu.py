@@ -9,18 +9,16 @@ norm, max pooling, SGD momentum) on 1 rank, the GPT under 2-rank DDP (HCCL) via 
 
 import importlib.util
 import json
-import os
 import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from recorder_testutil import LIB, REPO
+from recorder_testutil import LIB, LIB64, REPO, sim_env
 
 EXAMPLE = REPO / "examples" / "train_torch_npu.py"
 NPU_PY = REPO / "target" / "venv-npu" / "bin" / "python"
-LIB64 = Path(os.environ.get("CANNSIM_LIB64", REPO / "target" / "cann" / "latest" / "lib64"))
 
 pytestmark = pytest.mark.skipif(
     not NPU_PY.exists() or not (LIB64 / "libascendcl.so").exists(),
@@ -36,22 +34,13 @@ def coverage_module():
 
 
 def env(tmp: Path, trace: str) -> dict:
-    root = LIB64.parent
-    e = dict(os.environ)
-    for k in ("CANNSIM_STATS", "MSPROBE_CONFIG", "MSPROBE_STEP", "MSPROBE_SCOPE", "MSPROBE_LIST"):
-        e.pop(k, None)
-    e.update(
-        ASCEND_TOOLKIT_HOME=str(root),
-        ASCEND_HOME_PATH=str(root),
-        ASCEND_OPP_PATH=str(root / "opp"),
-        LD_LIBRARY_PATH=str(LIB64),
+    return sim_env(
         LD_PRELOAD=str(LIB),
         CANNSIM_TRACE=trace,
         MSPROBE_LEVEL="L2",
         MSPROBE_SUMMARY_MODE="md5",
         MSPROBE_DUMP_PATH=str(tmp / "dump"),
     )
-    return e
 
 
 def check(trace: Path, rank_dir: Path):
