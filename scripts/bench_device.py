@@ -27,7 +27,8 @@ each tool kernel reads its tensor once and the NanToNum passes also write it, �
 tool kernel (tool kernels per reduced tensor × 1.5 × the reduced tensors' bytes, these being B_client minus
 what was copied asynchronously: all tensors for the pure device design, the large ones in the hybrid).
 Both terms matter only for large tensors
-(`BENCH_GPT_BIG`, e.g. "--d-model 768 --seq 512 --batch 4 --steps 1": a realistic layer size).
+(`BENCH_GPT_BIG`, e.g. "--d-model 768 --seq 512 --batch 4 --steps 1": a realistic layer size;
+`BENCH_ONLY_BIG=1` runs that size alone).
 
 Constants (low / mid / high):
   t_launch 5 / 10 / 20 µs  aclnn two-phase launch, host side (CANN aclnn two-phase API; op-plugin measurements
@@ -147,6 +148,8 @@ def main() -> None:
             # A realistic size: statistics only (the md5/tensor runs would move every byte to the host).
             big_cmd = [str(npu_py), str(REPO / "examples/train_torch_npu.py"), "--model", "gpt", *big.split()]
             scripts.append((f"torch_npu GPT {big}", big_cmd))
+    if os.environ.get("BENCH_ONLY_BIG") and len(scripts) == 3:
+        scripts = scripts[2:]  # the realistic size alone (it takes long)
     with tempfile.TemporaryDirectory() as tmp:
         for title, cmd in scripts:
             big_run = title.startswith("torch_npu GPT --")
