@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Device cost model of L2 capture (issue #21), from the simulator's exact device-traffic counters.
 
-Runs each example uncaptured and under L2 (statistics with the device reductions `MSPROBE_L2_DEVICE_STATS=1`,
-statistics with the copy path (the default), md5 and tensor with the default async copies and with the
-copy path `MSPROBE_L2_ASYNC_COPY=0`) with `CANNSIM_STATS`, and prints per design:
+Runs each example uncaptured and under L2 (statistics: from the default async copies, by the copy path
+`MSPROBE_L2_ASYNC_COPY=0`, the hybrid `MSPROBE_L2_DEVICE_STATS=1` (tensors above
+`MSPROBE_L2_DEVICE_STATS_MIN_BYTES`, default 1 MiB, reduced on the device, the rest copied asynchronously) and
+every tensor reduced on the device (`MSPROBE_L2_DEVICE_STATS_MIN_BYTES=0`); md5 and tensor with the default
+async copies and with the copy path) with `CANNSIM_STATS`, and prints per design:
 the counters (exact) and an *estimated* 910B-class step time over low / mid / high constants (a model,
 see /work/shared/reference/device-cost-model.md; sources of the constants below).
 
@@ -22,8 +24,11 @@ B_client = the bytes of every captured tensor (from the copy path's count): a lo
 HBM traffic (each input read and output written once; no FLOP term, so large matmuls are undercounted,
 which makes the tool's share look larger, not smaller). B_tool = the device reductions' HBM traffic:
 each tool kernel reads its tensor once and the NanToNum passes also write it, ≈ 1.5 × tensor bytes per
-tool kernel (tool kernels per tensor × 1.5 × B_client). Both terms matter only for large tensors
-(`BENCH_GPT_BIG`, e.g. "--d-model 768 --seq 512 --batch 4 --steps 1": a realistic layer size).
+tool kernel (tool kernels per reduced tensor × 1.5 × the reduced tensors' bytes, these being B_client minus
+what was copied asynchronously: all tensors for the pure device design, the large ones in the hybrid).
+Both terms matter only for large tensors
+(`BENCH_GPT_BIG`, e.g. "--d-model 768 --seq 512 --batch 4 --steps 1": a realistic layer size;
+`BENCH_ONLY_BIG=1` runs that size alone).
 
 Constants (low / mid / high):
   t_launch 5 / 10 / 20 µs  aclnn two-phase launch, host side (CANN aclnn two-phase API; op-plugin measurements
@@ -52,12 +57,17 @@ CONSTS = {
     "mid": dict(t_launch=10e-6, t_sync=30e-6, bw=25e9, t_kernel=5e-6, hbm=1.0e12),
     "high": dict(t_launch=20e-6, t_sync=50e-6, bw=20e9, t_kernel=8e-6, hbm=0.4e12),
 }
-STATS_COPY = "statistics, copy+sync (default)"
-# Defaults since the switch was split: statistics by the copy path, md5/tensor by async copies.
+STATS_COPY = "statistics, copy+sync (MSPROBE_L2_ASYNC_COPY=0)"
+# Defaults: every task by async copies (statistics computed on the host from them).
 DESIGNS = [
     ("uncaptured", None),
-    ("statistics, device (MSPROBE_L2_DEVICE_STATS=1)", {"MSPROBE_L2_DEVICE_STATS": "1"}),
-    (STATS_COPY, {}),
+    ("statistics, async copies (default)", {}),
+    (STATS_COPY, {"MSPROBE_L2_ASYNC_COPY": "0"}),
+    ("statistics, hybrid (MSPROBE_L2_DEVICE_STATS=1: > 1 MiB on the device)", {"MSPROBE_L2_DEVICE_STATS": "1"}),
+    (
+        "statistics, all on the device (MSPROBE_L2_DEVICE_STATS=1, _MIN_BYTES=0)",
+        {"MSPROBE_L2_DEVICE_STATS": "1", "MSPROBE_L2_DEVICE_STATS_MIN_BYTES": "0"},
+    ),
     ("md5, async copies (default)", {"MSPROBE_SUMMARY_MODE": "md5"}),
     ("md5, copy+sync (MSPROBE_L2_ASYNC_COPY=0)", {"MSPROBE_SUMMARY_MODE": "md5", "MSPROBE_L2_ASYNC_COPY": "0"}),
     ("tensor, async copies (default)", {"MSPROBE_TASK": "tensor"}),
@@ -87,6 +97,8 @@ def run(lib64: Path, script: list[str], work: Path, extra: dict | None) -> dict:
     st["tensors"] = int(m.group(1)) if m else 0
     m = re.search(r"\((\d+) tool kernels\)", p.stderr)
     st["tool_kernels"] = int(m.group(1)) if m else 0
+    m = re.search(r"device statistics: (\d+) tensors reduced on the device", p.stderr)
+    st["device_tensors"] = int(m.group(1)) if m else 0
     return st
 
 
@@ -110,6 +122,7 @@ def counters(st: dict, base: dict) -> dict:
         "sync_bytes": d2h["sync"]["bytes"] - d2h0["sync"]["bytes"],
         "async_bytes": d2h["async"]["bytes"] - d2h0["async"]["bytes"],
         "tensors": st["tensors"],
+        "device_tensors": st.get("device_tensors", 0),
     }
 
 
@@ -135,9 +148,12 @@ def main() -> None:
             # A realistic size: statistics only (the md5/tensor runs would move every byte to the host).
             big_cmd = [str(npu_py), str(REPO / "examples/train_torch_npu.py"), "--model", "gpt", *big.split()]
             scripts.append((f"torch_npu GPT {big}", big_cmd))
+    if os.environ.get("BENCH_ONLY_BIG") and len(scripts) == 3:
+        scripts = scripts[2:]  # the realistic size alone (it takes long)
     with tempfile.TemporaryDirectory() as tmp:
         for title, cmd in scripts:
-            designs = DESIGNS[:3] if title.startswith("torch_npu GPT --") else DESIGNS
+            big_run = title.startswith("torch_npu GPT --")
+            designs = [d for d in DESIGNS if not big_run or d[1] is None or d[0].startswith("statistics")]
             runs = {name: run(lib64, cmd, Path(tmp) / f"{title[:8]}-{i}", env) for i, (name, env) in enumerate(designs)}
             base = runs["uncaptured"]
             # Bytes of every captured tensor: what the copy path moves (statistics mode).
@@ -154,8 +170,9 @@ def main() -> None:
             for name, _ in designs:
                 c = counters(runs[name], base)
                 c["client_bytes"] = client_bytes
-                if c["tensors"]:
-                    c["tool_hbm_bytes"] = c["tool_kernels"] / c["tensors"] * 1.5 * client_bytes
+                if c["device_tensors"]:
+                    reduced = max(0, client_bytes - c["async_bytes"])
+                    c["tool_hbm_bytes"] = c["tool_kernels"] / c["device_tensors"] * 1.5 * reduced
                 # the same client work without the tool's additions
                 c0 = dict(c, tool_kernels=0, tool_waits=0, sync_bytes=0, async_bytes=0, tool_hbm_bytes=0)
                 launches = max(c["client_kernels"], 1)

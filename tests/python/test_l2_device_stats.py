@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import zlib
@@ -113,6 +114,8 @@ def run(tmp: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, Pa
         # Slow kernels: a result read before its kernel ran would show every time.
         CANNSIM_KERNEL_DELAY_US="200",
         MSPROBE_L2_DEVICE_STATS="1",
+        # every tensor reduced on the device (no hybrid threshold: these tensors are all small)
+        MSPROBE_L2_DEVICE_STATS_MIN_BYTES="0",
     )
     e.update(env)
     p = subprocess.run([sys.executable, str(prog)], env=e, capture_output=True, text=True, timeout=120)
@@ -180,9 +183,88 @@ def check_leaf(leaf: dict, x: np.ndarray, dtype: str, zero_dim: bool, what: str)
                 assert close(leaf[k], want[k], dtype, scale), (what, k, leaf[k], want[k])
 
 
+def check_against_numpy(d: Path, data: dict) -> None:
+    """Every record's statistics against numpy over the exact values (see `truth`)."""
+    t = np.load(d / "truth.npz")
+    b_in, b_out = (tensor_leaves(data["Aclnn.LogicalNot.0.forward"][k])[0] for k in ("input_args", "output"))
+    assert (b_in["Max"], b_in["Min"], b_in["Mean"], b_in["Norm"]) == (True, False, None, None), b_in
+    assert (b_out["Max"], b_out["Min"], b_out["dtype"]) == (True, False, "torch.bool"), b_out
+    for i, name in enumerate(ORDER):
+        rec = data[f"Aclnn.Add.{i}.forward"]
+        ins, outs = tensor_leaves(rec["input_args"]), tensor_leaves(rec["output"])
+        dtype = DTYPES.get(name, "float32")
+        zd = name in ("zd", "zdi")
+        check_leaf(ins[0], t["in_" + name], dtype, zd, f"{name} input")
+        check_leaf(outs[0], t["out_" + name], dtype, zd, f"{name} output")
+        if name == "view":
+            check_leaf(ins[1], t["in_view_other"], dtype, False, "view other")
+
+
+def waits_and_bytes(d: Path) -> tuple[int, dict, dict]:
+    """Host waits on the launching thread, D→H copies (CANNSIM_STATS) and the client's own."""
+    st = json.loads((d / "stats.json").read_text())
+    main = next(th for th in st["threads"] if th["name"] == "python")
+    syncs = main["stream_syncs"] + main["event_syncs"] + main["device_syncs"]
+    return syncs, st["copies"]["device_to_host"], json.loads((d / "own.json").read_text())
+
+
+def test_statistics_by_async_copies_equal_the_copy_path(tmp_path: Path) -> None:
+    """The default statistics design (MSPROBE_L2_ASYNC_COPY on, device statistics off): each tensor's
+    bytes go into pinned memory with aclrtMemcpyAsync and the completion thread computes the statistics
+    with the copy path's host code. dump.json equals the copy path's (MSPROBE_L2_ASYNC_COPY=0) byte for
+    byte in its data, the statistics match numpy over the exact values, every launch of the trace is
+    captured in order with no tool kernel, the same bytes cross the link (asynchronously), and the tool
+    adds no host wait on the launching thread (the copy path: two per launch)."""
+    p, a = run(tmp_path / "async", {"MSPROBE_L2_DEVICE_STATS": "0"})
+    _, c = run(tmp_path / "copy", {"MSPROBE_L2_DEVICE_STATS": "0", "MSPROBE_L2_ASYNC_COPY": "0"})
+    data = json.loads(next((a / "dump").glob("step0/*/dump.json")).read_text())["data"]
+    copy = json.loads(next((c / "dump").glob("step0/*/dump.json")).read_text())["data"]
+    # exactly the copy path's values (NaN included: compared as serialised)
+    assert json.dumps(data, sort_keys=True) == json.dumps(copy, sort_keys=True)
+    trace = [json.loads(line) for line in (a / "trace.jsonl").read_text().splitlines()]
+    assert [x["op"] for x in trace] == ["aclnnAdd"] * len(ORDER) + ["aclnnLogicalNot"]  # no tool kernel
+    assert list(data) == [f"Aclnn.Add.{i}.forward" for i in range(len(ORDER))] + ["Aclnn.LogicalNot.0.forward"]
+    check_against_numpy(a, data)
+    m = re.search(r"async copies: (\d+) tensors copied asynchronously, (\d+) dropped", p.stderr)
+    assert m and int(m.group(1)) > 0 and m.group(2) == "0", p.stderr[-800:]
+    assert " 0 by the copy path" in p.stderr, p.stderr[-800:]
+    syncs_a, d2h_a, own = waits_and_bytes(a)
+    syncs_c, d2h_c, _ = waits_and_bytes(c)
+    assert syncs_a == own["syncs"], syncs_a  # 0 tool waits on the launching thread
+    assert syncs_c == own["syncs"] + 2 * len(trace), syncs_c
+    assert d2h_a["sync"]["bytes"] == own["d2h"], d2h_a  # no synchronous copy by the tool
+    assert d2h_a["async"]["copies"] == int(m.group(1))
+    assert d2h_a["async"]["bytes"] == d2h_c["sync"]["bytes"] - own["d2h"] > 0, (d2h_a, d2h_c)
+
+
+def test_hybrid_small_tensors_by_async_copy_large_on_the_device(tmp_path: Path) -> None:
+    """MSPROBE_L2_DEVICE_STATS=1 with async copies on: a tensor of more than
+    MSPROBE_L2_DEVICE_STATS_MIN_BYTES (here 4096) is reduced on the device, the others copied
+    asynchronously. The trace's tool reductions (one aclnnAminmaxAll per reduced tensor) match the
+    tensors above the threshold; all statistics match numpy; no tool wait on the launching thread."""
+    p, d = run(tmp_path / "hyb", {"MSPROBE_L2_DEVICE_STATS_MIN_BYTES": "4096"})
+    data = json.loads(next((d / "dump").glob("step0/*/dump.json")).read_text())["data"]
+    check_against_numpy(d, data)
+    size = {"float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "bool": 1}
+    leaves = [x for r in data.values() for k in ("input_args", "output") for x in tensor_leaves(r[k])]
+    big = [x for x in leaves if math.prod(x["shape"]) * size.get(x["dtype"][6:], 4) > 4096]
+    assert big, "the test needs tensors above the threshold"
+    trace = [json.loads(line) for line in (d / "trace.jsonl").read_text().splitlines()]
+    assert sum(x["op"] == "aclnnAminmaxAll" for x in trace) == len(big)
+    assert len([x for x in trace if x["op"] not in TOOL_OPS]) == len(data)
+    dev = int(re.search(r"device statistics: (\d+) tensors reduced on the device", p.stderr).group(1))
+    copied = int(re.search(r"async copies: (\d+) tensors copied asynchronously", p.stderr).group(1))
+    assert dev == len(big) and copied > 0, p.stderr[-800:]
+    syncs, d2h, own = waits_and_bytes(d)
+    assert syncs == own["syncs"] and d2h["sync"]["bytes"] == own["d2h"], (syncs, d2h)
+    # the small tensors' bytes and 32 B per reduced one
+    small = sum(math.prod(x["shape"]) * size.get(x["dtype"][6:], 4) for x in leaves if x not in big)
+    assert d2h["async"]["bytes"] <= small + 32 * len(big), d2h
+
+
 def test_statistics_on_device_match_numpy_and_counters(tmp_path: Path) -> None:
     p, d = run(tmp_path / "dev", {})
-    _, c = run(tmp_path / "copy", {"MSPROBE_L2_DEVICE_STATS": "0"})
+    _, c = run(tmp_path / "copy", {"MSPROBE_L2_DEVICE_STATS": "0", "MSPROBE_L2_ASYNC_COPY": "0"})
     t = np.load(d / "truth.npz")
     data = json.loads(next((d / "dump").glob("step0/*/dump.json")).read_text())["data"]
     trace = [json.loads(line) for line in (d / "trace.jsonl").read_text().splitlines()]
@@ -256,6 +338,7 @@ def big_run(d: Path, sizes: tuple, mode: str) -> tuple[subprocess.CompletedProce
         CANNSIM_STATS=str(d / "stats.json"),
         CANNSIM_KERNEL_DELAY_US="20000",
         MSPROBE_L2_DEVICE_STATS="1",
+        MSPROBE_L2_DEVICE_STATS_MIN_BYTES="0",
     )
     p = subprocess.run([sys.executable, str(d / "prog.py")], env=e, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "ok" in p.stdout, p.stderr

@@ -134,7 +134,19 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("task", ["tensor", "md5"])
+def run_async_program(d: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    d.mkdir(parents=True, exist_ok=True)
+    prog = d / "async_adds.py"
+    prog.write_text(ASYNC_PROGRAM.format(examples=str(REPO / "examples")))
+    try:
+        p = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"hung: not finished after {TIMEOUT} s\n{(e.stderr or b'')[-2000:]!r}")
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr[-3000:]
+    return p
+
+
+@pytest.mark.parametrize("task", ["tensor", "md5", "statistics"])
 @pytest.mark.parametrize("mode", ["block", "drop"])
 def test_async_copies_keep_pinned_memory_under_the_cap(tmp_path: Path, mode: str, task: str) -> None:
     """The default async-copy path (md5/tensor, issue #21) with MSPROBE_QUEUE_MB=1: six launches of
@@ -142,10 +154,10 @@ def test_async_copies_keep_pinned_memory_under_the_cap(tmp_path: Path, mode: str
     simulator's own count of pinned memory (`aclrtMallocHost` bytes held at once) and the summary's
     pinned peak never exceed the cap; `block` keeps every tensor (CRCs equal to the trace); `drop`
     drops some (counted) and keeps the rest equal to the trace: md5 per tensor, tensor files all or
-    none per record."""
+    none per record; statistics (the default statistics design, from the same async copies): `block`
+    gives exactly the copy path's dump (MSPROBE_L2_ASYNC_COPY=0, same program), `drop` the copy path's
+    leaves except the dropped ones, which keep dtype and shape with null statistics (counted)."""
     cap = 1 << 20
-    prog = tmp_path / "async_adds.py"
-    prog.write_text(ASYNC_PROGRAM.format(examples=str(REPO / "examples")))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_"))}
     env.update(
         LD_LIBRARY_PATH=str(LIB64),
@@ -162,17 +174,13 @@ def test_async_copies_keep_pinned_memory_under_the_cap(tmp_path: Path, mode: str
         CANNSIM_STATS=str(tmp_path / "stats.json"),
         CANNSIM_KERNEL_DELAY_US="20000",
     )
-    try:
-        p = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=TIMEOUT)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"hung: not finished after {TIMEOUT} s\n{(e.stderr or b'')[-2000:]!r}")
-    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr[-3000:]
+    p = run_async_program(tmp_path, env)
     (trace,) = traces(tmp_path)
     assert [t["op"] for t in trace] == ["aclnnAdd"] * 6
     summary = p.stderr[p.stderr.find("L2 run summary") :]
     m = re.search(
-        r"md5/tensor: (\d+) tensors copied asynchronously, (\d+) dropped \(pinned memory full, "
-        r"recorded without md5/file\), pinned peak (\d+) bytes of (\d+) allowed",
+        r"async copies: (\d+) tensors copied asynchronously, (\d+) dropped \(pinned memory full, "
+        r"recorded without statistics/md5/file\), pinned peak (\d+) bytes of (\d+) allowed",
         summary,
     )
     assert m, summary
@@ -183,6 +191,34 @@ def test_async_copies_keep_pinned_memory_under_the_cap(tmp_path: Path, mode: str
     assert 0 < st["memory"]["pinned_peak_bytes"] <= cap, st["memory"]
     assert copied > 0 and "records dropped: 0" in summary, summary
     rank_dir = tmp_path / "dump/step0/rank"
+    if task == "statistics":
+        ref_dir = tmp_path / "copy"
+        ref_env = dict(env, MSPROBE_L2_ASYNC_COPY="0", MSPROBE_DUMP_PATH=str(ref_dir / "dump"))
+        ref_env["CANNSIM_TRACE"] = str(ref_dir / "trace.{pid}.jsonl")
+        ref_env["CANNSIM_STATS"] = str(ref_dir / "stats.json")
+        run_async_program(ref_dir, ref_env)
+        ref = json.loads((ref_dir / "dump/step0/rank/dump.json").read_text())["data"]
+        data = json.loads((rank_dir / "dump.json").read_text())["data"]
+        assert list(data) == list(ref) == [f"Aclnn.Add.{i}.forward" for i in range(6)]
+        if mode == "block":
+            assert dropped == 0 and copied == 18, summary
+            assert json.dumps(data, sort_keys=True) == json.dumps(ref, sort_keys=True)
+            return
+        assert dropped > 0, summary
+        nulls = 0
+        for name in data:
+            got = [x for k in ("input_args", "output") for x in tensor_leaves(data[name][k])]
+            want = [x for k in ("input_args", "output") for x in tensor_leaves(ref[name][k])]
+            assert len(got) == len(want) == 3
+            for g, w in zip(got, want):
+                assert (g["dtype"], g["shape"]) == (w["dtype"], w["shape"])
+                if g["Max"] is None:
+                    nulls += 1
+                    assert g["Min"] is g["Mean"] is g["Norm"] is None, g
+                else:
+                    assert g == w, (name, g, w)
+        assert nulls == dropped, (nulls, dropped)
+        return
     if mode == "block":
         assert dropped == 0, summary
         assert copied + int(re.search(r", (\d+) by the copy path", summary).group(1)) == 18, summary

@@ -1,8 +1,10 @@
 //! One kernel launch captured. The copy path: inputs copied off the device before the real launch,
 //! outputs after it, each through the tool's own (real) `aclrtSynchronizeStream` + `aclrtMemcpy`.
-//! By default md5/tensor instead copy asynchronously on the launch's stream into pinned memory
-//! (`MSPROBE_L2_ASYNC_COPY`, see [`devstats`]); statistics reduced on the device are opt-in
-//! (`MSPROBE_L2_DEVICE_STATS=1`).
+//! By default every task instead copies asynchronously on the launch's stream into pinned memory
+//! (`MSPROBE_L2_ASYNC_COPY`, see [`devstats`]); the statistics task then computes its statistics
+//! on the completion thread with the copy path's host code. Statistics reduced on the device are
+//! opt-in (`MSPROBE_L2_DEVICE_STATS=1`), for tensors above `MSPROBE_L2_DEVICE_STATS_MIN_BYTES`
+//! when async copies are on (the hybrid).
 //!
 //! A side's copies are made only once its stream synchronisation succeeded: a copy made without it
 //! could read the device before the kernels that write it ran. A sync or copy that fails is
@@ -266,8 +268,8 @@ pub(crate) fn record_launch(
         activation::after_launch(l2, &format!("{prefix}.{op}"));
         return rc;
     };
-    if device_stats(l2) {
-        return record_launch_device(l2, b, args, stream, real);
+    if let Some(lim) = device_limits(l2) {
+        return record_launch_device(l2, b, args, stream, real, lim);
     }
     let t0 = Instant::now();
     let busy = Busy::enter();
@@ -312,28 +314,68 @@ pub(crate) fn record_launch(
     rc
 }
 
-/// Whether the device paths of issue #21 are used, only with a runtime that has every function they
-/// need: for the statistics task and summary mode, statistics reduced on the device
-/// (`MSPROBE_L2_DEVICE_STATS=1`, opt-in); for md5/tensor, the bytes copied asynchronously into pinned
-/// memory (`MSPROBE_L2_ASYNC_COPY`, default on).
-fn device_stats(l2: &L2) -> bool {
-    // Device statistics stay opt-in: in the device cost model (scripts/bench_device.py) their ~6 tool
-    // kernels per tensor cost more than the copy path's two syncs on launch-bound workloads of small
-    // tensors. The async copies add no kernel and no wait on the launching thread, and move the same
-    // bytes as the copy path, so they are the default. Durability is the same for both: every record
-    // of these paths is journaled in planned form at the launch (see `planned`).
-    static STATS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+/// The default of `MSPROBE_L2_DEVICE_STATS_MIN_BYTES`: in the hybrid (statistics with
+/// `MSPROBE_L2_DEVICE_STATS=1` and async copies on) a tensor of at most this many bytes is copied
+/// asynchronously, a larger one reduced on the device. From the cost model's mid constants
+/// (scripts/bench_device.py): one async copy of N bytes costs N / 25 GB/s on the host link; the 6
+/// reduction kernels cost 6 × 5 µs (t_kernel) + 6 × 1.5 × N / 1 TB/s (HBM) on the device. Equal at
+/// N = 30 µs / (1/25e9 − 9/1e12) s/B ≈ 0.97 MB, rounded to 1 MiB. (Counting the kernels' 6 × 10 µs
+/// host launch time as well gives ≈ 2.9 MB; on a launch-bound host the copy wins up to there, so
+/// 1 MiB leans towards the device only where the host link is clearly the larger cost.)
+const DEVICE_STATS_MIN_BYTES: u64 = 1 << 20;
+
+/// Which of the device paths of issue #21 a launch uses (None: the copy path).
+fn device_limits(l2: &L2) -> Option<devstats::Limits> {
+    // Statistics: by default the tensor's bytes are copied asynchronously into pinned memory and
+    // the statistics computed on the completion thread by the copy path's own host code (same
+    // values, no wait on the launching thread, no tool kernel). `MSPROBE_L2_DEVICE_STATS=1` adds
+    // the device reductions (~6 tool kernels per tensor, 32 result bytes over the link) for tensors
+    // larger than `MSPROBE_L2_DEVICE_STATS_MIN_BYTES` (with async copies off: for every tensor); on
+    // launch-bound workloads of small tensors the kernels cost more than the copies.
+    // md5/tensor: the bytes are needed on the host, async copies unless `MSPROBE_L2_ASYNC_COPY=0`.
+    // Durability is the same for all: every record of these paths is journaled in planned form at
+    // the launch (see `planned`).
+    static DEVICE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     static COPIES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if stats_mode(l2) {
-        *STATS.get_or_init(|| env_switch("MSPROBE_L2_DEVICE_STATS", false)) && {
-            let _busy = Busy::enter();
-            devstats::available()
-        }
+    static MIN_BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let cfg = l2.recorder.config();
+    let stats = stats_mode(l2);
+    let copies = *COPIES.get_or_init(|| env_switch("MSPROBE_L2_ASYNC_COPY", true)) && {
+        let _busy = Busy::enter();
+        devstats::copies_available()
+    };
+    let device = stats && *DEVICE.get_or_init(|| env_switch("MSPROBE_L2_DEVICE_STATS", false)) && {
+        let _busy = Busy::enter();
+        devstats::available()
+    };
+    if !copies && !device {
+        return None;
+    }
+    let device_min_bytes = if device && copies {
+        *MIN_BYTES.get_or_init(|| env_bytes("MSPROBE_L2_DEVICE_STATS_MIN_BYTES", DEVICE_STATS_MIN_BYTES))
     } else {
-        *COPIES.get_or_init(|| env_switch("MSPROBE_L2_ASYNC_COPY", true)) && {
-            let _busy = Busy::enter();
-            devstats::copies_available()
-        }
+        0
+    };
+    Some(devstats::Limits { on_full: cfg.on_full, cap: cfg.queue_bytes, stats, device, device_min_bytes })
+}
+
+/// A byte count from the environment; unset or empty gives `default`, anything that is not a
+/// non-negative integer gives one warning naming the variable and its value, and `default`.
+fn env_bytes(var: &str, default: u64) -> u64 {
+    match std::env::var(var) {
+        Err(std::env::VarError::NotPresent) => default,
+        Ok(v) => parse_bytes(var, &v, default),
+        Err(std::env::VarError::NotUnicode(v)) => parse_bytes(var, &v.to_string_lossy(), default),
+    }
+}
+
+fn parse_bytes(var: &str, v: &str, default: u64) -> u64 {
+    match v.trim() {
+        "" => default,
+        t => t.parse().unwrap_or_else(|_| {
+            log::warn!("{var}={t:?} is not a byte count (a non-negative integer); using {default}");
+            default
+        }),
     }
 }
 
@@ -359,8 +401,8 @@ fn parse_switch(var: &str, v: &str, default: bool) -> bool {
     }
 }
 
-/// The statistics task and summary mode (reduced on the device); otherwise (md5, tensor) the
-/// bytes are copied asynchronously into pinned memory.
+/// The statistics task and summary mode (statistics from async copies or device reductions);
+/// otherwise (md5, tensor) the bytes are copied asynchronously into pinned memory.
 fn stats_mode(l2: &L2) -> bool {
     let cfg = l2.recorder.config();
     cfg.task == msprobe_core::config::Task::Statistics
@@ -396,8 +438,7 @@ fn plan_side(
     let keep = |r: Role| if before { r != Role::Out } else { r != Role::In };
     // The copy path's stream synchronisation, made once per side and only if a tensor needs it.
     let mut synced: Option<bool> = None;
-    let stats = lim.stats;
-    let mut dev = |items: &mut Vec<Item>, t: &TensorMeta| match if stats {
+    let mut dev = |items: &mut Vec<Item>, t: &TensorMeta| match if reduce_on_device(t, lim) {
         devstats::enqueue(t, stream, lim, launch)
             .map(|leaf| Item::Dev(DType::from_acl(t.dtype).expect("checked by enqueue"), t.shape.clone(), leaf))
     } else {
@@ -432,6 +473,19 @@ fn plan_side(
             _ => {}
         }
     }
+}
+
+/// Whether `t` is reduced on the device (statistics, device reductions on, and larger than the
+/// hybrid's threshold); otherwise its bytes are copied asynchronously.
+fn reduce_on_device(t: &TensorMeta, lim: &devstats::Limits) -> bool {
+    if !lim.device {
+        return false;
+    }
+    if lim.device_min_bytes == 0 {
+        return true;
+    }
+    let es = DType::from_acl(t.dtype).map_or(1, |d| d.size() as u128);
+    layout::numel(&t.shape).saturating_mul(es) > lim.device_min_bytes as u128
 }
 
 /// The copy path for one tensor: its elements in row-major order, or None (counted).
@@ -487,6 +541,9 @@ fn planned(b: &mut RecordBuilder, l2: &L2, items: &[Item], stats: bool) {
                 }
             }
             Item::Dev(dtype, shape, _) => {
+                let _ = b.add_stats_leaf(None, *dtype, shape, &null);
+            }
+            Item::Pinned(dtype, shape, _) if stats => {
                 let _ = b.add_stats_leaf(None, *dtype, shape, &null);
             }
             Item::Host(..) | Item::Copied(_) | Item::Pinned(..) => {
@@ -585,9 +642,9 @@ fn record_launch_device(
     args: Vec<KArg>,
     stream: *mut c_void,
     real: impl FnOnce() -> i32,
+    lim: devstats::Limits,
 ) -> i32 {
     let rec = &l2.recorder;
-    let lim = devstats::Limits { on_full: rec.config().on_full, cap: rec.config().queue_bytes, stats: stats_mode(l2) };
     let t0 = Instant::now();
     let busy = Busy::enter();
     let mut items = Vec::new();
@@ -690,7 +747,17 @@ fn record_launch_device(
 
 #[cfg(test)]
 mod tests {
-    use super::parse_switch;
+    use super::{parse_bytes, parse_switch};
+
+    #[test]
+    fn byte_values() {
+        assert_eq!(parse_bytes("V", "4096", 7), 4096);
+        assert_eq!(parse_bytes("V", " 0 ", 7), 0);
+        assert_eq!(parse_bytes("V", "", 7), 7);
+        // invalid values keep the default (with one warning)
+        assert_eq!(parse_bytes("V", "-1", 7), 7);
+        assert_eq!(parse_bytes("V", "1MiB", 7), 7);
+    }
 
     #[test]
     fn switch_values() {

@@ -232,8 +232,13 @@ pub(crate) struct Launch {
 pub(crate) struct Limits {
     pub on_full: OnFull,
     pub cap: u64,
-    /// Statistics reduced on the device (else: md5 / tensor copies).
+    /// The statistics task and summary mode (else md5 / tensor: the copies' bytes are the record's).
     pub stats: bool,
+    /// Statistics reduced on the device (`MSPROBE_L2_DEVICE_STATS=1`); else async copies.
+    pub device: bool,
+    /// With `device`: tensors of at most this many bytes are still copied asynchronously (the
+    /// hybrid); 0 = every tensor reduced on the device.
+    pub device_min_bytes: u64,
 }
 
 /// Peak device scratch bytes held at once (for tests and the summary).
@@ -242,10 +247,10 @@ pub static SCRATCH_PEAK: AtomicU64 = AtomicU64::new(0);
 static PINNED: Mutex<u64> = Mutex::new(0);
 static PINNED_CV: Condvar = Condvar::new();
 pub static PINNED_PEAK: AtomicU64 = AtomicU64::new(0);
-/// Tensors whose bytes were copied asynchronously (md5 / tensor tasks).
+/// Tensors whose bytes were copied asynchronously (statistics / md5 / tensor).
 pub static ASYNC_COPIES: AtomicU64 = AtomicU64::new(0);
 
-/// Tensors of md5/tensor copies dropped because the pinned cap was full (`drop`): no md5 or file.
+/// Tensors of async copies dropped because the pinned cap was full (`drop`): no statistics, md5 or file.
 pub static COPIES_DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Takes `n` pinned bytes; the bytes held never exceed `lim.cap`. `own` = this launch's bytes:
