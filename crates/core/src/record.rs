@@ -611,31 +611,19 @@ impl RecordBuilder {
         }
     }
 
-    /// Closes the open section and returns the body; the builder keeps files, stack and parent.
     /// A copy of the record as built so far (name, sections, leaves, target), without its
     /// tensor files, stack and parent: the planned record of a launch whose statistics come
     /// later (device statistics, issue #21), journaled at the launch with them null.
     pub fn planned_copy(&self) -> RecordBuilder {
-        RecordBuilder {
-            name: self.name.clone(),
-            backward: self.backward,
-            opts: self.opts.clone(),
-            body: self.body.clone(),
-            section: self.section.clone(),
-            files: Vec::new(),
-            stack: None,
-            parent: None,
-            tensors: 0,
-            file_bytes: 0,
-            data_bytes: 0,
-            files_dropped: false,
-            dropped_files: 0,
-            dropped_bytes: 0,
-            target: self.target.clone(),
-            pending: self.pending,
-        }
+        let mut planned = RecordBuilder::new(self.name.clone(), self.opts.clone());
+        planned.body = self.body.clone();
+        planned.section = self.section.clone();
+        planned.target = self.target.clone();
+        planned.pending = self.pending;
+        planned
     }
 
+    /// Closes the open section and returns the body; the builder keeps files, stack and parent.
     pub fn take_body(&mut self) -> Json {
         self.finish_section();
         Json::Object(std::mem::take(&mut self.body))

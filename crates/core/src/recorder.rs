@@ -20,6 +20,22 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<(String, Vec<u8>)> = const { std::cell::RefCell::new((String::new(), Vec::new())) };
 }
 
+/// Runs `f` with this thread's scratch buffers (record text, journal entries), both emptied;
+/// fresh buffers if the thread's are already borrowed (a hook re-entered while formatting).
+fn with_scratch<R>(f: impl FnOnce(&mut String, &mut Vec<u8>) -> R) -> R {
+    SCRATCH.with(|scratch| {
+        let mut fresh = Default::default();
+        let mut guard = scratch.try_borrow_mut();
+        let (buf, entries): &mut (String, Vec<u8>) = match guard.as_deref_mut() {
+            Ok(s) => s,
+            Err(_) => &mut fresh,
+        };
+        buf.clear();
+        entries.clear();
+        f(buf, entries)
+    })
+}
+
 impl ByteBudget for Budget {
     fn would_admit(&self, n: u64) -> bool {
         Budget::would_admit(self, n)
@@ -561,16 +577,8 @@ impl Recorder {
         // and kept (until the step's files are closed) in strings of their exact length.
         let stack = b.stack.take().map(|f| stack_text(&f));
         let parent = b.parent.take().map(|p| parent_text(&p));
-        let (text, span) = SCRATCH.with(|scratch| {
-            let mut fresh = Default::default();
-            let mut guard = scratch.try_borrow_mut();
-            let (buf, entries): &mut (String, Vec<u8>) = match guard.as_deref_mut() {
-                Ok(s) => s,
-                Err(_) => &mut fresh,
-            };
-            buf.clear();
+        let (text, span) = with_scratch(|buf, entries| {
             body.write_pretty_at(buf, RECORD_DEPTH);
-            entries.clear();
             journal::entry(entries, 'R', rel, &b.name, buf);
             if let Some(st) = &stack {
                 journal::entry(entries, 'S', rel, &b.name, st);
@@ -605,16 +613,8 @@ impl Recorder {
         let body = b.take_body();
         let rel = b.target.strip_prefix(&self.cfg.dump_path).ok().and_then(|r| r.to_str());
         let (Some(sink), Some(rel)) = (self.sink.get(), rel) else { return };
-        let span = SCRATCH.with(|scratch| {
-            let mut fresh = Default::default();
-            let mut guard = scratch.try_borrow_mut();
-            let (buf, entries): &mut (String, Vec<u8>) = match guard.as_deref_mut() {
-                Ok(s) => s,
-                Err(_) => &mut fresh,
-            };
-            buf.clear();
+        let span = with_scratch(|buf, entries| {
             body.write_pretty_at(buf, RECORD_DEPTH);
-            entries.clear();
             journal::entry(entries, 'P', rel, &b.name, buf);
             sink.append(entries)
         });

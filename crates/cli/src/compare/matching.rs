@@ -20,25 +20,27 @@ pub struct Row {
     pub is_input: bool,
 }
 
+/// msprobe's `gen_dtype_condition`: equal dtype names, or one of its loose pairs (half vs float,
+/// half vs bfloat16) in either framework's spelling.
+pub(super) fn dtypes_match(n: &str, b: &str) -> bool {
+    const LOOSE: [(&str, &str); 8] = [
+        ("Float16", "Float32"),
+        ("Float32", "Float16"),
+        ("Float16", "BFloat16"),
+        ("BFloat16", "Float16"),
+        ("torch.float16", "torch.float32"),
+        ("torch.float32", "torch.float16"),
+        ("torch.float16", "torch.bfloat16"),
+        ("torch.bfloat16", "torch.float16"),
+    ];
+    n == b || LOOSE.iter().any(|(x, y)| n == *x && b == *y)
+}
+
 fn check_type_shape_match(n: &[Struct], b: &[Struct]) -> bool {
     let mut ok = false;
     for (x, y) in n.iter().zip(b) {
         let shape_match = x.shape == y.shape;
-        let mut type_match = x.dtype == y.dtype;
-        if !type_match {
-            let pair = (x.dtype.py_str(), y.dtype.py_str());
-            let loose = [
-                ("Float16", "Float32"),
-                ("Float32", "Float16"),
-                ("Float16", "BFloat16"),
-                ("BFloat16", "Float16"),
-                ("torch.float16", "torch.float32"),
-                ("torch.float32", "torch.float16"),
-                ("torch.float16", "torch.bfloat16"),
-                ("torch.bfloat16", "torch.float16"),
-            ];
-            type_match = loose.iter().any(|(a, b)| pair.0 == *a && pair.1 == *b);
-        }
+        let type_match = x.dtype == y.dtype || dtypes_match(&x.dtype.py_str(), &y.dtype.py_str());
         ok = shape_match && type_match;
         if !ok {
             return false;

@@ -15,7 +15,7 @@
 //!   merged table's `fillna`); in tensor mode an NPU row without a bench keeps its
 //!   data file name, so its message is "Bench does not have data file.".
 
-use super::matching::{Matched, Row, NAN, NO_BENCH, N_A};
+use super::matching::{dtypes_match, Matched, Row, NAN, NO_BENCH, N_A};
 use super::parse::Op;
 use super::value::{py_float_str, Cell, Mode};
 use std::collections::HashMap;
@@ -204,21 +204,6 @@ fn flat_yaml(text: &str, path: &str) -> Result<Vec<(String, String)>, String> {
         out.push((unquote(k), unquote(v)));
     }
     Ok(out)
-}
-
-/// `gen_dtype_condition` (the NPU dtype already mapped to torch's name across frameworks).
-fn dtypes_match(n: &str, b: &str) -> bool {
-    const LOOSE: [(&str, &str); 8] = [
-        ("Float16", "Float32"),
-        ("Float32", "Float16"),
-        ("Float16", "BFloat16"),
-        ("BFloat16", "Float16"),
-        ("torch.float16", "torch.float32"),
-        ("torch.float32", "torch.float16"),
-        ("torch.float16", "torch.bfloat16"),
-        ("torch.bfloat16", "torch.float16"),
-    ];
-    n == b || LOOSE.iter().any(|(x, y)| n == *x && b == *y)
 }
 
 /// `set_summary`: `None` → "N/A", NaN (or the text "nan" in any case) → "Nan".
