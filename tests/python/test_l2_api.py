@@ -9,13 +9,12 @@ launches made inside the windows, with the same CRCs (MSPROBE_SUMMARY_MODE=md5),
 """
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from recorder_testutil import LIB, REPO
+from recorder_testutil import LIB, REPO, sim_env
 from test_l2_torch_npu import LIB64, NPU_PY, coverage_module
 
 pytestmark = pytest.mark.skipif(
@@ -45,13 +44,7 @@ torch.npu.synchronize()
 
 
 def run(tmp: Path, preload: bool) -> subprocess.CompletedProcess:
-    root = LIB64.parent
-    e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_"))}
-    e.update(
-        ASCEND_TOOLKIT_HOME=str(root),
-        ASCEND_HOME_PATH=str(root),
-        ASCEND_OPP_PATH=str(root / "opp"),
-        LD_LIBRARY_PATH=str(LIB64),
+    e = sim_env(
         CANNSIM_TRACE=str(tmp / "trace.jsonl"),
         MSPROBE_SUMMARY_MODE="md5",
         MSPROBE_LIB=str(LIB),

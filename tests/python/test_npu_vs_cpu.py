@@ -31,20 +31,18 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from recorder_testutil import LIB, REPO
+from recorder_testutil import LIB, LIB64, REPO, sim_env
 
 EXAMPLE = REPO / "examples" / "train_torch_npu.py"
 NPU_PY = REPO / "target" / "venv-npu" / "bin" / "python"
 CPU_PY = REPO / ".venv" / "bin" / "python"
 MS111 = REPO / "target" / "venv-msprobe111"
-LIB64 = Path(os.environ.get("CANNSIM_LIB64", REPO / "target" / "cann" / "latest" / "lib64"))
 TOL = 1e-4
 STEPS = 2
 STATS = ("Max", "Min", "Mean", "Norm")
@@ -60,18 +58,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def npu_env() -> dict:
-    root = LIB64.parent
-    e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_"))}
-    e.pop("LD_PRELOAD", None)
-    e.update(
-        ASCEND_TOOLKIT_HOME=str(root),
-        ASCEND_HOME_PATH=str(root),
-        ASCEND_OPP_PATH=str(root / "opp"),
-        LD_LIBRARY_PATH=str(LIB64),
-        PYTHONPATH=str(REPO / "python"),
-        MSPROBE_LIB=str(LIB),
-    )
-    return e
+    return sim_env(PYTHONPATH=str(REPO / "python"), MSPROBE_LIB=str(LIB))
 
 
 def start(tmp: Path, name: str, device: str, level: str, mode: str = "statistics", lr=None, ms111: bool = False):

@@ -21,11 +21,10 @@ from pathlib import Path
 import pytest
 
 from golden import compare_dump
-from recorder_testutil import LIB, REPO
+from recorder_testutil import LIB, LIB64, REPO, sim_env
 
 V111 = REPO / "target" / "venv-msprobe111" / "bin" / "python"
 NPU_PY = REPO / "target" / "venv-npu" / "bin" / "python"
-LIB64 = Path(os.environ.get("CANNSIM_LIB64", REPO / "target" / "cann" / "latest" / "lib64"))
 
 SCRIPT = r"""
 import json, os, sys
@@ -172,13 +171,7 @@ dbg.step()
     reason="target/venv-npu (scripts/setup-torchnpu.sh) or the simulator's CANN tree (scripts/build.sh) is absent",
 )
 def test_lazy_dynamo_import_under_torch_npu(tmp_path: Path) -> None:
-    root = LIB64.parent
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_")) and k != "LD_PRELOAD"}
-    env.update(
-        ASCEND_TOOLKIT_HOME=str(root),
-        ASCEND_HOME_PATH=str(root),
-        ASCEND_OPP_PATH=str(root / "opp"),
-        LD_LIBRARY_PATH=str(LIB64),
+    env = sim_env(
         MSPROBE_PY=str(REPO / "python"),
         MSPROBE_LIB=str(LIB),
         MSPROBE_LOG_LEVEL="2",
