@@ -265,25 +265,13 @@ def test_hybrid_small_tensors_by_async_copy_large_on_the_device(tmp_path: Path) 
 def test_statistics_on_device_match_numpy_and_counters(tmp_path: Path) -> None:
     p, d = run(tmp_path / "dev", {})
     _, c = run(tmp_path / "copy", {"MSPROBE_L2_DEVICE_STATS": "0", "MSPROBE_L2_ASYNC_COPY": "0"})
-    t = np.load(d / "truth.npz")
     data = json.loads(next((d / "dump").glob("step0/*/dump.json")).read_text())["data"]
     trace = [json.loads(line) for line in (d / "trace.jsonl").read_text().splitlines()]
     # Every launch of the client is captured, once, in order; the rest are the tool's own.
     client = [x for x in trace if x["op"] not in TOOL_OPS]
     assert [x["op"] for x in client] == ["aclnnAdd"] * len(ORDER) + ["aclnnLogicalNot"]
     assert list(data) == [f"Aclnn.Add.{i}.forward" for i in range(len(ORDER))] + ["Aclnn.LogicalNot.0.forward"]
-    b_in, b_out = (tensor_leaves(data["Aclnn.LogicalNot.0.forward"][k])[0] for k in ("input_args", "output"))
-    assert (b_in["Max"], b_in["Min"], b_in["Mean"], b_in["Norm"]) == (True, False, None, None), b_in
-    assert (b_out["Max"], b_out["Min"], b_out["dtype"]) == (True, False, "torch.bool"), b_out
-    for i, name in enumerate(ORDER):
-        rec = data[f"Aclnn.Add.{i}.forward"]
-        ins, outs = tensor_leaves(rec["input_args"]), tensor_leaves(rec["output"])
-        dtype = DTYPES.get(name, "float32")
-        zd = name in ("zd", "zdi")
-        check_leaf(ins[0], t["in_" + name], dtype, zd, f"{name} input")
-        check_leaf(outs[0], t["out_" + name], dtype, zd, f"{name} output")
-        if name == "view":
-            check_leaf(ins[1], t["in_view_other"], dtype, False, "view other")
+    check_against_numpy(d, data)
     # The copy path's records agree with the device path's within the same tolerance.
     copy = json.loads(next((c / "dump").glob("step0/*/dump.json")).read_text())["data"]
     assert list(copy) == list(data)
