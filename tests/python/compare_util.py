@@ -41,17 +41,52 @@ F.cross_entropy(m(x), y).backward(); opt.step(); opt.zero_grad()
 d.stop(); d.step()
 """
 
-READ_XLSX = r"""
+# Reads every compare_result xlsx of the given dirs (openpyxl in msprobe 1.1.1's venv).
+READ_MANY = r"""
 import sys, json, glob, openpyxl
-f = sorted(glob.glob(sys.argv[1] + "/compare_result*.xlsx"))[-1]
-ws = openpyxl.load_workbook(f).worksheets[0]
-rows, fills = [], []
-for r in ws.iter_rows():
-    rows.append([c.value for c in r])
-    rgb = r[0].fill.start_color.rgb if r[0].fill and r[0].fill.fill_type == "solid" else None
-    fills.append(str(rgb)[-6:] if rgb else None)
-print(json.dumps({"file": f, "rows": rows, "fills": fills}))
+res = {}
+for d in sys.argv[1:]:
+    f = sorted(glob.glob(d + "/compare_result*.xlsx"))[-1]
+    ws = openpyxl.load_workbook(f).worksheets[0]
+    rows, fills = [], []
+    for r in ws.iter_rows():
+        rows.append([c.value for c in r])
+        rgb = r[0].fill.start_color.rgb if r[0].fill and r[0].fill.fill_type == "solid" else None
+        fills.append(str(rgb)[-6:] if rgb else None)
+    res[d] = {"file": f, "rows": rows, "fills": fills}
+print(json.dumps(res))
 """
+
+# Runs msprobe 1.1.1's CLI once per job ([out dir, args...]) in one process: the framework's import is
+# paid once. 1.1.1 appends to its global header lists on every run (NPU_Stack_Info with -s, Data_name
+# in tensor mode), so they are put back before each job, as a fresh process would have them. A job
+# that raises is reported on stderr and the rest go on. MindSpore: one import shim, kept here
+# (1.1.1 imports mindspore.common.api._MindsporeFunctionExecutor, which 2.10 renamed to
+# mindspore.graph.api._JitExecutor; its compare never calls it).
+RUN_MANY = r"""
+import json, os, sys, traceback
+if sys.argv[2] == "mindspore":
+    import mindspore.common.api as capi
+    import mindspore.graph.api as gapi
+    capi._MindsporeFunctionExecutor = gapi._JitExecutor  # the name 1.1.1 imports; renamed in MindSpore >= 2.7
+from msprobe.msprobe import main
+from msprobe.core.common.const import CompareConst
+heads = {k: list(v) for k, v in CompareConst.HEAD_OF_COMPARE_MODE.items()}
+for out, *args in json.load(open(sys.argv[1])):
+    for k, v in heads.items():
+        CompareConst.HEAD_OF_COMPARE_MODE[k][:] = v
+    os.chdir(out)
+    sys.argv = ["msprobe", *args]
+    try:
+        main()
+    except BaseException:
+        traceback.print_exc()
+        print(f"JOB FAILED: {out}", file=sys.stderr)
+"""
+
+# msprobe 1.1.1 for MindSpore: its source tree (scripts/setup-ms.sh --msprobe), run by MindSpore's venv.
+MS111 = REPO / "target" / "msprobe-1.1.1"
+MS_PY = REPO / "target" / "venv-ms" / "bin" / "python"
 
 
 def setup_111() -> None:
@@ -117,8 +152,37 @@ def run_ours(cfg: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 def read_xlsx(out: Path) -> dict:
-    p = subprocess.run([str(V111 / "python"), "-c", READ_XLSX, str(out)], capture_output=True, text=True, check=True)
+    return read_many([str(out)])[str(out)]
+
+
+def read_many(dirs: list[str]) -> dict:
+    """The compare_result xlsx of each dir: {dir: {"file", "rows", "fills"}}."""
+    p = subprocess.run([str(V111 / "python"), "-c", READ_MANY, *dirs], capture_output=True, text=True, check=True)
     return json.loads(p.stdout)
+
+
+Job = tuple[Path, Path, tuple[str, ...]]  # (compare.json, output dir, extra options)
+
+
+def run_111_many(jobs: list[Job], tmp: Path, framework: str) -> subprocess.CompletedProcess:
+    """msprobe 1.1.1's `-f FRAMEWORK compare -i CFG -o OUT EXTRA...` for every (cfg, out, extra), in one process."""
+    spec = []
+    for cfg, out, extra in jobs:
+        out.mkdir(parents=True, exist_ok=True)
+        spec.append([str(out), "-f", framework, "compare", "-i", str(cfg), "-o", str(out), *extra])
+    (tmp / "jobs111.json").write_text(json.dumps(spec))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MSPROBE_")}
+    env.pop("PYTHONPATH", None)
+    py = V111 / "python"
+    if framework == "mindspore":
+        py, env["PYTHONPATH"] = MS_PY, str(MS111)
+    return subprocess.run(
+        [str(py), "-c", RUN_MANY, str(tmp / "jobs111.json"), framework],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+    )
 
 
 def _num(v):

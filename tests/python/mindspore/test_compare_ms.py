@@ -5,14 +5,12 @@ copies, L1 against mix) and on dumps of the same driver made by our MindSpore la
 tensor; against themselves perturbed and against msprobe's samples).
 
 msprobe 1.1.1 runs from target/msprobe-1.1.1 (`scripts/setup-ms.sh --msprobe`) under MindSpore 2.10 with
-one import shim, kept here (RUN_111): 1.1.1 imports mindspore.common.api._MindsporeFunctionExecutor, which
-2.10 renamed to mindspore.graph.api._JitExecutor; its compare never calls it.
+one import shim (compare_util.RUN_MANY).
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import os
 import shutil
 import subprocess
@@ -27,48 +25,7 @@ import compare_util as cu  # noqa: E402
 from recorder_testutil import CLI, LIB, REPO  # noqa: E402
 
 SAMPLES = REPO / "tests" / "data" / "samples" / "msprobe-1.1.1-mindspore"
-MS111 = REPO / "target" / "msprobe-1.1.1"
 DRIVER = HERE / "drivers" / "ms_msprobe_case.py"
-
-# Runs msprobe 1.1.1's CLI once per job ([out dir, args...]) in one process: MindSpore's import (~2.5 s)
-# is paid once. 1.1.1 appends to its global header lists on every run (NPU_Stack_Info with -s, Data_name
-# in tensor mode), so they are put back before each job, as a fresh process would have them. A job
-# that raises is reported on stderr and the rest go on.
-RUN_111 = r"""
-import json, os, sys, traceback
-import mindspore.common.api as capi
-import mindspore.graph.api as gapi
-capi._MindsporeFunctionExecutor = gapi._JitExecutor  # the name 1.1.1 imports; renamed in MindSpore >= 2.7
-from msprobe.msprobe import main
-from msprobe.core.common.const import CompareConst
-heads = {k: list(v) for k, v in CompareConst.HEAD_OF_COMPARE_MODE.items()}
-for out, *args in json.load(open(sys.argv[1])):
-    for k, v in heads.items():
-        CompareConst.HEAD_OF_COMPARE_MODE[k][:] = v
-    os.chdir(out)
-    sys.argv = ["msprobe", *args]
-    try:
-        main()
-    except BaseException:
-        traceback.print_exc()
-        print(f"JOB FAILED: {out}", file=sys.stderr)
-"""
-
-# Reads every compare_result xlsx of the given dirs (openpyxl in msprobe 1.1.1's venv).
-READ_MANY = r"""
-import sys, json, glob, openpyxl
-res = {}
-for d in sys.argv[1:]:
-    f = sorted(glob.glob(d + "/compare_result*.xlsx"))[-1]
-    ws = openpyxl.load_workbook(f).worksheets[0]
-    rows, fills = [], []
-    for r in ws.iter_rows():
-        rows.append([c.value for c in r])
-        rgb = r[0].fill.start_color.rgb if r[0].fill and r[0].fill.fill_type == "solid" else None
-        fills.append(str(rgb)[-6:] if rgb else None)
-    res[d] = {"file": f, "rows": rows, "fills": fills}
-print(json.dumps(res))
-"""
 
 # Perturbations of .npy tensor files (numpy only), one kind per file in turn: noise, zeros in the
 # bench, matching nan, inf on one side, float16, missing file, affine change, all zeros, reshaped.
@@ -140,24 +97,6 @@ def msprobe111():
     subprocess.run(["bash", str(REPO / "scripts" / "setup-ms.sh"), "--msprobe"], check=True, cwd=REPO)
 
 
-def run_111(jobs: list[tuple[Path, Path, tuple[str, ...]]], tmp: Path) -> subprocess.CompletedProcess:
-    """msprobe 1.1.1's `-f mindspore compare -i CFG -o OUT EXTRA...` for every (cfg, out, extra)."""
-    spec = []
-    for cfg, out, extra in jobs:
-        out.mkdir(parents=True, exist_ok=True)
-        spec.append([str(out), "-f", "mindspore", "compare", "-i", str(cfg), "-o", str(out), *extra])
-    (tmp / "jobs111.json").write_text(json.dumps(spec))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MSPROBE_")}
-    env["PYTHONPATH"] = str(MS111)
-    return subprocess.run(
-        [sys.executable, "-c", RUN_111, str(tmp / "jobs111.json")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-
-
 def check(tmp: Path, pairs: list[tuple]) -> int:
     """Both compares on every (npu, bench, name, *extra) pair (`extra`: options of both, e.g. -s);
     every cell equal. Returns the number of rows compared."""
@@ -175,11 +114,10 @@ def check(tmp: Path, pairs: list[tuple]) -> int:
             timeout=300,
         )
         assert q.returncode == 0, q.stdout[-2000:] + q.stderr[-2000:]
-    p = run_111(jobs, tmp)
+    p = cu.run_111_many(jobs, tmp, "mindspore")
     assert p.returncode == 0 and "JOB FAILED" not in p.stderr, p.stderr[-3000:]
     flat = [str(d) for _, t, o in dirs for d in (t, o)]
-    r = subprocess.run([str(cu.V111 / "python"), "-c", READ_MANY, *flat], capture_output=True, text=True, check=True)
-    tables = json.loads(r.stdout)
+    tables = cu.read_many(flat)
     rows = 0
     for name, t, o in dirs:
         theirs, ours = tables[str(t)], tables[str(o)]

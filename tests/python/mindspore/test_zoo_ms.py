@@ -24,7 +24,6 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import compare_util as cu  # noqa: E402
-from test_compare_ms import READ_MANY, run_111  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 COMPARED = [f"{lv}-{task}" for lv in ("L0", "L1", "mix") for task in ("statistics", "md5", "tensor")]
@@ -122,11 +121,10 @@ def test_111_compare_of_our_dumps_against_its_own(zoo: Path, tmp_path: Path) -> 
     (ctl / "dump.json").write_text(json.dumps(dump, indent=1))
     jobs.append((cu.write_input(tmp_path / "control.json", ctl, Path(cfg["bench_path"]).parent), ctl / "out", ()))
     names.append(("L1-md5", names[i][1] + " (control: one md5 changed)", ""))
-    p = run_111(jobs, tmp_path)
+    p = cu.run_111_many(jobs, tmp_path, "mindspore")
     assert p.returncode == 0 and "JOB FAILED" not in p.stderr, p.stderr[-3000:]
     dirs = [str(out) for _, out, _ in jobs]
-    r = subprocess.run([str(cu.V111 / "python"), "-c", READ_MANY, *dirs], capture_output=True, text=True, check=True)
-    tables = json.loads(r.stdout)
+    tables = cu.read_many(dirs)
     unexplained, counts = [], {}
     for (case, net, ref_log), d in zip(names, dirs):
         head, *rows = tables[d]["rows"]
