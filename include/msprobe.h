@@ -254,6 +254,17 @@ int msprobe_record_add_tensor(struct MsprobeRecord *r,
                               const struct MsprobeTensor *t);
 
 /**
+ * Same as msprobe_record_add_tensor, with the leaf's Mean and Norm as the framework computed them
+ * (its own reductions, as msprobe writes them) where ours would be floats (non-empty, not 0-d);
+ * Max/Min, CRC and tensor file still come from the data.
+ */
+int msprobe_record_add_tensor_mean_norm(struct MsprobeRecord *r,
+                                        const char *key,
+                                        const struct MsprobeTensor *t,
+                                        double mean,
+                                        double norm);
+
+/**
  * Same as msprobe_record_add_tensor, with `t->data` an Ascend device address: the view's byte
  * span is copied to the host with the real `aclrtMemcpy` (the caller synchronises the producing
  * stream first), then recorded like a host tensor; `storage_bytes` is ignored. Needs CANN loaded.

@@ -128,6 +128,10 @@ _SIGS = {
     "msprobe_record_open": (_I, [_P, _S, _I]),
     "msprobe_record_close": (_I, [_P]),
     "msprobe_record_add_tensor": (_I, [_P, _S, ctypes.POINTER(MsprobeTensor)]),
+    "msprobe_record_add_tensor_mean_norm": (
+        _I,
+        [_P, _S, ctypes.POINTER(MsprobeTensor), ctypes.c_double, ctypes.c_double],
+    ),
     "msprobe_record_add_device_tensor": (_I, [_P, _S, ctypes.POINTER(MsprobeTensor)]),
     "msprobe_record_stats_only": (_I, [_P]),
     "msprobe_record_add_tensor_pending": (_I, [_P, _S, ctypes.POINTER(MsprobeTensor), ctypes.c_uint64]),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -246,3 +247,66 @@ def check_pair(tmp: Path, npu: Path, bench: Path, name: str, min_rows: int = 1) 
     problems = diff_tables(ours, theirs)
     assert not problems, f"{name}: {len(problems)} differences:\n" + "\n".join(problems[:30])
     return len(theirs["rows"]) - 1
+
+
+# ------------------------------------------------- verdicts of msprobe 1.1.1's compare on the zoos
+TENSOR_DTYPE_PREFIXES = ("torch.", "Float", "BFloat", "Int", "UInt", "Bool", "Complex")
+
+
+def row_passes(case: str, row: dict) -> bool:
+    """1.1.1's passing verdict for the case's mode: md5 `pass`, statistics no `Warning`, tensor `Yes`."""
+    if case.endswith("md5"):
+        return row["Result"] == "pass"
+    if case.endswith("statistics"):
+        return row["Result"] in (None, "", "None")  # 1.1.1 writes "Warning" here, nothing otherwise
+    return row["Accuracy Reached or Not"] == "Yes"
+
+
+def non_verdict(case: str, row: dict) -> str | None:
+    """Tensor mode's rows 1.1.1 does not judge (verdict "None"), with the same dtype on both sides:
+    non-tensor entries ("No bench data matched.": no data file) and 0-d tensors ("scalar data",
+    their statistics equal on both sides). Anything else: None."""
+    if not case.endswith("tensor") or row["Accuracy Reached or Not"] != "None":
+        return None
+    if row["NPU Dtype"] != row["Bench Dtype"]:
+        return None
+    msg = row["Err_message"] or ""
+    if msg.startswith("No bench data matched.") and not (row["NPU Dtype"] or "").startswith(TENSOR_DTYPE_PREFIXES):
+        return "non-tensor entry"
+    if msg.startswith("This is type of scalar data") and row["NPU Tensor Shape"] in ("[]", "()"):
+        same = all(row[f"NPU {s}"] == row[f"Bench {s}"] for s in ("max", "min", "mean", "l2norm"))
+        return "0-d tensor" if same else None
+    return None
+
+
+def tally_verdicts(case: str, table: dict, excuse) -> tuple[dict, list[dict]]:
+    """Counts one compare_result table's rows by outcome: `pass`, a cause (1.1.1's own
+    non-verdicts, or `excuse(row, seen_names)` for a by-design difference), or unexplained
+    (returned). `seen_names`: the NPU names of the rows before this one."""
+    head, *rows = table["rows"]
+    tally: dict[str, int] = {"pass": 0}
+    unexplained, seen = [], []
+    for values in rows:
+        row = {h: (None if v is None else str(v)) for h, v in zip(head, values)}
+        cause = "pass" if row_passes(case, row) else non_verdict(case, row) or excuse(row, seen)
+        seen.append(row["NPU Name"])
+        if cause is None:
+            unexplained.append(row)
+            cause = "unexplained"
+        tally[cause] = tally.get(cause, 0) + 1
+    return tally, unexplained
+
+
+def md5_control(cfg: Path, tmp: Path) -> Job:
+    """A control for `tally_verdicts`: a copy of the NPU dump of compare.json `cfg` (an md5 case)
+    with the first input's CRC changed, against the same bench; the rules must leave exactly that
+    row unexplained."""
+    c = json.loads(cfg.read_text())
+    ctl = tmp / "control"
+    shutil.copytree(Path(c["npu_path"]).parent, ctl)
+    dump = json.loads((ctl / "dump.json").read_text())
+    args = (v for rec in dump["data"].values() for v in rec.get("input_args", []))
+    leaf = next(v for v in args if isinstance(v, dict) and "md5" in v)
+    leaf["md5"] = f"{int(leaf['md5'], 16) ^ 1:08x}"
+    (ctl / "dump.json").write_text(json.dumps(dump, indent=1))
+    return write_input(tmp / "control.json", ctl, Path(c["bench_path"]).parent), ctl / "out", ()

@@ -353,6 +353,30 @@ impl RecordBuilder {
         self.add_tensor_leaf(key, t, None, budget)
     }
 
+    /// [`add_tensor`](Self::add_tensor), with Mean and Norm as the framework computed them
+    /// (`mean_norm`, e.g. torch's own reductions, as msprobe 1.1.1 writes them): a float
+    /// accumulation in another order differs in the last bits, and relatively much for a mean
+    /// near zero, which msprobe's compare flags. Used only where ours are floats (non-empty,
+    /// not 0-d); everything else (Max/Min, the `*_except_inf_nan` keys, CRC, files) from the data.
+    pub fn add_tensor_with_mean_norm(
+        &mut self,
+        key: Option<&str>,
+        t: &TensorRef,
+        mean_norm: (f64, f64),
+        budget: &dyn ByteBudget,
+    ) -> Result<(), BuildError> {
+        let expected = crate::layout::numel(t.shape) * t.dtype.size() as u128;
+        if expected != t.data.len() as u128 {
+            return Err(BuildError::SizeMismatch { expected, got: t.data.len() });
+        }
+        let mut st = stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data);
+        if let (Stat::Float(_), Stat::Float(_)) = (st.mean, st.norm) {
+            st.mean = Stat::Float(mean_norm.0);
+            st.norm = Stat::Float(mean_norm.1);
+        }
+        self.add_tensor_leaf(key, t, Some(st), budget)
+    }
+
     /// Whether leaves need nothing but statistics (statistics task, statistics summary mode):
     /// then a framework may reduce a device tensor itself and hand over the four values
     /// ([`add_tensor_pending`](Self::add_tensor_pending)) instead of copying it to the host.

@@ -478,20 +478,54 @@ pub extern "C" fn msprobe_record_add_tensor(
             Ok(d) => d,
             Err(rc) => return rc,
         };
-        if (t.storage_bytes > 0 && t.data.is_null()) || t.storage_bytes > isize::MAX as u64 {
-            return fail("bad tensor descriptor");
-        }
-        let storage: &[u8] = if t.storage_bytes == 0 {
-            &[]
-        } else {
-            // SAFETY: data points to storage_bytes readable bytes (header contract); the slice
-            // does not outlive this call.
-            unsafe { std::slice::from_raw_parts(t.data.cast::<u8>(), t.storage_bytes as usize) }
+        let storage = match host_storage(t) {
+            Ok(s) => s,
+            Err(rc) => return rc,
         };
         // SAFETY: type_name and key are NULL or NUL-terminated strings (header contract).
         let (type_name, key) = unsafe { (cstr(t.type_name), cstr(key)) };
-        add_view(m, key, t, dtype, shape, strides, t.offset, storage, type_name)
+        add_view(m, key, t, dtype, shape, strides, t.offset, storage, type_name, None)
     })
+}
+
+/// Same as msprobe_record_add_tensor, with the leaf's Mean and Norm as the framework computed
+/// them (its own reductions, as msprobe writes them) where ours would be floats; Max/Min, CRC
+/// and tensor file still come from the data.
+#[no_mangle]
+pub extern "C" fn msprobe_record_add_tensor_mean_norm(
+    r: *mut MsprobeRecord,
+    key: *const c_char,
+    t: *const MsprobeTensor,
+    mean: f64,
+    norm: f64,
+) -> c_int {
+    with_record(r, |m| {
+        // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
+        let (t, dtype, shape, strides) = match unsafe { descriptor(t) } {
+            Ok(d) => d,
+            Err(rc) => return rc,
+        };
+        let storage = match host_storage(t) {
+            Ok(s) => s,
+            Err(rc) => return rc,
+        };
+        // SAFETY: type_name and key are NULL or NUL-terminated strings (header contract).
+        let (type_name, key) = unsafe { (cstr(t.type_name), cstr(key)) };
+        add_view(m, key, t, dtype, shape, strides, t.offset, storage, type_name, Some((mean, norm)))
+    })
+}
+
+/// The host storage a descriptor points to (`data`, `storage_bytes`), borrowed for the call.
+fn host_storage(t: &MsprobeTensor) -> Result<&[u8], c_int> {
+    if (t.storage_bytes > 0 && t.data.is_null()) || t.storage_bytes > isize::MAX as u64 {
+        return Err(fail("bad tensor descriptor"));
+    }
+    if t.storage_bytes == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: data points to storage_bytes readable bytes (header contract); the slice lives
+    // as long as the borrowed descriptor, i.e. within the exported call.
+    Ok(unsafe { std::slice::from_raw_parts(t.data.cast::<u8>(), t.storage_bytes as usize) })
 }
 
 /// A validated tensor descriptor: the struct, its dtype, shape and optional strides.
@@ -536,6 +570,7 @@ fn add_view(
     offset: i64,
     storage: &[u8],
     type_name: Option<&str>,
+    mean_norm: Option<(f64, f64)>,
 ) -> c_int {
     let data = match layout::gather(dtype.size(), shape, strides, offset, storage) {
         Ok(d) => d,
@@ -549,7 +584,11 @@ fn add_view(
         type_name,
     };
     let rec = m.rec.clone();
-    m.b.add_tensor(key, &tr, rec.budget()).map(|_| MSPROBE_OK).unwrap_or_else(fail)
+    let added = match mean_norm {
+        Some(mn) => m.b.add_tensor_with_mean_norm(key, &tr, mn, rec.budget()),
+        None => m.b.add_tensor(key, &tr, rec.budget()),
+    };
+    added.map(|_| MSPROBE_OK).unwrap_or_else(fail)
 }
 
 /// Same as msprobe_record_add_tensor, with `t->data` an Ascend device address: the view's byte
@@ -580,7 +619,7 @@ pub extern "C" fn msprobe_record_add_device_tensor(
         };
         // SAFETY: type_name and key are NULL or NUL-terminated strings (header contract).
         let (type_name, key) = unsafe { (cstr(t.type_name), cstr(key)) };
-        add_view(m, key, t, dtype, shape, strides, t.offset - lo as i64, &host, type_name)
+        add_view(m, key, t, dtype, shape, strides, t.offset - lo as i64, &host, type_name, None)
     })
 }
 

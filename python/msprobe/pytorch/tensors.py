@@ -38,6 +38,26 @@ def _descriptor() -> MsprobeTensor:
     return d
 
 
+_VF: Any = torch._C._VariableFunctions
+_MEAN_NORM_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def mean_norm(t: torch.Tensor) -> Optional[tuple[float, float]]:
+    """torch's own Mean and Norm of a non-empty, non-0-d float tensor, as msprobe 1.1.1's
+    get_stat_info computes them (in the tensor's dtype). The recorder's f64
+    accumulation agrees to the last bits, but not to the bit, and a mean near zero differs
+    relatively much, which 1.1.1's compare flags as a Warning against a 1.1.1 bench dump. None:
+    the recorder's own values are kept (other dtypes, or torch failed)."""
+    if t.dtype not in _MEAN_NORM_DTYPES or t.dim() == 0 or t.numel() == 0:
+        return None
+    try:
+        with torch.no_grad():
+            mean, norm = _VF.stack([_VF.mean(t), _VF.norm(t)]).tolist()
+        return mean, norm
+    except Exception:  # e.g. an op the device lacks: the recorder's values
+        return None
+
+
 def add_tensor(r: int, key: Optional[bytes], t: torch.Tensor) -> None:
     """One tensor leaf. The descriptor is per thread and reused: the recorder is done with it
     (and with the tensor memory) when msprobe_record_add_tensor returns."""
@@ -67,6 +87,10 @@ def add_tensor(r: int, key: Optional[bytes], t: torch.Tensor) -> None:
             return
     if not t.is_cpu:  # CUDA (bench side), NPU: a host copy, kept alive until the call returns
         t = t.detach().cpu()
+    # torch's Mean/Norm of the host tensor (before the descriptor is filled: torch calls may
+    # reach our hooks). A device tensor's are those of its host copy: reducing it on the device
+    # would add kernels and a wait per tensor (MSPROBE_DEVICE_STATS=1 does that, batched).
+    mn = mean_norm(t)
     if t.is_conj():
         t = t.resolve_conj()
     if t.is_neg():
@@ -87,7 +111,10 @@ def add_tensor(r: int, key: Optional[bytes], t: torch.Tensor) -> None:
     d.data = st.data_ptr()
     d.storage_bytes = st.nbytes()
     d.requires_grad = 1 if requires_grad else 0
-    lib.msprobe_record_add_tensor(r, key, ctypes.byref(d))
+    if mn is None:
+        lib.msprobe_record_add_tensor(r, key, ctypes.byref(d))
+    else:
+        lib.msprobe_record_add_tensor_mean_norm(r, key, ctypes.byref(d), mn[0], mn[1])
 
 
 def _device_str(v: Any) -> str:
@@ -134,4 +161,6 @@ def _fallback(r: int, key: Optional[str], v: Any, depth: int) -> None:
 
 
 # The native encoder (msprobe._fastpath), or None: then `encoder` does it all.
-fast = native_encoder("torch", (torch.Tensor,), dict(ACL_DTYPE), torch.strided, _fallback, logger.warning)
+fast = native_encoder(
+    "torch", (torch.Tensor,), dict(ACL_DTYPE), torch.strided, _fallback, logger.warning, mean_norm=mean_norm
+)

@@ -67,6 +67,7 @@ abi! {
     open = "msprobe_record_open": fn(R, Key, c_int) -> c_int;
     close = "msprobe_record_close": fn(R) -> c_int;
     add_tensor = "msprobe_record_add_tensor": fn(R, Key, *const Tensor) -> c_int;
+    add_tensor_mean_norm = "msprobe_record_add_tensor_mean_norm": fn(R, Key, *const Tensor, f64, f64) -> c_int;
     add_null = "msprobe_record_add_null": fn(R, Key) -> c_int;
     add_bool = "msprobe_record_add_bool": fn(R, Key, Key, c_int) -> c_int;
     add_int = "msprobe_record_add_int": fn(R, Key, Key, i64) -> c_int;
@@ -144,6 +145,12 @@ impl Abi {
     pub fn tensor(&self, r: Rec, k: Option<&CStr>, t: &Tensor) {
         // SAFETY: see the impl comment; `t` describes memory the caller keeps alive for the call.
         unsafe { (self.add_tensor)(rp(r), key(k), t) };
+    }
+
+    /// [`tensor`](Self::tensor) with the leaf's Mean and Norm given (the framework's own).
+    pub fn tensor_mean_norm(&self, r: Rec, k: Option<&CStr>, t: &Tensor, mean: f64, norm: f64) {
+        // SAFETY: see the impl comment; `t` describes memory the caller keeps alive for the call.
+        unsafe { (self.add_tensor_mean_norm)(rp(r), key(k), t, mean, norm) };
     }
 
     pub fn null(&self, r: Rec, k: Option<&CStr>) {

@@ -85,7 +85,8 @@ impl Encoder {
     /// this prefix are left out of stack.json; `split_lists` / `keep_empty`: see the fields.
     #[new]
     #[pyo3(signature = (handle, kind, tensor_types, dtype_codes, strided, fallback, warn, getline,
-                        special_keys=Vec::new(), stack_skip=None, split_lists=false, keep_empty=false))]
+                        special_keys=Vec::new(), stack_skip=None, split_lists=false, keep_empty=false,
+                        mean_norm=None))]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         py: Python<'_>,
@@ -101,6 +102,7 @@ impl Encoder {
         stack_skip: Option<String>,
         split_lists: bool,
         keep_empty: bool,
+        mean_norm: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let kind = match kind {
             "torch" => Kind::Torch,
@@ -119,6 +121,7 @@ impl Encoder {
                 strided,
                 fallback,
                 special_keys,
+                mean_norm,
             },
             warn,
             frames: FrameCache::new(getline, stack_skip, frame_type),

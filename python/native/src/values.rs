@@ -37,7 +37,14 @@ pub struct ValueCtx {
     pub fallback: Py<PyAny>,
     /// Keys whose values always go to `fallback` (torch: "device", "dtype").
     pub special_keys: Vec<String>,
+    /// torch: `mean_norm(t)`, the framework's own Mean and Norm of a float tensor as msprobe
+    /// computes them (a list of two floats, or None to keep ours); see tensors.py.
+    pub mean_norm: Option<Py<PyAny>>,
 }
+
+/// aclDataType numbers of the dtypes whose Mean/Norm the framework computes (`mean_norm`):
+/// float32, float16, bfloat16.
+const MEAN_NORM_CODES: [i32; 3] = [0, 1, 27];
 
 pub struct Walker<'a, 'py> {
     pub ctx: &'a ValueCtx,
@@ -148,16 +155,28 @@ impl<'py> Walker<'_, 'py> {
                 None => (None, None),
             },
         };
-        let res = match view.as_ref().and_then(View::desc) {
-            Some(desc) => {
+        let res = match view.as_ref().and_then(|v| Some((v, v.desc()?))) {
+            Some((v, desc)) => {
                 // `t` and `keep` are alive for the whole call.
-                self.ctx.abi.tensor(self.r, k, &desc);
+                match self.mean_norm(v, t)? {
+                    Some((mean, norm)) => self.ctx.abi.tensor_mean_norm(self.r, k, &desc, mean, norm),
+                    None => self.ctx.abi.tensor(self.r, k, &desc),
+                }
                 Ok(())
             }
             None => self.fallback(key, t, depth),
         };
         drop(keep);
         res
+    }
+
+    /// The framework's Mean and Norm of a non-empty, non-0-d float tensor (`ValueCtx::mean_norm`).
+    fn mean_norm(&self, v: &View, t: &Bound<'py, PyAny>) -> PyResult<Option<(f64, f64)>> {
+        let Some(f) = &self.ctx.mean_norm else { return Ok(None) };
+        if v.nd == 0 || v.is_empty() || !MEAN_NORM_CODES.contains(&v.code) {
+            return Ok(None);
+        }
+        f.bind(self.py).call1((t,))?.extract()
     }
 
     /// A MindSpore tensor through its host array (`asnumpy()`; zero-copy on CPU), which is

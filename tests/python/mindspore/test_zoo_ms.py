@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,33 +67,18 @@ def _harness():
     return dm
 
 
-def _excused(case: str, net: str, row: dict, jit_seen: bool, ref_log: str) -> str | None:
-    """The by-design cause of a row that does not pass, or None. Rules:
-    - unmatched (bench "N/A"): only in the `jit` net, only from its first `Jit.` record on, and only
-      when 1.1.1's own run of the case logged its `super()` failure (it stops recording there);
-    - tensor mode, verdict "None": 1.1.1's own non-verdicts for data it does not compare, with the same
-      dtype on both sides: non-tensor entries ("No bench data matched.", no data file) and 0-d tensors
-      ("scalar data", their statistics equal on both sides)."""
-    if row["Bench Name"] == "N/A":
-        return "1.1.1's jit crash" if net == "jit" and jit_seen and JIT_CRASH in ref_log else None
-    if case.endswith("tensor") and row["Accuracy Reached or Not"] == "None":
-        if row["NPU Dtype"] != row["Bench Dtype"]:
+def _jit_crash(net: str, ref_log: str):
+    """The by-design cause of a row of `net` that neither passes nor is one of 1.1.1's non-verdicts:
+    an unmatched row (bench "N/A") of the `jit` net from its first `Jit.` record on, when 1.1.1's own
+    run of the case logged its `super()` failure (it stops recording there). Anything else: None."""
+
+    def excuse(row: dict, seen: list[str]) -> str | None:
+        if row["Bench Name"] != "N/A" or net != "jit" or JIT_CRASH not in ref_log:
             return None
-        msg = row["Err_message"] or ""
-        if msg == "No bench data matched." and not row["NPU Dtype"].startswith(("Float", "Int", "UInt", "Bool", "BF")):
-            return "non-tensor entry"
-        if msg.startswith("This is type of scalar data") and row["NPU Tensor Shape"] in ("[]", "()"):
-            same = all(row[f"NPU {s}"] == row[f"Bench {s}"] for s in ("max", "min", "mean", "l2norm"))
-            return "0-d tensor" if same else None
-    return None
+        jit_seen = row["NPU Name"].startswith("Jit.") or any(n.startswith("Jit.") for n in seen)
+        return "1.1.1's jit crash" if jit_seen else None
 
-
-def _passes(case: str, row: dict) -> bool:
-    if case.endswith("md5"):
-        return row["Result"] == "pass"
-    if case.endswith("statistics"):
-        return row["Result"] in (None, "", "None")  # 1.1.1 writes "Warning" here, nothing otherwise
-    return row["Accuracy Reached or Not"] == "Yes"
+    return excuse
 
 
 def test_111_compare_of_our_dumps_against_its_own(zoo: Path, tmp_path: Path) -> None:
@@ -111,15 +95,7 @@ def test_111_compare_of_our_dumps_against_its_own(zoo: Path, tmp_path: Path) -> 
             names.append((case, net, (ref / "log.txt").read_text()))
     # A control the rules must catch: our L1 md5 dump of the first net with one CRC changed.
     i = next(i for i, (case, _, _) in enumerate(names) if case == "L1-md5")
-    cfg = json.loads(jobs[i][0].read_text())
-    ctl = tmp_path / "control"
-    shutil.copytree(Path(cfg["npu_path"]).parent, ctl)
-    dump = json.loads((ctl / "dump.json").read_text())
-    args = (v for rec in dump["data"].values() for v in rec.get("input_args", []))
-    leaf = next(v for v in args if isinstance(v, dict) and "md5" in v)
-    leaf["md5"] = f"{int(leaf['md5'], 16) ^ 1:08x}"
-    (ctl / "dump.json").write_text(json.dumps(dump, indent=1))
-    jobs.append((cu.write_input(tmp_path / "control.json", ctl, Path(cfg["bench_path"]).parent), ctl / "out", ()))
+    jobs.append(cu.md5_control(jobs[i][0], tmp_path))
     names.append(("L1-md5", names[i][1] + " (control: one md5 changed)", ""))
     p = cu.run_111_many(jobs, tmp_path, "mindspore")
     assert p.returncode == 0 and "JOB FAILED" not in p.stderr, p.stderr[-3000:]
@@ -127,19 +103,9 @@ def test_111_compare_of_our_dumps_against_its_own(zoo: Path, tmp_path: Path) -> 
     tables = cu.read_many(dirs)
     unexplained, counts = [], {}
     for (case, net, ref_log), d in zip(names, dirs):
-        head, *rows = tables[d]["rows"]
-        assert len(rows) > 10, f"{case} {net}: 1.1.1 compared (almost) nothing"
-        jit_seen, tally = False, {"pass": 0}
-        for values in rows:
-            row = {h: (None if v is None else str(v)) for h, v in zip(head, values)}
-            jit_seen = jit_seen or row["NPU Name"].startswith("Jit.")
-            if _passes(case, row):
-                tally["pass"] += 1
-                continue
-            cause = _excused(case, net, row, jit_seen, ref_log)
-            if cause is None:
-                unexplained.append(f"{case} {net}: {row}")
-            tally[cause or "unexplained"] = tally.get(cause or "unexplained", 0) + 1
+        assert len(tables[d]["rows"]) > 11, f"{case} {net}: 1.1.1 compared (almost) nothing"
+        tally, bad = cu.tally_verdicts(case, tables[d], _jit_crash(net, ref_log))
+        unexplained += [f"{case} {net}: {row}" for row in bad]
         counts[f"{case} {net}"] = tally
     print(json.dumps(counts, indent=1))
     control = [u for u in unexplained if "(control" in u]
