@@ -12,7 +12,7 @@ see /work/shared/reference/device-cost-model.md; sources of the constants below)
 Model (per run; C = the client's kernels, T = the tool's own kernels, S = host waits the tool adds on the
 launching thread, B_sync / B_async = device→host bytes the tool copies synchronously / asynchronously):
   host   = (C + T) × t_launch + S × t_sync + B_sync / bw_link
-  device = (C + T) × t_kernel + (B_client + B_tool) / bw_hbm + B_async / bw_link
+  device = (C + T) × t_kernel + (B_client + B_tool) / bw_hbm + B_async / bw_link + F16 / r16 + F32 / r32
   step   = max(host, device) + min(host, device) × min(1, S / (C + T))
 The host runs ahead of the device and the two overlap (max) except at a wait: each wait drains the
 queue, losing about one launch's share of the overlap (min / launches). A wait per launch or more
@@ -26,7 +26,10 @@ which makes the tool's share look larger, not smaller). B_tool = the device redu
 each tool kernel reads its tensor once and the NanToNum passes also write it, ≈ 1.5 × tensor bytes per
 tool kernel (tool kernels per reduced tensor × 1.5 × the reduced tensors' bytes, these being B_client minus
 what was copied asynchronously: all tensors for the pure device design, the large ones in the hybrid).
-Both terms matter only for large tensors
+F16 / F32 = the client's matmul FLOPs (2·M·N·K of every aclnnMm/Matmul/Addmm/BatchMatMul/Bmm/Baddbmm
+launch in the uncaptured run's ground-truth trace, CANNSIM_TRACE; half precision = float16/bfloat16),
+added to the device time at the cube rates below (the same in both runs: it only stops the model from
+treating a matmul-heavy step as pure launches and bytes). Both byte terms matter only for large tensors
 (`BENCH_GPT_BIG`, e.g. "--d-model 768 --seq 512 --batch 4 --steps 1": a realistic layer size;
 `BENCH_ONLY_BIG=1` runs that size alone).
 
@@ -37,11 +40,21 @@ Constants (low / mid / high):
   bw_link  32 / 25 / 20 GB/s  PCIe 4.0 x16 (32 GB/s theoretical per direction, ~25 GB/s achieved pinned)
   t_kernel 3 / 5 / 8 µs    device-side floor of a small kernel (launch + one tiny pass)
   bw_hbm   1.6 / 1.0 / 0.4 TB/s  910B-class HBM (public figures 0.4–1.6 TB/s; device-cost-model.md)
+  r16      320 / 200 / 100 TFLOPS  matmul rate in float16/bfloat16: 910B's public FP16 peak (~320 TFLOPS;
+                           Ascend 910: 256, HotChips 2019), then ~60 % and ~30 % of it achieved
+  r32      80 / 50 / 25 TFLOPS  matmul rate in float32: a quarter of r16 (the cube computes fp32 matmuls
+                           at a fraction of its fp16 rate; an assumption, no public figure)
+
+A lower-bound row per example: any design that reduces *every* captured tensor on the device through its
+own aclnn launches (so that ≤ 64 B per tensor cross the link) needs at least one extra launch and one HBM
+read per tensor: T = tensors, B_tool = B_client, no waits. When that row is above 1.2×, no such design
+reaches 1.2× on that example under this model.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -53,10 +66,43 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
 LIB = TARGET / "release" / "libmsprobe.so"
 CONSTS = {
-    "low": dict(t_launch=5e-6, t_sync=10e-6, bw=32e9, t_kernel=3e-6, hbm=1.6e12),
-    "mid": dict(t_launch=10e-6, t_sync=30e-6, bw=25e9, t_kernel=5e-6, hbm=1.0e12),
-    "high": dict(t_launch=20e-6, t_sync=50e-6, bw=20e9, t_kernel=8e-6, hbm=0.4e12),
+    "low": dict(t_launch=5e-6, t_sync=10e-6, bw=32e9, t_kernel=3e-6, hbm=1.6e12, r16=320e12, r32=80e12),
+    "mid": dict(t_launch=10e-6, t_sync=30e-6, bw=25e9, t_kernel=5e-6, hbm=1.0e12, r16=200e12, r32=50e12),
+    "high": dict(t_launch=20e-6, t_sync=50e-6, bw=20e9, t_kernel=8e-6, hbm=0.4e12, r16=100e12, r32=25e12),
 }
+# Matmul-class launches in the ground-truth trace, and the input whose last dimension is K.
+MATMUL_OPS = {
+    "aclnnMm": "self",
+    "aclnnMatmul": "self",
+    "aclnnBmm": "self",
+    "aclnnBatchMatMul": "self",
+    "aclnnAddmm": "mat1",
+    "aclnnBaddbmm": "batch1",
+}
+HALF = ("float16", "bfloat16")
+
+
+def trace_flops(path: Path) -> tuple[float, float]:
+    """The client's matmul FLOPs (half precision, float32) from a ground-truth trace: 2 · numel(out) · K."""
+    f16 = f32 = 0.0
+    for line in path.read_text().splitlines():
+        x = json.loads(line)
+        k_input = MATMUL_OPS.get(x["op"])
+        if k_input is None:
+            continue
+        ins = {t["name"]: t for t in x["tensors"] if t["role"] == "input"}
+        outs = [t for t in x["tensors"] if t["role"] in ("output", "inout")]
+        a = ins.get(k_input)
+        if a is None or not a["shape"] or not outs:
+            continue
+        flops = 2.0 * math.prod(outs[-1]["shape"]) * a["shape"][-1]
+        if a["dtype"] in HALF:
+            f16 += flops
+        else:
+            f32 += flops
+    return f16, f32
+
+
 STATS_COPY = "statistics, copy+sync (MSPROBE_L2_ASYNC_COPY=0)"
 # Defaults: every task by async copies (statistics computed on the host from them).
 DESIGNS = [
@@ -86,6 +132,8 @@ def run(lib64: Path, script: list[str], work: Path, extra: dict | None) -> dict:
         CANNSIM_LIB64=str(lib64),
         CANNSIM_STATS=str(work / "stats.json"),
     )
+    if extra is None:  # the uncaptured run: its trace gives the client's matmul FLOPs
+        e["CANNSIM_TRACE"] = str(work / "trace.jsonl")
     if extra is not None:
         e.update(LD_PRELOAD=str(LIB), MSPROBE_LEVEL="L2", MSPROBE_DUMP_PATH=str(work / "dump"), **extra)
     work.mkdir(parents=True, exist_ok=True)
@@ -99,6 +147,8 @@ def run(lib64: Path, script: list[str], work: Path, extra: dict | None) -> dict:
     st["tool_kernels"] = int(m.group(1)) if m else 0
     m = re.search(r"device statistics: (\d+) tensors reduced on the device", p.stderr)
     st["device_tensors"] = int(m.group(1)) if m else 0
+    if extra is None:
+        st["flops"] = trace_flops(work / "trace.jsonl")
     return st
 
 
@@ -131,6 +181,8 @@ def step_time(c: dict, k: dict) -> float:
     host += c["sync_bytes"] / k["bw"]
     device = (c["client_kernels"] + c["tool_kernels"]) * k["t_kernel"] + c["async_bytes"] / k["bw"]
     device += (c.get("client_bytes", 0) + c.get("tool_hbm_bytes", 0)) / k["hbm"]
+    f16, f32 = c.get("flops", (0.0, 0.0))
+    device += f16 / k["r16"] + f32 / k["r32"]
     launches = max(c["client_kernels"] + c["tool_kernels"], 1)
     return max(host, device) + min(host, device) * min(1.0, c["tool_waits"] / launches)
 
@@ -167,9 +219,11 @@ def main() -> None:
                 "| est. step ×uncaptured low / mid / high |"
             )
             print("|---|---|---|---|---|---|")
+            f16, f32 = base["flops"]
             for name, _ in designs:
                 c = counters(runs[name], base)
                 c["client_bytes"] = client_bytes
+                c["flops"] = (f16, f32)
                 if c["device_tensors"]:
                     reduced = max(0, client_bytes - c["async_bytes"])
                     c["tool_hbm_bytes"] = c["tool_kernels"] / c["device_tensors"] * 1.5 * reduced
@@ -182,6 +236,17 @@ def main() -> None:
                     f"| {name} | {c['client_kernels']} | {c['tool_kernels']} | {c['tool_waits'] / launches:.2f} | "
                     f"{per_t:.1f} ({c['sync_bytes']}+{c['async_bytes']} B, {c['tensors']} tensors) | {ratios} |"
                 )
+            # The best any per-tensor device design can do: one launch and one HBM read per tensor.
+            c = counters(runs[STATS_COPY], base)
+            c.update(client_bytes=client_bytes, flops=(f16, f32))
+            c0 = dict(c, tool_kernels=0, tool_waits=0, sync_bytes=0, async_bytes=0, tool_hbm_bytes=0)
+            lb = dict(c0, tool_kernels=c["tensors"], tool_hbm_bytes=client_bytes)
+            ratios = " / ".join(f"{step_time(lb, k) / step_time(c0, k):.2f}" for k in CONSTS.values())
+            print(
+                f"| lower bound: every tensor reduced on the device (≥ 1 launch, 1 HBM read each) | "
+                f"{c['client_kernels']} | ≥ {c['tensors']} | 0 | – | {ratios} |"
+            )
+            print(f"\nclient matmul FLOPs (trace): {f16:.3g} half precision, {f32:.3g} float32")
 
 
 if __name__ == "__main__":
