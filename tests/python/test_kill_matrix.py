@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import random
 import re
 import resource
@@ -277,15 +278,31 @@ class Server:
             preexec_fn=as_a_fresh_process,
         )
 
+        # The server's lines, read by a thread: a wait for one can then time out.
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(x) for x in self.p.stdout], daemon=True).start()
+
     def start(self, job: dict) -> int:
         self.p.stdin.write(json.dumps(job) + "\n")
         self.p.stdin.flush()
-        return int(self.p.stdout.readline().split()[1])
+        return int(self.lines.get(timeout=120).split()[1])
 
-    def wait(self, pid: int) -> int:
-        word, got, status = self.p.stdout.readline().split()
+    def wait(self, pid: int, timeout: float = 60) -> tuple[int, bool]:
+        """The child's exit (as Popen.returncode) and whether it ended by itself within `timeout`
+        seconds of the signal; a child still running then is SIGKILLed (a hang is a finding, never
+        a test that waits forever)."""
+        try:
+            line, ended = self.lines.get(timeout=timeout), True
+        except queue.Empty:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            line, ended = self.lines.get(timeout=60), False
+        word, got, status = line.split()
         assert word == "exit" and int(got) == pid
-        return -os.WTERMSIG(int(status)) if os.WIFSIGNALED(int(status)) else os.WEXITSTATUS(int(status))
+        rc = -os.WTERMSIG(int(status)) if os.WIFSIGNALED(int(status)) else os.WEXITSTATUS(int(status))
+        return rc, ended
 
     def close(self) -> None:
         self.p.stdin.close()
@@ -312,7 +329,9 @@ def run_l1(case: Case, tmp: Path, server: Server) -> Result:
         os.kill(pid, SIGNALS[case.sig])
     except ProcessLookupError:
         pass
-    res.rc = server.wait(pid)
+    res.rc, ended = server.wait(pid)
+    if not ended:
+        res.problems.append(f"still running 60 s after SIG{case.sig} (killed)")
     check(res, dump, before, lines(side), log.read_text(errors="replace"))
     return res
 

@@ -490,6 +490,9 @@ impl Encoder {
     /// Aborts `r` and logs the error once per message; the hooked call goes on.
     pub(crate) fn failed(&self, py: Python<'_>, r: Rec, e: &PyErr) {
         self.ctx.abi.abort(r);
+        if resurface_interrupt(py, e) {
+            return;
+        }
         self.warn_once(py, format!("a record could not be written and was dropped: {e}"));
     }
 
@@ -499,4 +502,18 @@ impl Encoder {
             let _ = self.warn.bind(py).call1((PyString::new(py, &msg),));
         }
     }
+}
+
+/// A Ctrl-C (KeyboardInterrupt) that Python raised while our hook ran Python code (the
+/// framework's `mean_norm`, a fallback encoder) belongs to the user's program, not to the hook,
+/// which drops its record and returns normally: the interrupt is set again, so Python raises it at
+/// its next check, in the user's code. Returns whether `e` was one.
+pub(crate) fn resurface_interrupt(py: Python<'_>, e: &PyErr) -> bool {
+    if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+        return false;
+    }
+    // SAFETY: the GIL is held (`py`); PyErr_SetInterrupt only sets the interpreter's
+    // pending-SIGINT flag, as the C signal handler does.
+    unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+    true
 }

@@ -209,7 +209,9 @@ impl LeanHooks {
         match res {
             Ok(v) => Some(v),
             Err(e) => {
-                self.enc().warn_once(py, format!("an L0 hook failed and was skipped: {e}"));
+                if !crate::encoder::resurface_interrupt(py, &e) {
+                    self.enc().warn_once(py, format!("an L0 hook failed and was skipped: {e}"));
+                }
                 None
             }
         }
