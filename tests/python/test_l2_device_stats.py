@@ -118,6 +118,7 @@ def run(tmp: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, Pa
         MSPROBE_L2_DEVICE_STATS_MIN_BYTES="0",
     )
     e.update(env)
+    e = {k: v for k, v in e.items() if v is not None}  # None: unset (the tool's default)
     p = subprocess.run([sys.executable, str(prog)], env=e, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "ok" in p.stdout, p.stderr
     return p, tmp
@@ -209,7 +210,8 @@ def waits_and_bytes(d: Path) -> tuple[int, dict, dict]:
 
 
 def test_statistics_by_async_copies_equal_the_copy_path(tmp_path: Path) -> None:
-    """The default statistics design (MSPROBE_L2_ASYNC_COPY on, device statistics off): each tensor's
+    """Statistics by async copies (MSPROBE_L2_ASYNC_COPY on, MSPROBE_L2_DEVICE_STATS=0; the default
+    for tensors up to MSPROBE_L2_DEVICE_STATS_MIN_BYTES, i.e. all of these): each tensor's
     bytes go into pinned memory with aclrtMemcpyAsync and the completion thread computes the statistics
     with the copy path's host code. dump.json equals the copy path's (MSPROBE_L2_ASYNC_COPY=0) byte for
     byte in its data, the statistics match numpy over the exact values, every launch of the trace is
@@ -235,14 +237,20 @@ def test_statistics_by_async_copies_equal_the_copy_path(tmp_path: Path) -> None:
     assert d2h_a["sync"]["bytes"] == own["d2h"], d2h_a  # no synchronous copy by the tool
     assert d2h_a["async"]["copies"] == int(m.group(1))
     assert d2h_a["async"]["bytes"] == d2h_c["sync"]["bytes"] - own["d2h"] > 0, (d2h_a, d2h_c)
+    # MSPROBE_L2_ASYNC_COPY=0 alone restores the copy path: the hybrid default needs async copies
+    _, c2 = run(tmp_path / "copy2", {"MSPROBE_L2_DEVICE_STATS": None, "MSPROBE_L2_ASYNC_COPY": "0"})
+    trace2 = [json.loads(line) for line in (c2 / "trace.jsonl").read_text().splitlines()]
+    assert not [x for x in trace2 if x["op"] in TOOL_OPS]
+    assert waits_and_bytes(c2)[:2] == (syncs_c, d2h_c)
 
 
 def test_hybrid_small_tensors_by_async_copy_large_on_the_device(tmp_path: Path) -> None:
-    """MSPROBE_L2_DEVICE_STATS=1 with async copies on: a tensor of more than
-    MSPROBE_L2_DEVICE_STATS_MIN_BYTES (here 4096) is reduced on the device, the others copied
-    asynchronously. The trace's tool reductions (one aclnnAminmaxAll per reduced tensor) match the
-    tensors above the threshold; all statistics match numpy; no tool wait on the launching thread."""
-    p, d = run(tmp_path / "hyb", {"MSPROBE_L2_DEVICE_STATS_MIN_BYTES": "4096"})
+    """The statistics default (MSPROBE_L2_DEVICE_STATS unset, async copies on) is the hybrid: a
+    tensor of more than MSPROBE_L2_DEVICE_STATS_MIN_BYTES (here 4096) is reduced on the device, the
+    others copied asynchronously. The trace's tool reductions (one aclnnAminmaxAll per reduced
+    tensor) match the tensors above the threshold; all statistics match numpy; no tool wait on the
+    launching thread."""
+    p, d = run(tmp_path / "hyb", {"MSPROBE_L2_DEVICE_STATS": None, "MSPROBE_L2_DEVICE_STATS_MIN_BYTES": "4096"})
     data = json.loads(next((d / "dump").glob("step0/*/dump.json")).read_text())["data"]
     check_against_numpy(d, data)
     size = {"float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "bool": 1}

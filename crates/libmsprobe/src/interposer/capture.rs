@@ -2,9 +2,9 @@
 //! outputs after it, each through the tool's own (real) `aclrtSynchronizeStream` + `aclrtMemcpy`.
 //! By default every task instead copies asynchronously on the launch's stream into pinned memory
 //! (`MSPROBE_L2_ASYNC_COPY`, see [`devstats`]); the statistics task then computes its statistics
-//! on the completion thread with the copy path's host code. Statistics reduced on the device are
-//! opt-in (`MSPROBE_L2_DEVICE_STATS=1`), for tensors above `MSPROBE_L2_DEVICE_STATS_MIN_BYTES`
-//! when async copies are on (the hybrid).
+//! on the completion thread with the copy path's host code, except that tensors above
+//! `MSPROBE_L2_DEVICE_STATS_MIN_BYTES` are reduced on the device (the hybrid, the statistics
+//! default; `MSPROBE_L2_DEVICE_STATS=0` turns it off).
 //!
 //! A side's copies are made only once its stream synchronisation succeeded: a copy made without it
 //! could read the device before the kernels that write it ran. A sync or copy that fails is
@@ -314,8 +314,8 @@ pub(crate) fn record_launch(
     rc
 }
 
-/// The default of `MSPROBE_L2_DEVICE_STATS_MIN_BYTES`: in the hybrid (statistics with
-/// `MSPROBE_L2_DEVICE_STATS=1` and async copies on) a tensor of at most this many bytes is copied
+/// The default of `MSPROBE_L2_DEVICE_STATS_MIN_BYTES`: in the hybrid (statistics with async
+/// copies on, unless `MSPROBE_L2_DEVICE_STATS=0`) a tensor of at most this many bytes is copied
 /// asynchronously, a larger one reduced on the device. From the cost model's mid constants
 /// (scripts/bench_device.py): one async copy of N bytes costs N / 25 GB/s on the host link; the 6
 /// reduction kernels cost 6 × 5 µs (t_kernel) + 6 × 1.5 × N / 1 TB/s (HBM) on the device. Equal at
@@ -326,12 +326,14 @@ const DEVICE_STATS_MIN_BYTES: u64 = 1 << 20;
 
 /// Which of the device paths of issue #21 a launch uses (None: the copy path).
 fn device_limits(l2: &L2) -> Option<devstats::Limits> {
-    // Statistics: by default the tensor's bytes are copied asynchronously into pinned memory and
-    // the statistics computed on the completion thread by the copy path's own host code (same
-    // values, no wait on the launching thread, no tool kernel). `MSPROBE_L2_DEVICE_STATS=1` adds
-    // the device reductions (~6 tool kernels per tensor, 32 result bytes over the link) for tensors
-    // larger than `MSPROBE_L2_DEVICE_STATS_MIN_BYTES` (with async copies off: for every tensor); on
-    // launch-bound workloads of small tensors the kernels cost more than the copies.
+    // Statistics, by default the hybrid: a tensor of at most `MSPROBE_L2_DEVICE_STATS_MIN_BYTES`
+    // is copied asynchronously into pinned memory and its statistics computed on the completion
+    // thread by the copy path's own host code (same values, no wait on the launching thread, no
+    // tool kernel); a larger one is reduced on the device (~6 tool kernels, 32 result bytes over
+    // the link), where the host link would cost more than the kernels (cost model). On
+    // launch-bound workloads of small tensors the kernels cost more than the copies, hence the
+    // threshold. `MSPROBE_L2_DEVICE_STATS=0`: async copies for every tensor; with async copies
+    // off, `=1` reduces every tensor on the device.
     // md5/tensor: the bytes are needed on the host, async copies unless `MSPROBE_L2_ASYNC_COPY=0`.
     // Durability is the same for all: every record of these paths is journaled in planned form at
     // the launch (see `planned`).
@@ -340,11 +342,14 @@ fn device_limits(l2: &L2) -> Option<devstats::Limits> {
     static MIN_BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     let cfg = l2.recorder.config();
     let stats = stats_mode(l2);
-    let copies = *COPIES.get_or_init(|| env_switch("MSPROBE_L2_ASYNC_COPY", true)) && {
+    let copies_on = *COPIES.get_or_init(|| env_switch("MSPROBE_L2_ASYNC_COPY", true));
+    let copies = copies_on && {
         let _busy = Busy::enter();
         devstats::copies_available()
     };
-    let device = stats && *DEVICE.get_or_init(|| env_switch("MSPROBE_L2_DEVICE_STATS", false)) && {
+    // The hybrid is the statistics default while async copies are on; with them off
+    // (`MSPROBE_L2_ASYNC_COPY=0`, the copy path) device reductions only when asked for.
+    let device = stats && *DEVICE.get_or_init(|| env_switch("MSPROBE_L2_DEVICE_STATS", copies_on)) && {
         let _busy = Busy::enter();
         devstats::available()
     };
