@@ -254,9 +254,9 @@ int msprobe_record_add_tensor(struct MsprobeRecord *r,
                               const struct MsprobeTensor *t);
 
 /**
- * Same as msprobe_record_add_tensor, with the leaf's Mean and Norm as the framework computed them
- * (its own reductions, as msprobe writes them) where ours would be floats (non-empty, not 0-d);
- * Max/Min, CRC and tensor file still come from the data.
+ * Same as msprobe_record_add_tensor, with the leaf's Mean and Norm as the framework computed
+ * them (its own reductions, as msprobe writes them) where ours would be floats; Max/Min, CRC
+ * and tensor file still come from the data.
  */
 int msprobe_record_add_tensor_mean_norm(struct MsprobeRecord *r,
                                         const char *key,
