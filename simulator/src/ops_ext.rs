@@ -97,6 +97,10 @@ pub enum ExtOp {
     Norm { p: f64, dims: Vec<i64>, keep: bool },
     /// slots: self, out. aclnnNanToNum: NaN, +inf and -inf replaced by the given values (float dtypes).
     NanToNum { nan: f32, posinf: f32, neginf: f32 },
+    /// slots: tensors (list), out. aclnnStack: the tensors (all of one shape S) along a new axis
+    /// `dim` of out (S with the count inserted at `dim`, negative counted from out's rank); values
+    /// converted to out's dtype on store, as aclnnCat.
+    Stack { dim: i64 },
 }
 
 /// Convolution parameters (2-D).
@@ -301,6 +305,16 @@ fn l(s: &[SV], i: usize) -> Result<&Vec<TView>, i32> {
         _ => Err(fail(ACLNN_ERR_PARAM_NULLPTR, format!("tensor list argument {i} is NULL"))),
     }
 }
+/// aclnnStack's `dim` as an index into out's shape (rank `out_rank`: the inputs' rank + 1).
+fn stack_dim(d: i64, out_rank: usize) -> Result<usize, i32> {
+    let r = out_rank as i64;
+    let dd = if d < 0 { d + r } else { d };
+    if dd < 0 || dd >= r.max(1) {
+        Err(inv(format!("aclnnStack: dim {d} out of range for out rank {out_rank}")))
+    } else {
+        Ok(dd as usize)
+    }
+}
 fn float(v: &TView, what: &str) -> Result<(), i32> {
     if v.dtype.is_float() {
         Ok(())
@@ -426,6 +440,23 @@ impl ExtOp {
                     return Err(inv(format!("aclnnNorm: out shape {:?} expected {:?}", o.shape, os)));
                 }
                 Ok(REDUCE_WS)
+            }
+            ExtOp::Stack { dim } => {
+                let (ts, o) = (l(s, 0)?, t(s, 1)?);
+                let d = stack_dim(*dim, o.shape.len())?;
+                let Some(first) = ts.first() else { return Err(inv("aclnnStack: empty tensor list")) };
+                if ts.iter().any(|v| v.shape != first.shape) {
+                    return Err(inv("aclnnStack: tensors must all have the same shape"));
+                }
+                let mut os = first.shape.clone();
+                if d > os.len() {
+                    return Err(inv(format!("aclnnStack: dim {dim} out of range for rank {}", os.len())));
+                }
+                os.insert(d, ts.len() as i64);
+                if o.shape != os {
+                    return Err(inv(format!("aclnnStack: out shape {:?} expected {:?}", o.shape, os)));
+                }
+                Ok(0)
             }
             ExtOp::NanToNum { .. } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
@@ -735,6 +766,22 @@ impl ExtOp {
                     })
                     .collect();
                 o.write_f64(&r)
+            }
+            ExtOp::Stack { dim } => {
+                let (ts, o) = (l(s, 0)?, t(s, 1)?);
+                let d = stack_dim(*dim, o.shape.len())?;
+                // out = [outer, count, inner]: each input is one [outer, 1, inner] block.
+                let outer: i64 = o.shape[..d].iter().product();
+                let inner: i64 = o.shape[d + 1..].iter().product();
+                let (outer, inner) = (outer as usize, inner as usize);
+                let parts: Vec<Vec<f64>> = ts.iter().map(|v| v.read_f64()).collect::<Result<_, _>>()?;
+                let mut out = Vec::with_capacity(o.numel());
+                for a in 0..outer {
+                    for p in &parts {
+                        out.extend_from_slice(&p[a * inner..(a + 1) * inner]);
+                    }
+                }
+                o.write_f64(&out)
             }
             ExtOp::NanToNum { nan, posinf, neginf } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);

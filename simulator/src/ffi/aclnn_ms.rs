@@ -1,6 +1,7 @@
 //! aclnn functions MindSpore 2.10's Ascend plugin resolves (real-clients.md §6.2) that the other files lack:
 //! Tanh / Sigmoid and their backward, Erf, GeluV2 / GeluBackwardV2 (approximate 0 = erf, 1 = tanh), Clamp, Permute,
-//! PowTensorTensor, PowTensorScalar, ApplyAdamWV2, SplitWithSize, and the nnopbase thread-local huge-memory hooks (InitHugeMemThreadLocal,
+//! PowTensorTensor, PowTensorScalar, ApplyAdamWV2, SplitWithSize, LinalgVectorNorm and Stack (`mint.norm`,
+//! `mint.stack`: msprobe's MindSpore statistics and our device statistics), and the nnopbase thread-local huge-memory hooks (InitHugeMemThreadLocal,
 //! UnInitHugeMemThreadLocal, ReleaseHugeMem) that clients wrap around every aclnn call.
 use super::aclnn::{int_array, p1, scalar, u};
 use crate::aclop_nn::Nn;
@@ -36,7 +37,49 @@ crate::phase2!(
     aclnnPowTensorScalar,
     aclnnApplyAdamWV2,
     aclnnSplitWithSize,
+    aclnnLinalgVectorNorm,
+    aclnnStack,
 );
+
+/// `aclnnLinalgVectorNorm(self, const aclScalar *ord, const aclIntArray *dims, bool keepDims,
+/// aclDataType dtype, out)`: (sum |x|^ord)^(1/ord) over `dims` (all when empty), as aclnnNorm;
+/// `dtype` (the compute type, FLOAT or FLOAT16 per CANN's header, BFLOAT16 accepted as by its
+/// newer releases) must be a float type. Computed in f64 and rounded to out's dtype.
+#[no_mangle]
+pub extern "C" fn aclnnLinalgVectorNormGetWorkspaceSize(
+    self_: H,
+    ord: H,
+    dims: H,
+    keep_dims: bool,
+    dtype: i32,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnLinalgVectorNorm", ws, ex, || {
+        let p = scalar(ord, "ord")?;
+        if p < 0.0 || p.is_nan() {
+            return Err(inv(format!("aclnnLinalgVectorNorm: ord = {p} is not supported")));
+        }
+        if !matches!(crate::dtype::DType::from_acl(dtype), Some(d) if d.is_float()) {
+            return Err(inv(format!("aclnnLinalgVectorNorm: dtype {dtype} is not a float type")));
+        }
+        let dims = int_array(dims, "dims")?;
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((Op::Ext(Box::new(ExtOp::Norm { p, dims, keep: keep_dims })), a))
+    })
+}
+
+/// `aclnnStack(const aclTensorList *tensors, int64_t dim, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnStackGetWorkspaceSize(tensors: H, dim: i64, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnStack", ws, ex, || {
+        let mut a = Args::new();
+        a.list(In, "tensors", u(tensors))?.t(Out, "out", u(out))?;
+        Ok((Op::Ext(Box::new(ExtOp::Stack { dim })), a))
+    })
+}
 
 macro_rules! unary {
     ($name:ident, $p2:literal, $f:expr) => {

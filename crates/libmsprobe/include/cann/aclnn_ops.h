@@ -66,7 +66,7 @@ aclnnStatus aclnnThresholdBackwardGetWorkspaceSize(const aclTensor *gradOutput, 
 aclnnStatus aclnnSiluGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnSiluBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, aclTensor *gradInput, P1);
 aclnnStatus aclnnSigmoidGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
-/* MindSpore 2.10's aclnn path (classic nets): activations, Erf, GELU V2, Clamp, Pow, SplitWithSize */
+/* MindSpore 2.10's aclnn path (classic nets): activations, Erf, GELU V2, Clamp, Pow, SplitWithSize, LinalgVectorNorm (mint.norm), Stack */
 aclnnStatus aclnnTanhGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnErfGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnTanhBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *output, aclTensor *gradInput, P1);
@@ -77,6 +77,8 @@ aclnnStatus aclnnClampGetWorkspaceSize(const aclTensor *self, const aclScalar *c
 aclnnStatus aclnnPowTensorTensorGetWorkspaceSize(const aclTensor *self, const aclTensor *exponent, aclTensor *out, P1);
 aclnnStatus aclnnPowTensorScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *exponent, aclTensor *out, P1);
 aclnnStatus aclnnSplitWithSizeGetWorkspaceSize(const aclTensor *self, const aclIntArray *splitSize, int64_t dim, aclTensorList *out, P1);
+aclnnStatus aclnnLinalgVectorNormGetWorkspaceSize(const aclTensor *self, const aclScalar *ord, const aclIntArray *dims, bool keepDims, const aclDataType dtype, aclTensor *out, P1);
+aclnnStatus aclnnStackGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, aclTensor *out, P1);
 
 /* Normalisation */
 aclnnStatus aclnnLayerNormGetWorkspaceSize(const aclTensor *input, const aclIntArray *normalizedShape, const aclTensor *weightOptional, const aclTensor *biasOptional, double eps, aclTensor *out, aclTensor *meanOutOptional, aclTensor *rstdOutOptional, P1);
