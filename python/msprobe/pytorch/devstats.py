@@ -1,4 +1,5 @@
-"""Statistics of device tensors (torch_npu, CUDA) reduced on the device (issue #21).
+"""Statistics of device tensors (torch_npu, CUDA) reduced on the device (issue #21); the batching
+is shared with MindSpore (``msprobe.core.devstats``).
 
 Copying a device tensor to the host for four numbers costs a whole-tensor transfer and a
 synchronisation per tensor. Instead, in a statistics-only session (task statistics,
@@ -25,55 +26,18 @@ wrappers do not patch, on a detached tensor: nothing is recorded, nothing in-pla
 
 from __future__ import annotations
 
-import atexit
-import ctypes
-import os
-import threading
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
-from msprobe.core import config
-from msprobe.core.errors import logger
-from msprobe.core.native import lib
+from msprobe.core.devstats import DeviceStats as _Base
 
 _VF: Any = torch._C._VariableFunctions
 _FLOAT_OWN = (torch.float16, torch.bfloat16, torch.float32)
 
 
-def _batch_size() -> int:
-    raw = os.environ.get("MSPROBE_DEVICE_BATCH", "").strip()
-    if not raw:
-        return 256
-    try:
-        n = int(raw)
-    except ValueError:
-        n = 0
-    if n < 1 or n > 1 << 20:
-        logger.warning(f"MSPROBE_DEVICE_BATCH={raw!r} is not an integer from 1 to 1048576; using 256")
-        return 256
-    return n
-
-
-class DeviceStats:
-    """The pending device results of this process, fetched in batches (thread-safe)."""
-
-    def __init__(self) -> None:
-        self.enabled = os.environ.get("MSPROBE_DEVICE_STATS", "0").strip() == "1"
-        self.batch = _batch_size()
-        self.async_dump = False
-        self.lock = threading.Lock()
-        self.first = 0  # slot of results[0]
-        self.results: list[torch.Tensor] = []
-        self.fetches = 0
-        self.tensors = 0
-        self.fallbacks = 0
-        self.failed = False
-        atexit.register(self.fetch)
-
-    def configure(self, config_path: Optional[str]) -> None:
-        v = config._file_value(config_path, "async_dump")
-        self.async_dump = v is True
+class DeviceStats(_Base):
+    """torch's device reductions and batch fetch."""
 
     def eligible(self, t: torch.Tensor) -> bool:
         if not self.enabled or self.failed or t.is_cpu or t.is_meta or t.is_complex():
@@ -84,62 +48,26 @@ class DeviceStats:
 
     def reduce(self, t: torch.Tensor) -> torch.Tensor:
         """The 4 statistics as a float32 device tensor, as 1.1.1's get_stat_info."""
-        x = t.detach()
-        if x.dim() == 0:  # 1.1.1: item() for all four (the value itself, also as Norm)
-            return _VF.stack([x, x, x, x]).to(torch.float32)
-        if not x.is_floating_point() or x.dtype == torch.float64:
-            x = x.to(torch.float32)
-        return _VF.stack([_VF.max(x), _VF.min(x), _VF.mean(x), _VF.norm(x)]).to(torch.float32)
+        with torch.no_grad():
+            x = t.detach()
+            if x.dim() == 0:  # 1.1.1: item() for all four (the value itself, also as Norm)
+                return _VF.stack([x, x, x, x]).to(torch.float32)
+            if not x.is_floating_point() or x.dtype == torch.float64:
+                x = x.to(torch.float32)
+            return _VF.stack([_VF.max(x), _VF.min(x), _VF.mean(x), _VF.norm(x)]).to(torch.float32)
 
-    def reduce_safe(self, t: torch.Tensor) -> Optional[torch.Tensor]:
-        """`reduce`, or None (the caller takes the copy path)."""
+    def _gather(self, results: list) -> tuple[Any, int]:
+        """One stack on the device, one non-blocking copy into pinned memory, one wait on the
+        stack's current stream."""
+        dev = _VF.stack(results)
         try:
-            with torch.no_grad():
-                return self.reduce(t)
-        except Exception as e:  # an op the device cannot run: copy path from now on
-            self.failed = True
-            logger.warning(f"device statistics failed ({e}); device tensors are copied to the host from now on")
-            return None
-
-    def add(self, r: int, key: Optional[bytes], desc: Any, res: torch.Tensor) -> bool:
-        """Adds the leaf as pending with its device result `res` (True), or False: the caller
-        takes the copy path."""
-        with self.lock:
-            slot = self.first + len(self.results)
-            rc = lib.msprobe_record_add_tensor_pending(r, key, ctypes.byref(desc), slot)
-            if rc != 0:
-                return False
-            self.results.append(res)
-            self.tensors += 1
-            full = len(self.results) >= self.batch and not self.async_dump
-        if full:
-            self.fetch()
-        return True
-
-    def fetch(self) -> None:
-        """Fetches every pending result: one stack, one non-blocking copy into pinned memory,
-        one wait; then hands the values to the recorder."""
-        with self.lock:
-            results, first = self.results, self.first
-            self.results = []
-            self.first += len(results)
-            if not results:
-                return
-            try:
-                dev = _VF.stack(results)
-                try:
-                    host = torch.empty(dev.shape, dtype=torch.float32, pin_memory=True)
-                except Exception:  # no pinned memory: a plain (blocking) copy
-                    host = torch.empty(dev.shape, dtype=torch.float32)
-                host.copy_(dev, non_blocking=True)
-                _wait(dev)
-            except Exception as e:
-                logger.warning(f"fetching device statistics failed ({e}); their leaves are written with null values")
-                return
-            self.fetches += 1
-            vals = host.to(torch.float64)
-            p = ctypes.cast(vals.data_ptr(), ctypes.POINTER(ctypes.c_double))
-            lib.msprobe_resolve_stats(first, p, len(results))
+            host = torch.empty(dev.shape, dtype=torch.float32, pin_memory=True)
+        except Exception:  # no pinned memory: a plain (blocking) copy
+            host = torch.empty(dev.shape, dtype=torch.float32)
+        host.copy_(dev, non_blocking=True)
+        _wait(dev)
+        vals = host.to(torch.float64)
+        return vals, vals.data_ptr()
 
 
 def _wait(dev: torch.Tensor) -> None:

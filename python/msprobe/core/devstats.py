@@ -1,0 +1,117 @@
+"""Statistics of device tensors reduced on the device, fetched in batches (issue #21): the
+framework-neutral part, shared by ``msprobe.pytorch.devstats`` (torch_npu, CUDA) and
+``msprobe.mindspore.devstats`` (MindSpore Ascend).
+
+Copying a device tensor to the host for four numbers costs a whole-tensor transfer and a
+synchronisation per tensor. Instead, in a statistics-only session, the framework layer reduces
+each tensor with the framework's own device ops (as msprobe 1.1.1's ``get_stat_info``) into one
+4-element float32 result that stays on the device, and adds the leaf to its record as *pending*
+(``msprobe_record_add_tensor_pending``, with a slot number): the recorder holds that record, and
+every record that ends after it, so dump.json keeps its order. Here the results wait for their
+batch; ``fetch`` gathers them (the framework's ``_gather``: one stack on the device, one copy to
+the host) and hands the values to the recorder (``msprobe_resolve_stats``). A batch is fetched when
+it holds ``MSPROBE_DEVICE_BATCH`` results (default 256) and at ``stop()``/``step()`` and exit, so
+the files are complete after ``stop()``; with ``"async_dump": true`` in config.json only at
+``step()`` (as msprobe 26's async_dump).
+
+Off by default: ``MSPROBE_DEVICE_STATS=1`` turns it on (see the README for why).
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import threading
+from typing import Any, Optional
+
+from msprobe.core import config
+from msprobe.core.errors import logger
+from msprobe.core.native import lib
+
+
+def _batch_size() -> int:
+    raw = os.environ.get("MSPROBE_DEVICE_BATCH", "").strip()
+    if not raw:
+        return 256
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1 or n > 1 << 20:
+        logger.warning(f"MSPROBE_DEVICE_BATCH={raw!r} is not an integer from 1 to 1048576; using 256")
+        return 256
+    return n
+
+
+class DeviceStats:
+    """The pending device results of this process, fetched in batches (thread-safe).
+
+    A framework subclass supplies ``reduce`` (a tensor's 4 statistics as a float32 device
+    tensor) and ``_gather`` (a list of them to the host as float64 values)."""
+
+    def __init__(self) -> None:
+        self.enabled = os.environ.get("MSPROBE_DEVICE_STATS", "0").strip() == "1"
+        self.batch = _batch_size()
+        self.async_dump = False
+        self.lock = threading.Lock()
+        self.first = 0  # slot of results[0]
+        self.results: list[Any] = []
+        self.fetches = 0
+        self.tensors = 0
+        self.failed = False
+        atexit.register(self.fetch)
+
+    def configure(self, config_path: Optional[str]) -> None:
+        v = config._file_value(config_path, "async_dump")
+        self.async_dump = v is True
+
+    def reduce(self, t: Any) -> Any:  # pragma: no cover - every framework overrides it
+        raise NotImplementedError
+
+    def _gather(self, results: list) -> tuple[Any, int]:  # pragma: no cover
+        """The results on the host: (an object keeping the memory alive, the address of
+        4 x len(results) contiguous float64 values)."""
+        raise NotImplementedError
+
+    def reduce_safe(self, t: Any) -> Optional[Any]:
+        """`reduce`, or None (the caller takes the copy path)."""
+        try:
+            return self.reduce(t)
+        except Exception as e:  # an op the device cannot run: copy path from now on
+            self.failed = True
+            logger.warning(f"device statistics failed ({e}); device tensors are copied to the host from now on")
+            return None
+
+    def add(self, r: int, key: Optional[bytes], desc: Any, res: Any) -> bool:
+        """Adds the leaf as pending with its device result `res` (True), or False: the caller
+        takes the copy path."""
+        with self.lock:
+            slot = self.first + len(self.results)
+            rc = lib.msprobe_record_add_tensor_pending(r, key, ctypes.byref(desc), slot)
+            if rc != 0:
+                return False
+            self.results.append(res)
+            self.tensors += 1
+            full = len(self.results) >= self.batch and not self.async_dump
+        if full:
+            self.fetch()
+        return True
+
+    def fetch(self) -> None:
+        """Fetches every pending result and hands the values to the recorder. A batch that
+        cannot be fetched leaves its leaves null (the recorder counts them at exit)."""
+        with self.lock:
+            results, first = self.results, self.first
+            self.results = []
+            self.first += len(results)
+            if not results:
+                return
+            try:
+                keep, addr = self._gather(results)
+            except Exception as e:
+                logger.warning(f"fetching device statistics failed ({e}); their leaves are written with null values")
+                return
+            self.fetches += 1
+            lib.msprobe_resolve_stats(first, ctypes.cast(addr, ctypes.POINTER(ctypes.c_double)), len(results))
+            del keep
