@@ -26,6 +26,8 @@ from msprobe.core.errors import warn_null
 from msprobe.core.native import MsprobeTensor, lib
 from msprobe.core.values import ValueEncoder
 
+from .devstats import devstats
+
 try:  # an internal class in some MindSpore versions; an alias of Tensor in 2.10
     from mindspore.common._stub_tensor import StubTensor
 except Exception:  # pragma: no cover
@@ -75,6 +77,8 @@ def next_index(key: str) -> int:
 
 # ---------------------------------------------------------------------------------------- tensors
 def add_tensor(r: int, k: Optional[bytes], t: Any) -> None:
+    if devstats.eligible(t) and lib.msprobe_record_stats_only(r) == 1 and _add_pending(r, k, t):
+        return
     try:
         a = t.asnumpy()
     except Exception as e:
@@ -102,6 +106,30 @@ def add_tensor(r: int, k: Optional[bytes], t: Any) -> None:
     d.type_name = None
     lib.msprobe_record_add_tensor(r, k, ctypes.byref(d))
     # `a` (and so the memory) stays alive until here; Rust is done with it when add_tensor returns.
+
+
+def _add_pending(r: int, k: Optional[bytes], t: Any) -> bool:
+    """The leaf with its statistics reduced on the device and fetched later (devstats.py), or
+    False: the caller reads the tensor on the host."""
+    code = ACL_DTYPE.get(str(t.dtype).lower())
+    if code is None or t.ndim > 64:
+        return False
+    res = devstats.reduce_safe(t)
+    if res is None:
+        return False
+    nd = t.ndim
+    shape = (ctypes.c_int64 * max(nd, 1))(*t.shape)
+    d = MsprobeTensor()
+    d.dtype = code
+    d.ndim = nd
+    d.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
+    d.strides = None
+    d.offset = 0
+    d.data = None
+    d.storage_bytes = 0
+    d.requires_grad = -1
+    d.type_name = None
+    return devstats.add(r, k, d, res)
 
 
 def _special(r: int, k: Optional[bytes], v: Any, last_key: Optional[str]) -> bool:
@@ -160,6 +188,7 @@ fast = native_encoder(
     stack_skip=_PKG_DIR,
     split_lists=True,
     keep_empty=True,
+    defer=devstats.eligible if devstats.enabled else None,
 )
 
 

@@ -14,6 +14,7 @@ from msprobe.core.native import init_recorder, l2_enable, l2_preloaded, lib
 
 from . import _hooks as H
 from ._record import State, logger
+from .devstats import devstats
 
 
 def _graph_mode() -> bool:
@@ -109,7 +110,12 @@ class PrecisionDebugger:
         self.ok = rc >= 0
         State.backward = _wants_backward(config_path, self.task)
         self.model = model
-        if self.level in ("L0", "L1", "mix") and os.environ.get("MSPROBE_MS_LAUNCH_BLOCKING", "1") != "0":
+        devstats.configure(config_path)
+        # Synchronous launch pays off when every tensor is read on the host; statistics reduced on
+        # the device (MSPROBE_DEVICE_STATS=1) read none, so they keep MindSpore's asynchronous launch.
+        blocking = os.environ.get("MSPROBE_MS_LAUNCH_BLOCKING", "").strip()
+        on_device = devstats.enabled and self.task == "statistics"
+        if self.level in ("L0", "L1", "mix") and (blocking == "1" or (blocking != "0" and not on_device)):
             _launch_blocking()
         self.hooked = False
         self.ended = False
@@ -183,6 +189,8 @@ class PrecisionDebugger:
             return
         self._reset_stacks()
         State.enabled = False
+        if not devstats.async_dump:
+            devstats.fetch()  # the files are complete after stop()
         if self.stop_waits:
             lib.msprobe_stop_wait()
         else:
@@ -193,6 +201,7 @@ class PrecisionDebugger:
             return
         self._reset_stacks()
         State.enabled = False
+        devstats.fetch()
         lib.msprobe_step()
         if self.dump_end:  # forward_backward_dump_end lasts until the next start()
             H.api_registry.install()

@@ -82,11 +82,12 @@ impl Encoder {
     /// natively (None: any); `fallback(r, key, value, depth)`: the pure-Python encoder;
     /// `warn(msg)`: the layer's logger; `getline(file, line)`: linecache.getline;
     /// `special_keys`: keys whose values go to `fallback`; `stack_skip`: frames of files under
-    /// this prefix are left out of stack.json; `split_lists` / `keep_empty`: see the fields.
+    /// this prefix are left out of stack.json; `split_lists` / `keep_empty`: see the fields;
+    /// `mean_norm`, `defer`: see [`ValueCtx`].
     #[new]
     #[pyo3(signature = (handle, kind, tensor_types, dtype_codes, strided, fallback, warn, getline,
                         special_keys=Vec::new(), stack_skip=None, split_lists=false, keep_empty=false,
-                        mean_norm=None))]
+                        mean_norm=None, defer=None))]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         py: Python<'_>,
@@ -103,6 +104,7 @@ impl Encoder {
         split_lists: bool,
         keep_empty: bool,
         mean_norm: Option<Py<PyAny>>,
+        defer: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let kind = match kind {
             "torch" => Kind::Torch,
@@ -122,6 +124,7 @@ impl Encoder {
                 fallback,
                 special_keys,
                 mean_norm,
+                defer,
             },
             warn,
             frames: FrameCache::new(getline, stack_skip, frame_type),

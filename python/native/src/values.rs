@@ -40,6 +40,9 @@ pub struct ValueCtx {
     /// torch: `mean_norm(t)`, the framework's own Mean and Norm of a float tensor as msprobe
     /// computes them (a list of two floats, or None to keep ours); see tensors.py.
     pub mean_norm: Option<Py<PyAny>>,
+    /// `defer(t)` true: the tensor goes to `fallback` unread (MindSpore: a device tensor whose
+    /// statistics the layer reduces on the device, issue #21; set only while that is on).
+    pub defer: Option<Py<PyAny>>,
 }
 
 /// aclDataType numbers of the dtypes whose Mean/Norm the framework computes (`mean_norm`):
@@ -147,6 +150,11 @@ impl<'py> Walker<'_, 'py> {
         t: &Bound<'py, PyAny>,
         depth: u32,
     ) -> PyResult<()> {
+        if let Some(f) = &self.ctx.defer {
+            if f.bind(self.py).call1((t,))?.is_truthy()? {
+                return self.fallback(key, t, depth);
+            }
+        }
         // `keep` holds the host array (AsNumpy) until the recorder is done with its memory.
         let (view, keep) = match self.ctx.kind {
             Kind::Torch => (self.torch_view(t)?, None),

@@ -1,0 +1,146 @@
+"""MindSpore Ascend statistics on the device (issue #21, python/msprobe/mindspore/devstats.py).
+
+One PyNative script runs on the simulator's Ascend device three times under msprobe.mindspore at
+L1, task statistics: with device statistics (MSPROBE_DEVICE_STATS=1, batches of 8), with the
+host path (asnumpy(): the recorder's statistics over the exact bytes), and on CPU. The script
+uses elementwise ops only, so the tensors are the same on both devices. Checked: the same records,
+keys and key order; Max/Min exact; Mean/Norm within the README tolerance of the host paths;
+f16/bf16/int32/f64/0-d/NaN/Inf/empty/bool; the files complete after stop(); and, from the
+simulator's counters (CANNSIM_STATS), that the device path moves at most 64 B per tensor to the
+host with fewer waits, where the host path copies every tensor whole.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mindspore")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from recorder_testutil import LIB, LIB64, REPO, sim_env  # noqa: E402
+from test_device_stats_npu import compare, d2h, leaves, waits  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    not (LIB64 / "libascendcl.so").exists(), reason="the simulator's CANN tree (scripts/build.sh) is absent"
+)
+
+SCRIPT = r"""
+import os, shutil, sys
+import numpy as np
+import mindspore as ms
+from mindspore import Tensor, mint
+ms.set_context(mode=ms.PYNATIVE_MODE, device_target=sys.argv[1])
+from msprobe.mindspore import PrecisionDebugger
+out = sys.argv[2]
+base = Tensor(np.random.default_rng(0).standard_normal((64, 48)).astype(np.float32))
+dbg = PrecisionDebugger(dump_path=out, task="statistics", level="L1")
+x = base * 1.0                                   # on the device before the window
+dbg.start()
+a = mint.add(mint.mul(x, 3.0), 1.0)              # f32
+h = mint.mul(x.astype(ms.float16), 2.0)          # f16
+b = mint.add(x.astype(ms.bfloat16), 1.0)         # bf16
+i = mint.add(mint.mul(x, 100.0).astype(ms.int32), 7)   # int32: reduced as float32
+d = mint.mul(x.astype(ms.float64), 0.5)          # f64: reduced as float32
+s = mint.mul(x[0, 0], 2.0)                       # 0-d f32
+inf = mint.div(x, mint.sub(x, x))                # +-inf (x - x is +0)
+nn = mint.sub(inf, inf)                          # all NaN
+g = mint.logical_not(x.astype(ms.bool_))        # bool: host path
+dbg.stop()
+shutil.copyfile(os.path.join(out, "step0", "rank", "dump.json"), os.path.join(out, "after_stop.json"))
+dbg.step()
+"""
+
+
+def run(tmp: Path, name: str, device: str, extra: dict) -> tuple[Path, dict, str]:
+    out = tmp / name
+    stats = tmp / f"{name}.stats.json"
+    src = tmp / "script.py"
+    src.write_text(SCRIPT)
+    env = sim_env(
+        MS_ALLOC_CONF="enable_vmm:False",
+        GLOG_v="3",
+        PYTHONPATH=str(REPO / "python"),
+        MSPROBE_LIB=str(LIB),
+        CANNSIM_STATS=str(stats),
+        **extra,
+    )
+    p = subprocess.run(
+        [sys.executable, str(src), device, str(out)], env=env, capture_output=True, text=True, timeout=300, cwd=tmp
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    counters = json.loads(stats.read_text()) if stats.exists() else {}
+    return out, counters, p.stderr
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("devstats_ms")
+    return {
+        "device": run(tmp, "device", "Ascend", {"MSPROBE_DEVICE_STATS": "1", "MSPROBE_DEVICE_BATCH": "8"}),
+        "host": run(tmp, "host", "Ascend", {"MSPROBE_DEVICE_STATS": "0"}),
+        "cpu": run(tmp, "cpu", "CPU", {}),
+    }
+
+
+def data(out: Path, f: str = "step0/rank/dump.json") -> dict:
+    return json.loads((out / f).read_text())["data"]
+
+
+def test_values_equal_host_path_and_cpu(runs):
+    dev, host, cpu = data(runs["device"][0]), data(runs["host"][0]), data(runs["cpu"][0])
+    assert len(dev) >= 9, list(dev)
+    for ref in (host, cpu):
+        bad = compare(dev, ref)
+        assert bad == [], bad[:5]
+
+
+def test_dtypes_inf_nan_and_0d(runs):
+    dev = data(runs["device"][0])
+    dtypes = {lf["dtype"] for r in dev.values() for lf in leaves(r)}
+    assert {"Float16", "BFloat16", "Int32", "Float64", "Bool"} <= dtypes, dtypes
+    div = [n for n in dev if n.startswith("Mint.div.")][0]
+    out = list(leaves(dev[div]["output"]))[0]
+    assert out["Max"] == math.inf and out["Min"] == -math.inf
+    assert out["Max_except_inf_nan"] is None and out["Min_except_inf_nan"] is None
+    sub = [n for n in dev if n.startswith("Mint.sub.")][-1]  # inf - inf (the first is x - x)
+    nan = list(leaves(dev[sub]["output"]))[0]
+    assert all(math.isnan(nan[k]) for k in ("Max", "Min", "Mean", "Norm"))
+    zero_d = [lf for r in dev.values() for lf in leaves(r) if lf["shape"] == [] and lf["dtype"] == "Float32"]
+    assert zero_d and all(lf["Max"] == lf["Min"] == lf["Mean"] == lf["Norm"] for lf in zero_d)
+    assert "NaN/Inf without *_except_inf_nan" in runs["device"][2]
+
+
+def test_files_complete_after_stop(runs):
+    out = runs["device"][0]
+    after = json.loads((out / "after_stop.json").read_text())["data"]
+    assert after == data(out)
+
+
+def test_counters_no_whole_tensor_copy(runs):
+    tensors = sum(1 for r in data(runs["device"][0]).values() for _ in leaves(r))
+    bdev, _ = d2h(runs["device"][1])
+    bhost, _ = d2h(runs["host"][1])
+    # 16 B per reduced tensor, the bool tensors whole (64 x 48 bytes each) by the host path
+    bools = sum(1 for r in data(runs["device"][0]).values() for lf in leaves(r) if lf["dtype"] == "Bool")
+    assert 0 < bdev <= 64 * tensors + bools * 64 * 48, (bdev, tensors, bools)
+    assert bhost > 10 * 64 * 48 * 4, bhost  # the host path moves whole tensors
+    assert waits(runs["device"][1]) < waits(runs["host"][1]), (
+        runs["device"][1]["threads"],
+        runs["host"][1]["threads"],
+    )
+
+
+def test_summary_counts_device_tensors(runs):
+    # every leaf but the bool ones (host path) and the host run's none went by the device
+    dev = data(runs["device"][0])
+    reduced = sum(1 for r in dev.values() for lf in leaves(r) if lf["dtype"] != "Bool")
+    m = re.search(r"device statistics: (\d+) tensors; never arrived \(null\): (\d+)", runs["device"][2])
+    assert m and int(m.group(1)) == reduced and m.group(2) == "0", runs["device"][2][-2000:]
+    assert "device statistics:" not in runs["host"][2]
