@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Device cost of the framework layer's statistics (issue #21), torch_npu GPT example at L1 statistics.
+"""Device cost of the framework layer's statistics (issue #21), at L1 statistics: the torch_npu GPT example
+and the MindSpore PyNative MLP (examples/train_ms_graph.py --mode pynative on the Ascend backend).
 
-Runs examples/train_torch_npu.py on the simulator uncaptured and under PrecisionDebugger (task statistics,
-level L1; started before the example's first step, stopped after its last) in three designs, side by side
-in one run, each with CANNSIM_STATS:
-  device (new)        npu tensors reduced by torch's own device ops, results fetched in batches
+Runs each example on the simulator uncaptured and under PrecisionDebugger (task statistics, level L1;
+started before the example's first step, stopped after its last) in three designs, side by side in one
+run, each with CANNSIM_STATS:
+  device (new)        device tensors reduced by the framework's own device ops, results fetched in batches
   device, async_dump  the same, fetched only at step end (config.json "async_dump": true)
-  copy (today)        MSPROBE_DEVICE_STATS=0: every npu tensor copied to the host (.cpu()), host statistics
+  copy (today)        MSPROBE_DEVICE_STATS=0: every device tensor copied to the host (.cpu(), asnumpy()),
+                      host statistics (MindSpore: with its synchronous launch, the layer's default then)
 and prints the exact counters (device→host bytes per captured tensor, host waits on the training thread per
 record, the tool's kernels = kernels beyond the uncaptured run) and the *estimated* 910B-class step time
 from the model and constants of scripts/bench_device.py (imported, not duplicated).
@@ -36,7 +38,8 @@ example, rest = sys.argv[1], sys.argv[2:]
 sys.argv = [example] + rest
 mod = runpy.run_path(example, run_name="bench")  # imports only; main() below
 if os.environ.get("BENCH_CAPTURE") == "1":
-    from msprobe.pytorch import PrecisionDebugger
+    fw = os.environ["BENCH_FW"]
+    PrecisionDebugger = __import__(f"msprobe.{fw}", fromlist=["PrecisionDebugger"]).PrecisionDebugger
     dbg = PrecisionDebugger(dump_path=os.environ["BENCH_DUMP"], task="statistics", level="L1")
     dbg.start()
 mod["main"]()
@@ -53,7 +56,7 @@ DESIGNS = [
 ]
 
 
-def run(lib64: Path, npu_py: Path, args: list[str], work: Path, design: dict | None) -> dict:
+def run(lib64: Path, py: Path, fw: str, args: list[str], work: Path, design: dict | None) -> dict:
     root = lib64.parent
     work.mkdir(parents=True, exist_ok=True)
     e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_")) and k != "LD_PRELOAD"}
@@ -66,6 +69,9 @@ def run(lib64: Path, npu_py: Path, args: list[str], work: Path, design: dict | N
         CANNSIM_STATS=str(work / "stats.json"),
         MSPROBE_PY=str(REPO / "python"),
         BENCH_DUMP=str(work / "dump"),
+        BENCH_FW=fw,
+        MS_ALLOC_CONF="enable_vmm:False",
+        GLOG_v="3",
     )
     if design is not None:
         e["BENCH_CAPTURE"] = "1"
@@ -77,7 +83,7 @@ def run(lib64: Path, npu_py: Path, args: list[str], work: Path, design: dict | N
         e.update(design)
     drv = work / "driver.py"
     drv.write_text(DRIVER)
-    p = subprocess.run([str(npu_py), str(drv), *args], env=e, capture_output=True, text=True, timeout=1800)
+    p = subprocess.run([str(py), str(drv), *args], env=e, capture_output=True, text=True, timeout=1800)
     if p.returncode != 0:
         sys.exit(f"{args} failed:\n{p.stderr[-3000:]}")
     st = json.loads((work / "stats.json").read_text())
@@ -86,18 +92,12 @@ def run(lib64: Path, npu_py: Path, args: list[str], work: Path, design: dict | N
     return st
 
 
-def main() -> None:
-    lib64 = Path(sys.argv[1]) if len(sys.argv) > 1 else TARGET / "cann" / "latest" / "lib64"
-    npu_py = REPO / "target" / "venv-npu" / "bin" / "python"
-    if not npu_py.exists():
-        sys.exit("target/venv-npu is absent (scripts/setup-torchnpu.sh)")
-    steps = os.environ.get("BENCH_STEPS", "2")
-    args = [str(REPO / "examples" / "train_torch_npu.py"), "--model", "gpt", "--steps", steps]
+def table(title: str, lib64: Path, py: Path, fw: str, args: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        runs = {name: run(lib64, npu_py, args, Path(tmp) / str(i), d) for i, (name, d) in enumerate(DESIGNS)}
+        runs = {name: run(lib64, py, fw, args, Path(tmp) / str(i), d) for i, (name, d) in enumerate(DESIGNS)}
     base = runs["uncaptured"]
     kern0 = sum(v["launches"] for v in base["kernels"].values())
-    print(f"\n## torch_npu GPT ({steps} steps), L1 statistics, framework layer\n")
+    print(f"\n## {title}, L1 statistics, framework layer\n")
     print("counters (exact): D→H bytes per captured tensor, host waits added on the training threads per record,")
     print("tool kernels (beyond the uncaptured run); modelled step (estimate, scripts/bench_device.py) vs uncaptured\n")
     print(
@@ -117,6 +117,23 @@ def main() -> None:
             f"| {name} | {st['records']} | {c['tensors']} | {c['tool_kernels']} | {per_r:.3f} | "
             f"{per_t:.1f} ({c['sync_bytes']}+{c['async_bytes']} B) | {ratios} |"
         )
+
+
+def main() -> None:
+    lib64 = Path(sys.argv[1]) if len(sys.argv) > 1 else TARGET / "cann" / "latest" / "lib64"
+    npu_py = REPO / "target" / "venv-npu" / "bin" / "python"
+    ms_py = REPO / "target" / "venv-ms" / "bin" / "python"
+    steps = os.environ.get("BENCH_STEPS", "2")
+    if npu_py.exists():
+        args = [str(REPO / "examples" / "train_torch_npu.py"), "--model", "gpt", "--steps", steps]
+        table(f"torch_npu GPT ({steps} steps)", lib64, npu_py, "pytorch", args)
+    else:
+        print("target/venv-npu is absent (scripts/setup-torchnpu.sh): torch_npu skipped")
+    if ms_py.exists():
+        args = [str(REPO / "examples" / "train_ms_graph.py"), "--mode", "pynative", "--steps", steps]
+        table(f"MindSpore PyNative MLP on Ascend ({steps} steps)", lib64, ms_py, "mindspore", args)
+    else:
+        print("target/venv-ms is absent (scripts/setup-ms.sh): MindSpore skipped")
 
 
 if __name__ == "__main__":
