@@ -42,6 +42,11 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// The statistics of a leaf whose values never arrived (all null).
+    pub fn null() -> Stats {
+        Stats::all(Stat::Null)
+    }
+
     fn all(v: Stat) -> Stats {
         Stats { max: v, min: v, mean: v, norm: v, max_except_inf_nan: None, min_except_inf_nan: None }
     }

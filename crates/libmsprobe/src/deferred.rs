@@ -60,6 +60,18 @@ pub(crate) fn end(b: RecordBuilder, rec: Arc<Recorder>, t0: Instant) {
         rec.add_capture_time(t0);
         return;
     }
+    // Durable now: a kill before the values arrive must not lose the record. Its planned form
+    // (pending statistics null) goes into the journal; `msprobe recover` writes it, counted as
+    // uncertain, only if the record itself never ends.
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut pb = b.planned_copy();
+        pb.fill_pending(&mut |_| Some(Stats::null()));
+        rec.journal_planned(pb);
+    }))
+    .is_err()
+    {
+        log::warn!("a held record could not be journaled in planned form (a kill before its device statistics arrive loses it)");
+    }
     st.fifo.push_back(Held { b, rec, t0 });
     HELD.store(st.fifo.len(), Relaxed);
     drain(&mut st, false);
@@ -100,16 +112,7 @@ fn drain(st: &mut State, force: bool) {
                 if !force {
                     return;
                 }
-                h.b.fill_pending(&mut |_| {
-                    Some(Stats {
-                        max: Stat::Null,
-                        min: Stat::Null,
-                        mean: Stat::Null,
-                        norm: Stat::Null,
-                        max_except_inf_nan: None,
-                        min_except_inf_nan: None,
-                    })
-                });
+                h.b.fill_pending(&mut |_| Some(Stats::null()));
                 if UNRESOLVED.fetch_add(u64::from(left), Relaxed) == 0 {
                     log::warn!("device statistics of {left} tensor(s) never arrived: written as null (counted in the run summary)");
                 }

@@ -92,20 +92,27 @@ def add_tensor(r: int, k: Optional[bytes], t: Any) -> None:
         warn_null(f"tensor of dtype {t.dtype} is not supported")
         lib.msprobe_record_add_null(r, k)
         return
-    nd = a.ndim
-    shape = (ctypes.c_int64 * max(nd, 1))(*a.shape)
+    d, _shape = _descriptor(code, a.shape, a.ctypes.data if a.size else None, a.nbytes)
+    lib.msprobe_record_add_tensor(r, k, ctypes.byref(d))
+    # `a` (and so the memory) stays alive until here; Rust is done with it when add_tensor returns.
+
+
+def _descriptor(code: int, shape: tuple, data: Optional[int], nbytes: int) -> tuple[MsprobeTensor, Any]:
+    """A contiguous tensor's descriptor, and the shape array it points into (keep it alive
+    while the descriptor is used)."""
+    nd = len(shape)
+    arr = (ctypes.c_int64 * max(nd, 1))(*shape)
     d = MsprobeTensor()
     d.dtype = code
     d.ndim = nd
-    d.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
+    d.shape = ctypes.cast(arr, ctypes.POINTER(ctypes.c_int64))
     d.strides = None
     d.offset = 0
-    d.data = a.ctypes.data if a.size else None
-    d.storage_bytes = a.nbytes
+    d.data = data
+    d.storage_bytes = nbytes
     d.requires_grad = -1
     d.type_name = None
-    lib.msprobe_record_add_tensor(r, k, ctypes.byref(d))
-    # `a` (and so the memory) stays alive until here; Rust is done with it when add_tensor returns.
+    return d, arr
 
 
 def _add_pending(r: int, k: Optional[bytes], t: Any) -> bool:
@@ -117,18 +124,7 @@ def _add_pending(r: int, k: Optional[bytes], t: Any) -> bool:
     res = devstats.reduce_safe(t)
     if res is None:
         return False
-    nd = t.ndim
-    shape = (ctypes.c_int64 * max(nd, 1))(*t.shape)
-    d = MsprobeTensor()
-    d.dtype = code
-    d.ndim = nd
-    d.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
-    d.strides = None
-    d.offset = 0
-    d.data = None
-    d.storage_bytes = 0
-    d.requires_grad = -1
-    d.type_name = None
+    d, _shape = _descriptor(code, tuple(t.shape), None, 0)
     return devstats.add(r, k, d, res)
 
 

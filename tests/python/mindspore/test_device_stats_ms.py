@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("mindspore")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from recorder_testutil import LIB, LIB64, REPO, sim_env  # noqa: E402
+from recorder_testutil import CLI, LIB, LIB64, REPO, sim_env  # noqa: E402
 from test_device_stats_npu import compare, d2h, leaves, waits  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
@@ -58,19 +58,19 @@ dbg.step()
 """
 
 
+def ms_env(**extra: str) -> dict:
+    """A MindSpore child on the simulator with this checkout's msprobe package and library."""
+    return sim_env(
+        MS_ALLOC_CONF="enable_vmm:False", GLOG_v="3", PYTHONPATH=str(REPO / "python"), MSPROBE_LIB=str(LIB), **extra
+    )
+
+
 def run(tmp: Path, name: str, device: str, extra: dict) -> tuple[Path, dict, str]:
     out = tmp / name
     stats = tmp / f"{name}.stats.json"
     src = tmp / "script.py"
     src.write_text(SCRIPT)
-    env = sim_env(
-        MS_ALLOC_CONF="enable_vmm:False",
-        GLOG_v="3",
-        PYTHONPATH=str(REPO / "python"),
-        MSPROBE_LIB=str(LIB),
-        CANNSIM_STATS=str(stats),
-        **extra,
-    )
+    env = ms_env(CANNSIM_STATS=str(stats), **extra)
     p = subprocess.run(
         [sys.executable, str(src), device, str(out)], env=env, capture_output=True, text=True, timeout=300, cwd=tmp
     )
@@ -144,3 +144,38 @@ def test_summary_counts_device_tensors(runs):
     m = re.search(r"device statistics: (\d+) tensors; never arrived \(null\): (\d+)", runs["device"][2])
     assert m and int(m.group(1)) == reduced and m.group(2) == "0", runs["device"][2][-2000:]
     assert "device statistics:" not in runs["host"][2]
+
+
+KILL = r"""
+import os, signal, sys
+import numpy as np
+import mindspore as ms
+from mindspore import Tensor, mint
+ms.set_context(mode=ms.PYNATIVE_MODE, device_target="Ascend")
+from msprobe.mindspore import PrecisionDebugger
+dbg = PrecisionDebugger(dump_path=sys.argv[1], task="statistics", level="L1")
+x = Tensor(np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32))
+dbg.start()
+for i in range(12):
+    x = mint.add(mint.mul(x, 0.5), 1.0)
+os.kill(os.getpid(), signal.SIGKILL)   # 48 tensors, batches of 7: the last 6 never fetched
+"""
+
+
+def test_killed_before_the_fetch_loses_no_record(tmp_path):
+    src = tmp_path / "kill.py"
+    src.write_text(KILL)
+    env = ms_env(MSPROBE_DEVICE_STATS="1", MSPROBE_DEVICE_BATCH="7")
+    out = tmp_path / "dump"
+    p = subprocess.run([sys.executable, str(src), str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == -9, p.stderr[-3000:]
+    r = subprocess.run([str(CLI), "recover", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "3 records recovered from their launch-time plan" in r.stdout + r.stderr, r.stdout + r.stderr
+    d = data(out)
+    # every call the script made, in order; the held ones with their device statistics null
+    assert list(d) == [f"Mint.{op}.{i}.forward" for i in range(12) for op in ("mul", "add")]
+    tensors = [lf for rec in d.values() for lf in leaves(rec)]
+    assert len(tensors) == 48
+    assert [lf["Max"] is None for lf in tensors] == [False] * 42 + [True] * 6
+    assert all(lf["shape"] == [16, 8] and lf["dtype"] == "Float32" for lf in tensors)

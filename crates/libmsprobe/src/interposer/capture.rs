@@ -523,7 +523,7 @@ fn copy_gathered(t: &TensorMeta, synced: bool) -> Option<(DType, Vec<i64>, Vec<u
 /// In md5/tensor mode host leaves are null too (their CRC/file would be made twice, and a file
 /// named by a plan is never written).
 fn planned(b: &mut RecordBuilder, l2: &L2, items: &[Item], stats: bool) {
-    let null = null_stats();
+    let null = msprobe_core::stats::Stats::null();
     for it in items {
         match it {
             Item::Section(k) => {
@@ -615,26 +615,13 @@ fn replay(b: &mut RecordBuilder, l2: &L2, items: Vec<Item>, done: bool) {
             }
             Item::Pinned(dtype, shape, None) => {
                 // dropped (pinned memory full): dtype and shape, null statistics, no md5 or file
-                let _ = b.add_stats_leaf(None, dtype, &shape, &null_stats());
+                let _ = b.add_stats_leaf(None, dtype, &shape, &msprobe_core::stats::Stats::null());
             }
             Item::Pinned(..) => {
                 let _ = b.add_value(None, Json::Null);
             }
             Item::Status(rc) => b.set_key("status", Json::Int(rc as i128)),
         }
-    }
-}
-
-/// Statistics of a leaf whose values never reached the host.
-fn null_stats() -> msprobe_core::stats::Stats {
-    use msprobe_core::stats::Stat;
-    msprobe_core::stats::Stats {
-        max: Stat::Null,
-        min: Stat::Null,
-        mean: Stat::Null,
-        norm: Stat::Null,
-        max_except_inf_nan: None,
-        min_except_inf_nan: None,
     }
 }
 
