@@ -5,9 +5,9 @@ path (MSPROBE_DEVICE_STATS=0: the recorder's host statistics over the exact byte
 The script uses elementwise ops only, so the tensors are bit-identical on npu and CPU. Checked:
 same records, keys and key order; Max/Min exact, Mean/Norm within the README tolerance of both
 references; f16/bf16/int/f64/0-d/NaN/Inf/empty; the files complete after stop() (batch
-fetched at stop); async_dump holds records until step(); and from the simulator's counters
-(CANNSIM_STATS) that the device path copies at most 64 B per tensor to the host, with one wait per
-batch, where the copy path copies every tensor whole.
+fetched at stop); async_dump holds records until step(), at most MSPROBE_DEVICE_PENDING_MAX;
+and from the simulator's counters (CANNSIM_STATS) that the device path copies at most 64 B per
+tensor to the host, with one wait per batch, where the copy path copies every tensor whole.
 """
 
 import json
@@ -73,7 +73,7 @@ def run(tmp: Path, name: str, dev: str, extra: dict, script: str = SCRIPT) -> tu
     )
     assert p.returncode == 0, p.stderr[-3000:]
     counters = json.loads(stats.read_text()) if stats.exists() else {}
-    return out, counters, p.stderr
+    return out, counters, p.stdout + p.stderr  # the Python layer logs to stdout, as msprobe
 
 
 def leaves(v):
@@ -206,3 +206,13 @@ def test_async_dump_fetches_at_step_end(runs):
     assert len(after_stop) < len(final)
     # batches of 8 fetched as they fill (device run) versus one fetch at step end (async_dump)
     assert waits(runs["device"][1]) > waits(c_async), (runs["device"][1]["threads"], c_async["threads"])
+
+    # async_dump never holds more than MSPROBE_DEVICE_PENDING_MAX results: fetched early, warned and
+    # counted, the same final records; without the cap nothing was fetched before step()
+    capped = {**env, "MSPROBE_DEVICE_PENDING_MAX": "4"}
+    b, c_capped, err = run(tmp, "async_capped", "npu", capped)
+    assert compare(data(b), data(runs["device"][0])) == []
+    after_capped = json.loads((b / "after_stop.json").read_text())["data"]
+    assert len(after_stop) < len(after_capped) <= len(final), (len(after_stop), len(after_capped))
+    assert waits(c_capped) > waits(c_async), (c_capped["threads"], c_async["threads"])
+    assert "MSPROBE_DEVICE_PENDING_MAX" in err and "fetched before step()" in err, err[-2000:]

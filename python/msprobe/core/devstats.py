@@ -12,7 +12,9 @@ batch; ``fetch`` gathers them (the framework's ``_gather``: one stack on the dev
 the host) and hands the values to the recorder (``msprobe_resolve_stats``). A batch is fetched when
 it holds ``MSPROBE_DEVICE_BATCH`` results (default 256) and at ``stop()``/``step()`` and exit, so
 the files are complete after ``stop()``; with ``"async_dump": true`` in config.json only at
-``step()`` (as msprobe 26's async_dump).
+``step()`` (as msprobe 26's async_dump). Pending results are never unbounded: with ``async_dump``
+a batch is also fetched once ``MSPROBE_DEVICE_PENDING_MAX`` results wait (default 16384, about
+8 MiB of device memory and the held records on the host), with one warning and a count.
 
 Off by default: ``MSPROBE_DEVICE_STATS=1`` turns it on (see the README for why).
 """
@@ -30,17 +32,19 @@ from msprobe.core.errors import logger
 from msprobe.core.native import lib
 
 
-def _batch_size() -> int:
-    raw = os.environ.get("MSPROBE_DEVICE_BATCH", "").strip()
+def _env_count(name: str, default: int) -> int:
+    """A positive count from the environment (at most 2**20), else `default` (with one warning
+    naming the variable and its value when it is set but not such a count)."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return 256
+        return default
     try:
         n = int(raw)
     except ValueError:
         n = 0
     if n < 1 or n > 1 << 20:
-        logger.warning(f"MSPROBE_DEVICE_BATCH={raw!r} is not an integer from 1 to 1048576; using 256")
-        return 256
+        logger.warning(f"{name}={raw!r} is not an integer from 1 to 1048576; using {default}")
+        return default
     return n
 
 
@@ -52,7 +56,10 @@ class DeviceStats:
 
     def __init__(self) -> None:
         self.enabled = os.environ.get("MSPROBE_DEVICE_STATS", "0").strip() == "1"
-        self.batch = _batch_size()
+        self.batch = _env_count("MSPROBE_DEVICE_BATCH", 256)
+        # async_dump fetches at step() only, but never holds more than this many results.
+        self.pending_max = _env_count("MSPROBE_DEVICE_PENDING_MAX", 16384)
+        self.early = 0  # async_dump batches fetched before step() for want of room
         self.async_dump = False
         self.lock = threading.Lock()
         self.first = 0  # slot of results[0]
@@ -60,11 +67,19 @@ class DeviceStats:
         self.fetches = 0
         self.tensors = 0
         self.failed = False
-        atexit.register(self.fetch)
+        atexit.register(self._at_exit)
 
     def configure(self, config_path: Optional[str]) -> None:
         v = config._file_value(config_path, "async_dump")
         self.async_dump = v is True
+
+    def _at_exit(self) -> None:
+        self.fetch()
+        if self.early:
+            logger.warning(
+                f"async_dump: {self.early} batch(es) of device statistics fetched before step() "
+                f"(more than MSPROBE_DEVICE_PENDING_MAX={self.pending_max} waiting)"
+            )
 
     def reduce(self, t: Any) -> Any:  # pragma: no cover - every framework overrides it
         raise NotImplementedError
@@ -93,7 +108,15 @@ class DeviceStats:
                 return False
             self.results.append(res)
             self.tensors += 1
-            full = len(self.results) >= self.batch and not self.async_dump
+            n = len(self.results)
+            full = n >= (self.pending_max if self.async_dump else self.batch)
+            if full and self.async_dump:
+                self.early += 1
+                if self.early == 1:
+                    logger.warning(
+                        f"async_dump: {n} device statistics wait for step() (MSPROBE_DEVICE_PENDING_MAX); "
+                        "fetched now to bound device and host memory (counted at exit)"
+                    )
         if full:
             self.fetch()
         return True
