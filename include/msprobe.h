@@ -299,6 +299,14 @@ int msprobe_record_add_tensor_pending(struct MsprobeRecord *r,
 int msprobe_resolve_stats(uint64_t first, const double *values, size_t n);
 
 /**
+ * msprobe_resolve_stats with six doubles per slot: Max, Min, Mean, Norm, then the largest and
+ * the smallest element of the tensor with NaN and ±inf replaced by -inf (for the largest) and
+ * +inf (for the smallest) (for a 0-d tensor: its value, twice). From them the recorder writes
+ * msprobe's `Max_except_inf_nan`/`Min_except_inf_nan` where Max/Min are NaN/Inf.
+ */
+int msprobe_resolve_stats_except(uint64_t first, const double *values, size_t n);
+
+/**
  * Value leaves, under `key` (NULL inside lists). `null` (Python None).
  */
 int msprobe_record_add_null(struct MsprobeRecord *r, const char *key);

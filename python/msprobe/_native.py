@@ -136,6 +136,7 @@ _SIGS = {
     "msprobe_record_stats_only": (_I, [_P]),
     "msprobe_record_add_tensor_pending": (_I, [_P, _S, ctypes.POINTER(MsprobeTensor), ctypes.c_uint64]),
     "msprobe_resolve_stats": (_I, [ctypes.c_uint64, ctypes.POINTER(ctypes.c_double), ctypes.c_size_t]),
+    "msprobe_resolve_stats_except": (_I, [ctypes.c_uint64, ctypes.POINTER(ctypes.c_double), ctypes.c_size_t]),
     "msprobe_record_add_null": (_I, [_P, _S]),
     "msprobe_record_add_empty": (_I, [_P, _S]),
     "msprobe_record_add_bool": (_I, [_P, _S, _S, _I]),

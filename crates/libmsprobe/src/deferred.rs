@@ -39,6 +39,8 @@ pub static RESOLVED: AtomicU64 = AtomicU64::new(0);
 pub static UNRESOLVED: AtomicU64 = AtomicU64::new(0);
 /// Leaves with NaN/Inf whose `*_except_inf_nan` keys are null (not reduced on the device).
 pub static NO_EXCEPT: AtomicU64 = AtomicU64::new(0);
+/// Leaves of only NaN and ±inf with a NaN, whose `*_except_inf_nan` keys are written as NaN.
+pub static AMBIGUOUS: AtomicU64 = AtomicU64::new(0);
 
 fn lock() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
@@ -77,11 +79,12 @@ pub(crate) fn end(b: RecordBuilder, rec: Arc<Recorder>, t0: Instant) {
     drain(&mut st, false);
 }
 
-/// Values for slots `first .. first + n`, four per slot (Max, Min, Mean, Norm, as the device
-/// computed them, NaN/Inf included); ends the held records that are now complete.
-pub(crate) fn resolve(first: u64, values: &[f64]) {
+/// Values for slots `first .. first + n`, `width` per slot: 4 (Max, Min, Mean, Norm, as the
+/// device computed them, NaN/Inf included) or 6 (then also the largest and the smallest finite
+/// value, see [`stats_of`]); ends the held records that are now complete.
+pub(crate) fn resolve(first: u64, values: &[f64], width: usize) {
     let mut st = lock();
-    for (i, v) in values.chunks_exact(4).enumerate() {
+    for (i, v) in values.chunks_exact(width).enumerate() {
         st.values.insert(first + i as u64, stats_of(v));
     }
     drain(&mut st, false);
@@ -126,23 +129,48 @@ fn drain(st: &mut State, force: bool) {
 }
 
 /// msprobe's statistics from the device's float values: NaN/Inf are kept (as 1.1.1 writes
-/// them); the `*_except_inf_nan` keys, which need the data, are null then, and counted.
+/// them). 1.1.1 adds `Max_except_inf_nan` (`Min_...`) only when Max (Min) is NaN/Inf: the
+/// largest (smallest) finite value; NaN when every element is NaN; else (only ±inf and NaN) the
+/// largest (smallest) non-NaN one. From 4 values (no data for them) those keys are null, counted.
+/// From 6, `v[4]`/`v[5]` are the largest/smallest of the tensor with NaN/±inf replaced by
+/// −inf/+inf (NaN for a 0-d NaN): exact, except for a tensor of only NaN and ±inf with a NaN,
+/// which the six values cannot tell from an all-NaN one: NaN then, counted.
 fn stats_of(v: &[f64]) -> Stats {
     let f = Stat::Float;
     let (max, min) = (v[0], v[1]);
-    // 1.1.1 adds each key only when its own statistic is NaN/Inf.
-    let bad = |x: f64| (!x.is_finite()).then_some(Stat::Null);
-    let (mx, mn) = (bad(max), bad(min));
-    if (mx.is_some() || mn.is_some()) && NO_EXCEPT.fetch_add(1, Relaxed) == 0 {
-        log::warn!("a device tensor holds NaN/Inf: its Max/Min_except_inf_nan are null (device statistics; counted in the run summary)");
-    }
+    let need = (!max.is_finite(), !min.is_finite());
+    let (mx, mn) = if !(need.0 || need.1) {
+        (None, None)
+    } else if v.len() >= 6 {
+        let (fmax, fmin) = (v[4], v[5]);
+        let (emax, emin) = if fmax.is_finite() {
+            (fmax, fmin) // some finite element
+        } else if fmax.is_nan() || !max.is_nan() {
+            (max, min) // a 0-d tensor (its value), or no NaN: only ±inf, whose extremes Max/Min are
+        } else {
+            if AMBIGUOUS.fetch_add(1, Relaxed) == 0 {
+                log::warn!("a device tensor holds only NaN and ±inf with a NaN: its *_except_inf_nan are written as NaN (counted in the run summary)");
+            }
+            (f64::NAN, f64::NAN)
+        };
+        (need.0.then_some(f(emax)), need.1.then_some(f(emin)))
+    } else {
+        if NO_EXCEPT.fetch_add(1, Relaxed) == 0 {
+            log::warn!("a device tensor holds NaN/Inf: its Max/Min_except_inf_nan are null (device statistics; counted in the run summary)");
+        }
+        (need.0.then_some(Stat::Null), need.1.then_some(Stat::Null))
+    };
     Stats { max: f(max), min: f(min), mean: f(v[2]), norm: f(v[3]), max_except_inf_nan: mx, min_except_inf_nan: mn }
 }
 
 /// The run summary's line, when device statistics were used.
 pub(crate) fn summary_line() -> Option<String> {
     let (r, u, n) = (RESOLVED.load(Relaxed), UNRESOLVED.load(Relaxed), NO_EXCEPT.load(Relaxed));
-    (r + u + n > 0).then(|| {
-        format!("  device statistics: {r} tensors; never arrived (null): {u}; NaN/Inf without *_except_inf_nan: {n}")
+    let a = AMBIGUOUS.load(Relaxed);
+    (r + u + n + a > 0).then(|| {
+        format!(
+            "  device statistics: {r} tensors; never arrived (null): {u}; NaN/Inf without *_except_inf_nan: {n}; \
+             only NaN/±inf, *_except_inf_nan written as NaN: {a}"
+        )
     })
 }

@@ -683,7 +683,27 @@ pub extern "C" fn msprobe_resolve_stats(first: u64, values: *const f64, n: usize
         }
         // SAFETY: non-null values points to 4 * n doubles (header contract).
         let v = unsafe { std::slice::from_raw_parts(values, 4 * n) };
-        crate::deferred::resolve(first, v);
+        crate::deferred::resolve(first, v, 4);
+        MSPROBE_OK
+    })
+}
+
+/// msprobe_resolve_stats with six doubles per slot: Max, Min, Mean, Norm, then the largest and
+/// the smallest element of the tensor with NaN and ±inf replaced by -inf (for the largest) and
+/// +inf (for the smallest) (for a 0-d tensor: its value, twice). From them the recorder writes
+/// msprobe's `Max_except_inf_nan`/`Min_except_inf_nan` where Max/Min are NaN/Inf.
+#[no_mangle]
+pub extern "C" fn msprobe_resolve_stats_except(first: u64, values: *const f64, n: usize) -> c_int {
+    guard(MSPROBE_ERR_PANIC, || {
+        if n == 0 {
+            return MSPROBE_OK;
+        }
+        if values.is_null() {
+            return fail("values is NULL");
+        }
+        // SAFETY: non-null values points to 6 * n doubles (header contract).
+        let v = unsafe { std::slice::from_raw_parts(values, 6 * n) };
+        crate::deferred::resolve(first, v, 6);
         MSPROBE_OK
     })
 }

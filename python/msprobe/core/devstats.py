@@ -51,8 +51,12 @@ def _env_count(name: str, default: int) -> int:
 class DeviceStats:
     """The pending device results of this process, fetched in batches (thread-safe).
 
-    A framework subclass supplies ``reduce`` (a tensor's 4 statistics as a float32 device
-    tensor) and ``_gather`` (a list of them to the host as float64 values)."""
+    A framework subclass supplies ``reduce`` (a tensor's ``width`` values as a float32 device
+    tensor) and ``_gather`` (a list of them to the host as float64 values). ``width`` is 4 (Max,
+    Min, Mean, Norm) or 6 (then also the largest and smallest finite values, from which the
+    recorder writes ``*_except_inf_nan``: ``msprobe_resolve_stats_except``)."""
+
+    width = 4
 
     def __init__(self) -> None:
         self.enabled = os.environ.get("MSPROBE_DEVICE_STATS", "0").strip() == "1"
@@ -86,7 +90,7 @@ class DeviceStats:
 
     def _gather(self, results: list) -> tuple[Any, int]:  # pragma: no cover
         """The results on the host: (an object keeping the memory alive, the address of
-        4 x len(results) contiguous float64 values)."""
+        width x len(results) contiguous float64 values)."""
         raise NotImplementedError
 
     def reduce_safe(self, t: Any) -> Optional[Any]:
@@ -136,5 +140,9 @@ class DeviceStats:
                 logger.warning(f"fetching device statistics failed ({e}); their leaves are written with null values")
                 return
             self.fetches += 1
-            lib.msprobe_resolve_stats(first, ctypes.cast(addr, ctypes.POINTER(ctypes.c_double)), len(results))
+            vals = ctypes.cast(addr, ctypes.POINTER(ctypes.c_double))
+            if self.width == 6:
+                lib.msprobe_resolve_stats_except(first, vals, len(results))
+            else:
+                lib.msprobe_resolve_stats(first, vals, len(results))
             del keep

@@ -5,18 +5,19 @@ Copying a device tensor to the host for four numbers costs a whole-tensor transf
 synchronisation per tensor. Instead, in a statistics-only session (task statistics,
 summary_mode statistics), each tensor is reduced with torch's own device ops, exactly as
 msprobe 1.1.1's ``get_stat_info`` does (integers and float64 reduced as float32, f16/bf16
-results in their own dtype, then widened exactly to float32): one 4-element float32 result
-per tensor stays on the device. The leaf goes into the record as *pending*
+results in their own dtype, then widened exactly to float32), and beside them the largest and
+smallest finite values (NaN/±inf replaced by ∓inf; from them the recorder writes 1.1.1's
+``*_except_inf_nan`` where Max/Min are NaN/Inf): one 6-element float32 result per tensor stays on
+the device. The leaf goes into the record as *pending*
 (``msprobe_record_add_tensor_pending``); the recorder holds the record until its values
 arrive. The results are fetched in batches: stacked on the device, one non-blocking copy into
-pinned host memory, one wait, ``msprobe_resolve_stats``. A batch is fetched when it holds
+pinned host memory, one wait, ``msprobe_resolve_stats_except``. A batch is fetched when it holds
 ``MSPROBE_DEVICE_BATCH`` results (default 256) and at ``stop()``/``step()`` (so the files are
 complete after ``stop()``, as today); with ``async_dump: true`` in config.json only at
 ``step()`` (as msprobe 26's async_dump).
 
 Off by default (``MSPROBE_DEVICE_STATS=1`` turns it on): on the torch_npu GPT example the extra
-small kernels cost more in the modelled step than the copies they save, and NaN/Inf tensors lack
-1.1.1's ``*_except_inf_nan`` values. Off, device tensors are copied to the host (the
+small kernels cost more in the modelled step than the copies they save. Off, device tensors are copied to the host (the
 comparison path of ``scripts/bench_device_fw.sh``). Bool, complex, 0-d integer/float64 and
 empty tensors keep the copy path (their statistics are not all floats or need the data).
 
@@ -46,15 +47,27 @@ class DeviceStats(_Base):
             return False
         return t.dim() > 0 or t.dtype in _FLOAT_OWN
 
+    width = 6
+
     def reduce(self, t: torch.Tensor) -> torch.Tensor:
-        """The 4 statistics as a float32 device tensor, as 1.1.1's get_stat_info."""
+        """The 4 statistics as 1.1.1's get_stat_info, then the largest and smallest finite values
+        (for its ``*_except_inf_nan``), as a 6-element float32 device tensor."""
         with torch.no_grad():
             x = t.detach()
             if x.dim() == 0:  # 1.1.1: item() for all four (the value itself, also as Norm)
-                return _VF.stack([x, x, x, x]).to(torch.float32)
-            if not x.is_floating_point() or x.dtype == torch.float64:
+                return _VF.stack([x, x, x, x, x, x]).to(torch.float32)
+            if not x.is_floating_point():  # integers are finite: their Max/Min
                 x = x.to(torch.float32)
-            return _VF.stack([_VF.max(x), _VF.min(x), _VF.mean(x), _VF.norm(x)]).to(torch.float32)
+                mx, mn = _VF.max(x), _VF.min(x)
+                return _VF.stack([mx, mn, _VF.mean(x), _VF.norm(x), mx, mn])
+            if x.dtype == torch.float64:
+                x = x.to(torch.float32)
+            # NaN/±inf replaced so that they never win: the largest finite value (-inf if none)
+            # and the smallest; reduced always, since the device cannot branch on Max/Min.
+            inf = float("inf")
+            fmax = _VF.max(_VF.nan_to_num(x, nan=-inf, posinf=-inf, neginf=-inf))
+            fmin = _VF.min(_VF.nan_to_num(x, nan=inf, posinf=inf, neginf=inf))
+            return _VF.stack([_VF.max(x), _VF.min(x), _VF.mean(x), _VF.norm(x), fmax, fmin]).to(torch.float32)
 
     def _gather(self, results: list) -> tuple[Any, int]:
         """One stack on the device, one non-blocking copy into pinned memory, one wait on the
