@@ -97,7 +97,7 @@ def test_values_equal_host_path_and_cpu(runs):
     dev, host, cpu = data(runs["device"][0]), data(runs["host"][0]), data(runs["cpu"][0])
     assert len(dev) >= 9, list(dev)
     for ref in (host, cpu):
-        bad = compare(dev, ref)
+        bad = compare(dev, ref, except_keys=False)  # null here: test_dtypes_inf_nan_and_0d
         assert bad == [], bad[:5]
 
 
