@@ -674,18 +674,7 @@ pub extern "C" fn msprobe_record_add_tensor_pending(
 /// records that are complete now, in order.
 #[no_mangle]
 pub extern "C" fn msprobe_resolve_stats(first: u64, values: *const f64, n: usize) -> c_int {
-    guard(MSPROBE_ERR_PANIC, || {
-        if n == 0 {
-            return MSPROBE_OK;
-        }
-        if values.is_null() {
-            return fail("values is NULL");
-        }
-        // SAFETY: non-null values points to 4 * n doubles (header contract).
-        let v = unsafe { std::slice::from_raw_parts(values, 4 * n) };
-        crate::deferred::resolve(first, v, 4);
-        MSPROBE_OK
-    })
+    resolve_slots(first, values, n, 4)
 }
 
 /// msprobe_resolve_stats with six doubles per slot: Max, Min, Mean, Norm, then the largest and
@@ -694,6 +683,11 @@ pub extern "C" fn msprobe_resolve_stats(first: u64, values: *const f64, n: usize
 /// msprobe's `Max_except_inf_nan`/`Min_except_inf_nan` where Max/Min are NaN/Inf.
 #[no_mangle]
 pub extern "C" fn msprobe_resolve_stats_except(first: u64, values: *const f64, n: usize) -> c_int {
+    resolve_slots(first, values, n, 6)
+}
+
+/// The two resolve entry points: `n` slots of `width` doubles at `values`.
+fn resolve_slots(first: u64, values: *const f64, n: usize, width: usize) -> c_int {
     guard(MSPROBE_ERR_PANIC, || {
         if n == 0 {
             return MSPROBE_OK;
@@ -701,9 +695,12 @@ pub extern "C" fn msprobe_resolve_stats_except(first: u64, values: *const f64, n
         if values.is_null() {
             return fail("values is NULL");
         }
-        // SAFETY: non-null values points to 6 * n doubles (header contract).
-        let v = unsafe { std::slice::from_raw_parts(values, 6 * n) };
-        crate::deferred::resolve(first, v, 6);
+        let Some(len) = n.checked_mul(width) else {
+            return fail(format!("{n} slots of {width} values overflow"));
+        };
+        // SAFETY: non-null values points to `width` * n doubles (header contract of both callers).
+        let v = unsafe { std::slice::from_raw_parts(values, len) };
+        crate::deferred::resolve(first, v, width);
         MSPROBE_OK
     })
 }

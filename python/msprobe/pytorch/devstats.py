@@ -17,9 +17,10 @@ complete after ``stop()``, as today); with ``async_dump: true`` in config.json o
 ``step()`` (as msprobe 26's async_dump).
 
 Off by default (``MSPROBE_DEVICE_STATS=1`` turns it on): on the torch_npu GPT example the extra
-small kernels cost more in the modelled step than the copies they save. Off, device tensors are copied to the host (the
-comparison path of ``scripts/bench_device_fw.sh``). Bool, complex, 0-d integer/float64 and
-empty tensors keep the copy path (their statistics are not all floats or need the data).
+small kernels cost more in the modelled step than the copies they save. Off, device tensors are
+copied to the host (the comparison path of ``scripts/bench_device_fw.sh``). Bool, complex, 0-d
+integer/float64 and empty tensors keep the copy path (their statistics are not all floats or need
+the data).
 
 The reductions call ``torch._C._VariableFunctions`` directly (as 1.1.1 does), which the API
 wrappers do not patch, on a detached tensor: nothing is recorded, nothing in-place, no RNG.
@@ -40,14 +41,14 @@ _FLOAT_OWN = (torch.float16, torch.bfloat16, torch.float32)
 class DeviceStats(_Base):
     """torch's device reductions and batch fetch."""
 
+    width = 6  # Max, Min, Mean, Norm, then the largest and smallest finite values
+
     def eligible(self, t: torch.Tensor) -> bool:
         if not self.enabled or self.failed or t.is_cpu or t.is_meta or t.is_complex():
             return False
         if t.dtype == torch.bool or t.numel() == 0:
             return False
         return t.dim() > 0 or t.dtype in _FLOAT_OWN
-
-    width = 6
 
     def reduce(self, t: torch.Tensor) -> torch.Tensor:
         """The 4 statistics as 1.1.1's get_stat_info, then the largest and smallest finite values
