@@ -136,9 +136,19 @@ pub fn device_mem(bytes: usize) {
     DEVICE_PEAK.fetch_max(bytes as u64, Relaxed);
 }
 
+/// `aclrtMallocHost` calls: pinning host memory is a costly driver call on a real device (page
+/// locking and an IOMMU mapping), so a tool must pool it rather than pin per tensor.
+static PINNED_ALLOCS: AtomicU64 = AtomicU64::new(0);
+
 /// Pinned host memory in use is now `bytes`.
 pub fn pinned_mem(bytes: usize) {
     PINNED_PEAK.fetch_max(bytes as u64, Relaxed);
+}
+
+/// Count one `aclrtMallocHost`.
+pub fn pinned_alloc() {
+    init();
+    PINNED_ALLOCS.fetch_add(1, Relaxed);
 }
 
 /// Reset every counter (cannsimStatsReset); the device peak restarts from what is in use now
@@ -146,6 +156,7 @@ pub fn pinned_mem(bytes: usize) {
 pub fn reset(device_in_use: usize) {
     DEVICE_PEAK.store(device_in_use as u64, Relaxed);
     PINNED_PEAK.store(0, Relaxed);
+    PINNED_ALLOCS.store(0, Relaxed);
     for c in &COPIES {
         c.store(0, Relaxed);
     }
@@ -207,12 +218,13 @@ pub fn json() -> String {
         })
         .collect();
     format!(
-        "{{\"pid\":{},\"copies\":{{{}}},\"threads\":[{}],\"kernels\":{{{}}},\"memory\":{{\"device_peak_bytes\":{},\"pinned_peak_bytes\":{}}}}}",
+        "{{\"pid\":{},\"copies\":{{{}}},\"threads\":[{}],\"kernels\":{{{}}},\"memory\":{{\"device_peak_bytes\":{},\"pinned_peak_bytes\":{},\"pinned_allocs\":{}}}}}",
         std::process::id(),
         copies.join(","),
         threads.join(","),
         kernels.join(","),
         DEVICE_PEAK.load(Relaxed),
-        PINNED_PEAK.load(Relaxed)
+        PINNED_PEAK.load(Relaxed),
+        PINNED_ALLOCS.load(Relaxed)
     )
 }

@@ -20,6 +20,10 @@ for _ in range(2):                                   # 2 sync H2D copies of 1000
 out = np.zeros(64, np.uint8)                         # 1 async D2H copy of 64 bytes
 acl.check("d2h", acl.call("aclrtMemcpyAsync", out.ctypes.data, 64, dev, 64, cs.D2H, s))
 acl.check("d2d", acl.call("aclrtMemcpy", dev + 2048, 2048, dev, 10, 3))   # 1 sync D2D of 10 bytes
+for _ in range(3):                                   # 3 pinned allocations (one freed)
+    hp = VP()
+    acl.check("mh", acl.call("aclrtMallocHost", C.byref(hp), 4096))
+acl.check("fh", acl.call("aclrtFreeHost", hp))
 for _ in range(3):
     acl.run("Add", A, B, 1.0, Y, stream=s)           # 3 aclnn launches
 acl.run("Mul", A, B, Y, stream=s)                    # 1 more
@@ -51,6 +55,7 @@ def check(st, main_tid=None):
     assert c["device_to_host"] == {"sync": {"copies": 0, "bytes": 0}, "async": {"copies": 1, "bytes": 64}}
     assert c["device_to_device"]["sync"] == {"copies": 1, "bytes": 10}
     assert c["host_to_host"]["sync"]["copies"] == 0
+    assert st["memory"]["pinned_allocs"] == 3
     assert st["kernels"]["aclnn"] == {"launches": 4, "ops": {"aclnnAdd": 3, "aclnnMul": 1}}
     assert st["kernels"]["aclop"]["launches"] == 0 and st["kernels"]["hccl"]["launches"] == 0
     by_name = {t["name"]: t for t in st["threads"]}

@@ -307,6 +307,7 @@ pub extern "C" fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) -> Ac
             h.insert(p as usize, size);
             crate::stats::pinned_mem(h.values().sum());
         }
+        crate::stats::pinned_alloc();
         put(host_ptr, p);
         ACL_SUCCESS
     })

@@ -396,7 +396,7 @@ extern "C" fn at_exit() {
                     "  stream syncs failed: {} before launches, {} after launches\n",
                     "  tensors not copied, stream not synchronised (recorded as null): {}\n",
                     "  device copies failed (recorded as null): {}\n",
-                    "  device statistics: {} tensors reduced on the device ({} tool kernels), {} by the copy path, {} dropped (no free result slot, recorded as null), {} with uncertain *_except_inf_nan (written as NaN), {} launches whose event failed (recorded as null), {} records journaled in planned form at the launch, device scratch peak {} bytes; async copies: {} tensors copied asynchronously, {} dropped (pinned memory full, recorded without statistics/md5/file), pinned peak {} bytes of {} allowed\n{}"
+                    "  device statistics: {} tensors reduced on the device ({} tool kernels), {} by the copy path, {} dropped (no free result slot, recorded as null), {} with uncertain *_except_inf_nan (written as NaN), {} launches whose event failed (recorded as null), {} records journaled in planned form at the launch, device scratch peak {} bytes; async copies: {} tensors copied asynchronously, {} dropped (pinned memory full, recorded without statistics/md5/file), pinned peak {} bytes of {} allowed, {} pinned allocations ({} copies into a reused buffer)\n{}"
                 ),
                 seen(Path::Dlsym) + seen(Path::Linked),
                 seen(Path::Dlsym),
@@ -424,6 +424,8 @@ extern "C" fn at_exit() {
                 super::devstats::COPIES_DROPPED.load(Relaxed),
                 super::devstats::PINNED_PEAK.load(Relaxed),
                 l2.recorder.config().queue_bytes,
+                super::devstats::PINNED_ALLOCS.load(Relaxed),
+                super::devstats::PINNED_REUSED.load(Relaxed),
                 s,
             );
         }

@@ -26,6 +26,7 @@
 //! both are counted.
 
 use super::meta::TensorMeta;
+use super::pinned::{Pool, Take, ROUND};
 use crate::hook::Slot;
 use msprobe_core::config::OnFull;
 use msprobe_core::dtype::DType;
@@ -219,8 +220,9 @@ pub(crate) enum DevLeaf {
 pub(crate) struct Launch {
     slots: Vec<u32>,
     frees: Vec<usize>,
-    /// Pinned host buffers of the md5/tensor copies (freed with `aclrtFreeHost`), and their bytes.
-    pinned: Vec<usize>,
+    /// Pinned host buffers of the md5/tensor copies and their rounded sizes (back to the pool when
+    /// released), and their bytes.
+    pinned: Vec<(usize, u64)>,
     pinned_bytes: u64,
     /// Device scratch bytes this launch holds (counted against the cap).
     scratch: u64,
@@ -243,10 +245,34 @@ pub(crate) struct Limits {
 
 /// Peak device scratch bytes held at once (for tests and the summary).
 pub static SCRATCH_PEAK: AtomicU64 = AtomicU64::new(0);
-/// Pinned bytes of md5/tensor copies in flight, and their peak (capped by `MSPROBE_QUEUE_MB`).
-static PINNED: Mutex<u64> = Mutex::new(0);
+/// Pinned host memory of the async copies, in use and kept for reuse, capped together by
+/// `MSPROBE_QUEUE_MB` (the books in [`super::pinned`]).
+static PINNED: Mutex<Pool> = Mutex::new(Pool::new());
 static PINNED_CV: Condvar = Condvar::new();
+/// Peak pinned bytes held at once (in use plus kept).
 pub static PINNED_PEAK: AtomicU64 = AtomicU64::new(0);
+/// `aclrtMallocHost` calls of the async copies, and copies into memory pinned before.
+pub static PINNED_ALLOCS: AtomicU64 = AtomicU64::new(0);
+pub static PINNED_REUSED: AtomicU64 = AtomicU64::new(0);
+
+fn pin(n: u64) -> Option<usize> {
+    let mut host: H = std::ptr::null_mut();
+    type F = unsafe extern "C" fn(*mut H, usize) -> c_int;
+    // SAFETY: the slot holds the real aclrtMallocHost(void **hostPtr, size_t size).
+    if unsafe { MALLOC_HOST.get::<F>()(&mut host, usize::try_from(n).ok()?) } != 0 || host.is_null() {
+        return None;
+    }
+    PINNED_ALLOCS.fetch_add(1, Relaxed);
+    Some(host as usize)
+}
+
+fn unpin(p: usize) {
+    type F = unsafe extern "C" fn(H) -> c_int;
+    // SAFETY: the slot holds the real aclrtFreeHost; p came from aclrtMallocHost and the pool
+    // unpins it once, when no buffer in it is in use.
+    unsafe { FREE_HOST.get::<F>()(p as H) };
+}
+
 /// Tensors whose bytes were copied asynchronously (statistics / md5 / tensor).
 pub static ASYNC_COPIES: AtomicU64 = AtomicU64::new(0);
 
@@ -258,28 +284,36 @@ pub static COPIES_DROPPED: AtomicU64 = AtomicU64::new(0);
 /// cap`, e.g. one larger than the cap) can never fit and takes the copy path at once (the writer
 /// queue's own rules then apply to it), in both modes. None = full in drop mode; Err = copy path
 /// (too large, or block mode timed out).
-fn take_pinned(lim: &Limits, n: u64, own: u64) -> Option<Result<(), Fallback>> {
+/// `n` is already rounded; Ok holds the pinned buffer.
+fn take_pinned(lim: &Limits, n: u64, own: u64) -> Option<Result<usize, Fallback>> {
     if own.saturating_add(n) > lim.cap {
         return Some(Err(Fallback));
     }
-    let mut held = PINNED.lock().unwrap_or_else(|e| e.into_inner());
-    let fits = |h: u64| h + n <= lim.cap;
-    if !fits(*held) {
-        if lim.on_full == OnFull::Drop {
-            return None;
-        }
-        let t0 = Instant::now();
-        while !fits(*held) {
-            let left = BLOCK_WAIT.saturating_sub(t0.elapsed());
-            if left.is_zero() {
-                return Some(Err(Fallback));
+    let mut pool = PINNED.lock().unwrap_or_else(|e| e.into_inner());
+    let t0 = Instant::now();
+    loop {
+        match pool.take(n, lim.cap, &mut pin, &mut unpin) {
+            Take::Reused(p) => {
+                PINNED_REUSED.fetch_add(1, Relaxed);
+                return Some(Ok(p));
             }
-            held = PINNED_CV.wait_timeout(held, left).unwrap_or_else(|e| e.into_inner()).0;
+            Take::Pinned(p) => {
+                PINNED_PEAK.fetch_max(pool.held(), Relaxed);
+                return Some(Ok(p));
+            }
+            Take::Failed => return Some(Err(Fallback)),
+            Take::Full if lim.on_full == OnFull::Drop => return None,
+            // Only this launch's own buffers are in use: nothing will be returned to wait for.
+            Take::Full if pool.in_use() <= own => return Some(Err(Fallback)),
+            Take::Full => {
+                let left = BLOCK_WAIT.saturating_sub(t0.elapsed());
+                if left.is_zero() {
+                    return Some(Err(Fallback));
+                }
+                pool = PINNED_CV.wait_timeout(pool, left).unwrap_or_else(|e| e.into_inner()).0;
+            }
         }
     }
-    *held += n;
-    PINNED_PEAK.fetch_max(*held, Relaxed);
-    Some(Ok(()))
 }
 
 /// A tensor's bytes copied asynchronously into pinned memory (md5 / tensor tasks).
@@ -322,34 +356,31 @@ pub(crate) fn enqueue_copy(t: &TensorMeta, stream: H, lim: &Limits, l: &mut Laun
     if len == 0 {
         return Ok(CopyOutcome::Copied(PinnedCopy { host: 0, len: 0, offset, strides }));
     }
-    match take_pinned(lim, len as u64, l.pinned_bytes) {
+    let size = (len as u64).div_ceil(ROUND).saturating_mul(ROUND);
+    let host = match take_pinned(lim, size, l.pinned_bytes) {
         None => {
             COPIES_DROPPED.fetch_add(1, Relaxed);
             return Ok(CopyOutcome::Dropped);
         }
         Some(Err(f)) => return Err(f),
-        Some(Ok(())) => {}
-    }
-    let mut host: H = std::ptr::null_mut();
-    type F = unsafe extern "C" fn(*mut H, usize) -> c_int;
-    // SAFETY: the slot holds the real aclrtMallocHost(void **hostPtr, size_t size).
-    if unsafe { MALLOC_HOST.get::<F>()(&mut host, len) } != 0 || host.is_null() {
-        put_pinned(len as u64);
-        return Err(Fallback);
-    }
-    l.pinned.push(host as usize);
-    l.pinned_bytes += len as u64;
-    if copy_async(host as usize, t.addr + lo as usize * es, len, stream).is_none() {
+        Some(Ok(p)) => p,
+    };
+    l.pinned.push((host, size));
+    l.pinned_bytes += size;
+    if copy_async(host, t.addr + lo as usize * es, len, stream).is_none() {
         return Err(Fallback);
     }
     ASYNC_COPIES.fetch_add(1, Relaxed);
-    Ok(CopyOutcome::Copied(PinnedCopy { host: host as usize, len, offset, strides }))
+    Ok(CopyOutcome::Copied(PinnedCopy { host, len, offset, strides }))
 }
 
-fn put_pinned(n: u64) {
-    let mut held = PINNED.lock().unwrap_or_else(|e| e.into_inner());
-    *held = held.saturating_sub(n);
-    drop(held);
+/// Returns a launch's pinned buffers to the pool (their copies completed and records were built).
+fn put_pinned(bufs: Vec<(usize, u64)>) {
+    let mut pool = PINNED.lock().unwrap_or_else(|e| e.into_inner());
+    for (p, size) in bufs {
+        pool.put(p, size);
+    }
+    drop(pool);
     PINNED_CV.notify_all();
 }
 
@@ -841,14 +872,8 @@ pub(crate) fn release(l: Launch) {
     for p in l.frees {
         free(p);
     }
-    type F = unsafe extern "C" fn(H) -> c_int;
-    for p in l.pinned {
-        // SAFETY: the slot holds the real aclrtFreeHost; p came from aclrtMallocHost, freed once,
-        // after the copy into it completed and its record was built.
-        unsafe { FREE_HOST.get::<F>()(p as H) };
-    }
-    if l.pinned_bytes > 0 {
-        put_pinned(l.pinned_bytes);
+    if !l.pinned.is_empty() {
+        put_pinned(l.pinned);
     }
     if !l.slots.is_empty() || l.scratch > 0 {
         give_back(&l.slots, l.scratch);

@@ -26,4 +26,5 @@ pub(crate) mod entry;
 pub(crate) mod hccl;
 pub(crate) mod meta;
 pub(crate) mod ops;
+pub(crate) mod pinned;
 pub(crate) mod table;
