@@ -11,9 +11,15 @@ see /work/shared/reference/device-cost-model.md; sources of the constants below)
 
 Model (per run; C = the client's kernels, T = the tool's own kernels, S = host waits the tool adds on the
 launching thread, B_sync / B_async = device→host bytes the tool copies synchronously / asynchronously):
-  host   = (C + T) × t_launch + S × t_sync + B_sync / bw_link
-  device = (C + T) × t_kernel + (B_client + B_tool) / bw_hbm + B_async / bw_link + F16 / r16 + F32 / r32
+  host   = (C + T) × t_launch + (A_client + A + Y) × t_copy + P × t_pin + S × t_sync + B_sync / bw_link
+  device = (C + T) × t_kernel + (A_client + A) × t_copy + (B_client + B_tool) / bw_hbm + B_async / bw_link
+           + F16 / r16 + F32 / r32
   step   = max(host, device) + min(host, device) × min(1, S / (C + T))
+A_client / A = the client's / the tool's stream-ordered copies (`aclrtMemcpyAsync`, any direction), Y = the
+tool's synchronous copies (each copy one runtime call on the host and, if async, one DMA task on the
+stream), P = the tool's `aclrtMallocHost` calls. Before 2026-12-05 the model charged nothing per copy or
+pinning, so one small async copy into a freshly pinned buffer per tensor looked free (1.00× on the GPT
+example, with 2224 copies and 2224 pinnings in 410 launches).
 The host runs ahead of the device and the two overlap (max) except at a wait: each wait drains the
 queue, losing about one launch's share of the overlap (min / launches). A wait per launch or more
 (the copy path: 2) gives host + device, no wait gives max(host, device). S is a difference of the
@@ -39,6 +45,12 @@ Constants (low / mid / high):
   t_sync   10 / 30 / 50 µs aclrtSynchronizeStream round trip (runtime + driver)
   bw_link  32 / 25 / 20 GB/s  PCIe 4.0 x16 (32 GB/s theoretical per direction, ~25 GB/s achieved pinned)
   t_kernel 3 / 5 / 8 µs    device-side floor of a small kernel (launch + one tiny pass)
+  t_copy   2 / 4 / 8 µs    one aclrtMemcpyAsync: host-side submission (runtime task, no tiling: below an aclnn
+                           launch) and the DMA task's floor on the stream; an assumption of the same order as
+                           published cudaMemcpyAsync call overheads (a few µs), no public Ascend figure
+  t_pin    10 / 30 / 100 µs  one aclrtMallocHost + aclrtFreeHost pair of a small buffer, host side (page
+                           locking and a device mapping through the driver); an assumption of the order
+                           published for cudaHostAlloc/cudaFreeHost, no public Ascend figure
   bw_hbm   1.6 / 1.0 / 0.4 TB/s  910B-class HBM (public figures 0.4–1.6 TB/s; device-cost-model.md)
   r16      320 / 200 / 100 TFLOPS  matmul rate in float16/bfloat16: 910B's public FP16 peak (~320 TFLOPS;
                            Ascend 910: 256, HotChips 2019), then ~60 % and ~30 % of it achieved
@@ -49,6 +61,15 @@ A lower-bound row per example: any design that reduces *every* captured tensor o
 own aclnn launches (so that ≤ 64 B per tensor cross the link) needs at least one extra launch and one HBM
 read per tensor: T = tensors, B_tool = B_client, no waits. When that row is above 1.2×, no such design
 reaches 1.2× on that example under this model.
+
+A second bound holds for *any* device design, batched or fused (workspace writes, not in the trace,
+only add points): a tensor's bytes must
+be read on the device (reduced, or staged into the tool's own buffer) after the launch that produces it and
+before the first launch that writes over it (its range, an in-place op, a reused allocation). From the
+uncaptured run's ground-truth trace, the fewest tool launches that achieve this for every captured tensor
+is the minimum number of points stabbing all [produced, overwritten) intervals, found exactly by the
+greedy rule "stage everything pending at the first launch that would overwrite a pending tensor"
+(`stage_points`); plus one final reduction. Row: T = stage points + 1, B_tool = B_client, one async copy.
 """
 
 from __future__ import annotations
@@ -66,9 +87,31 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
 LIB = TARGET / "release" / "libmsprobe.so"
 CONSTS = {
-    "low": dict(t_launch=5e-6, t_sync=10e-6, bw=32e9, t_kernel=3e-6, hbm=1.6e12, r16=320e12, r32=80e12),
-    "mid": dict(t_launch=10e-6, t_sync=30e-6, bw=25e9, t_kernel=5e-6, hbm=1.0e12, r16=200e12, r32=50e12),
-    "high": dict(t_launch=20e-6, t_sync=50e-6, bw=20e9, t_kernel=8e-6, hbm=0.4e12, r16=100e12, r32=25e12),
+    "low": dict(
+        t_pin=10e-6, t_launch=5e-6, t_copy=2e-6, t_sync=10e-6, bw=32e9, t_kernel=3e-6, hbm=1.6e12, r16=320e12, r32=80e12
+    ),
+    "mid": dict(
+        t_pin=30e-6,
+        t_launch=10e-6,
+        t_copy=4e-6,
+        t_sync=30e-6,
+        bw=25e9,
+        t_kernel=5e-6,
+        hbm=1.0e12,
+        r16=200e12,
+        r32=50e12,
+    ),
+    "high": dict(
+        t_pin=100e-6,
+        t_launch=20e-6,
+        t_copy=8e-6,
+        t_sync=50e-6,
+        bw=20e9,
+        t_kernel=8e-6,
+        hbm=0.4e12,
+        r16=100e12,
+        r32=25e12,
+    ),
 }
 # Matmul-class launches in the ground-truth trace, and the input whose last dimension is K.
 MATMUL_OPS = {
@@ -101,6 +144,29 @@ def trace_flops(path: Path) -> tuple[float, float]:
         else:
             f32 += flops
     return f16, f32
+
+
+def stage_points(path: Path) -> int:
+    """The fewest tool launches that read every captured tensor on the device before it is overwritten.
+
+    Each tensor (input or in-place operand before its launch, output or in-place operand after it) is
+    pending from then until a later launch writes over its byte span (outputs, in-place operands); a
+    launch that would is preceded by one staging point that takes everything pending. Greedy at the
+    latest moment is optimal for stabbing intervals, so this is a lower bound for any design.
+    """
+    pending: list[tuple[int, int]] = []
+    points = 0
+    for line in path.read_text().splitlines():
+        ts = json.loads(line)["tensors"]
+        span = [(int(t["span_addr"], 16), int(t["span_addr"], 16) + t["bytes"]) for t in ts]
+        reads = [s for t, s in zip(ts, span) if t["role"] in ("input", "inout") and t["bytes"] > 0]
+        writes = [s for t, s in zip(ts, span) if t["role"] in ("output", "inout") and t["bytes"] > 0]
+        pending += reads
+        if any(a < pe and pa < b for a, b in writes for pa, pe in pending):
+            points += 1
+            pending = []
+        pending += writes
+    return points
 
 
 STATS_COPY = "statistics, copy+sync (MSPROBE_L2_ASYNC_COPY=0)"
@@ -149,7 +215,13 @@ def run(lib64: Path, script: list[str], work: Path, extra: dict | None) -> dict:
     st["device_tensors"] = int(m.group(1)) if m else 0
     if extra is None:
         st["flops"] = trace_flops(work / "trace.jsonl")
+        st["stage_points"] = stage_points(work / "trace.jsonl")
     return st
+
+
+def copies(st: dict, kind: str) -> int:
+    """Copies of one kind (`sync`/`async`) in every direction."""
+    return sum(v[kind]["copies"] for v in st["copies"].values())
 
 
 def counters(st: dict, base: dict) -> dict:
@@ -171,15 +243,38 @@ def counters(st: dict, base: dict) -> dict:
         "tool_waits": extra_waits,
         "sync_bytes": d2h["sync"]["bytes"] - d2h0["sync"]["bytes"],
         "async_bytes": d2h["async"]["bytes"] - d2h0["async"]["bytes"],
+        "client_async_copies": copies(base, "async"),
+        "async_copies": max(0, copies(st, "async") - copies(base, "async")),
+        "sync_copies": max(0, copies(st, "sync") - copies(base, "sync")),
+        "pinned_allocs": max(0, st["memory"].get("pinned_allocs", 0) - base["memory"].get("pinned_allocs", 0)),
         "tensors": st["tensors"],
         "device_tensors": st.get("device_tensors", 0),
     }
 
 
+# The same client work without the tool's additions.
+TOOL_ZERO = dict.fromkeys(
+    (
+        "tool_kernels",
+        "tool_waits",
+        "sync_bytes",
+        "async_bytes",
+        "tool_hbm_bytes",
+        "async_copies",
+        "sync_copies",
+        "pinned_allocs",
+    ),
+    0,
+)
+
+
 def step_time(c: dict, k: dict) -> float:
     host = (c["client_kernels"] + c["tool_kernels"]) * k["t_launch"] + c["tool_waits"] * k["t_sync"]
     host += c["sync_bytes"] / k["bw"]
+    acopies = c.get("client_async_copies", 0) + c.get("async_copies", 0)
+    host += (acopies + c.get("sync_copies", 0)) * k["t_copy"] + c.get("pinned_allocs", 0) * k["t_pin"]
     device = (c["client_kernels"] + c["tool_kernels"]) * k["t_kernel"] + c["async_bytes"] / k["bw"]
+    device += acopies * k["t_copy"]
     device += (c.get("client_bytes", 0) + c.get("tool_hbm_bytes", 0)) / k["hbm"]
     f16, f32 = c.get("flops", (0.0, 0.0))
     device += f16 / k["r16"] + f32 / k["r32"]
@@ -228,7 +323,7 @@ def main() -> None:
                     reduced = max(0, client_bytes - c["async_bytes"])
                     c["tool_hbm_bytes"] = c["tool_kernels"] / c["device_tensors"] * 1.5 * reduced
                 # the same client work without the tool's additions
-                c0 = dict(c, tool_kernels=0, tool_waits=0, sync_bytes=0, async_bytes=0, tool_hbm_bytes=0)
+                c0 = {**c, **TOOL_ZERO}
                 launches = max(c["client_kernels"], 1)
                 per_t = (c["sync_bytes"] + c["async_bytes"]) / c["tensors"] if c["tensors"] else 0.0
                 ratios = " / ".join(f"{step_time(c, k) / step_time(c0, k):.2f}" for k in CONSTS.values())
@@ -239,12 +334,19 @@ def main() -> None:
             # The best any per-tensor device design can do: one launch and one HBM read per tensor.
             c = counters(runs[STATS_COPY], base)
             c.update(client_bytes=client_bytes, flops=(f16, f32))
-            c0 = dict(c, tool_kernels=0, tool_waits=0, sync_bytes=0, async_bytes=0, tool_hbm_bytes=0)
-            lb = dict(c0, tool_kernels=c["tensors"], tool_hbm_bytes=client_bytes)
+            c0 = {**c, **TOOL_ZERO}
+            lb = dict(c0, tool_kernels=c["tensors"], tool_hbm_bytes=client_bytes, async_copies=1)
             ratios = " / ".join(f"{step_time(lb, k) / step_time(c0, k):.2f}" for k in CONSTS.values())
             print(
                 f"| lower bound: every tensor reduced on the device (≥ 1 launch, 1 HBM read each) | "
                 f"{c['client_kernels']} | ≥ {c['tensors']} | 0 | – | {ratios} |"
+            )
+            sp = base["stage_points"]
+            lb = dict(c0, tool_kernels=sp + 1, tool_hbm_bytes=client_bytes, async_copies=1)
+            ratios = " / ".join(f"{step_time(lb, k) / step_time(c0, k):.2f}" for k in CONSTS.values())
+            print(
+                f"| lower bound: any device design, each tensor read before it is overwritten "
+                f"({sp} stage points in the trace, + 1) | {c['client_kernels']} | ≥ {sp + 1} | 0 | – | {ratios} |"
             )
             print(f"\nclient matmul FLOPs (trace): {f16:.3g} half precision, {f32:.3g} float32")
 

@@ -109,7 +109,7 @@ def table(title: str, lib64: Path, py: Path, fw: str, args: list[str]) -> None:
         st = runs[name]
         st["tool_kernels"] = max(0, sum(v["launches"] for v in st["kernels"].values()) - kern0)
         c = bd.counters(st, base)
-        c0 = dict(c, tool_kernels=0, tool_waits=0, sync_bytes=0, async_bytes=0)
+        c0 = {**c, **bd.TOOL_ZERO}
         per_t = (c["sync_bytes"] + c["async_bytes"]) / c["tensors"] if c["tensors"] else 0.0
         per_r = c["tool_waits"] / st["records"] if st["records"] else 0.0
         ratios = " / ".join(f"{bd.step_time(c, k) / bd.step_time(c0, k):.2f}" for k in bd.CONSTS.values())
