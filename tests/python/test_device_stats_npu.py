@@ -101,9 +101,9 @@ def close(a, b, scale) -> bool:
     return abs(a - b) <= 1e-6 * abs(b) + 1e-6 * scale
 
 
-def compare(got: dict, want: dict, except_keys: bool = True) -> list:
+def compare(got: dict, want: dict) -> list:
     """README tolerance: Max/Min exact, Mean/Norm 1e-6 relative (+1e-6 x max|x| for means);
-    *_except_inf_nan exact unless `except_keys` is False (MindSpore's device path writes them null)."""
+    *_except_inf_nan exact."""
     bad = []
     assert list(got) == list(want)
     for name in want:
@@ -119,7 +119,7 @@ def compare(got: dict, want: dict, except_keys: bool = True) -> list:
             for k in ("Mean", "Norm"):
                 if not close(g[k], w[k], scale):
                     bad.append((name, k, g[k], w[k]))
-            for k in ("Max_except_inf_nan", "Min_except_inf_nan") if except_keys else ():
+            for k in ("Max_except_inf_nan", "Min_except_inf_nan"):
                 if k in w and not close(g[k], w[k], 0):
                     bad.append((name, k, g[k], w[k]))
             for k in ("dtype", "shape", "requires_grad", "type"):

@@ -5,15 +5,18 @@ In a statistics-only session with ``MSPROBE_DEVICE_STATS=1``, a tensor whose ``d
 ``Ascend:N`` is not read with ``asnumpy()`` (a whole-tensor copy and a wait per tensor). It is
 reduced as msprobe 1.1.1's MindSpore ``get_stat_info`` does: integers and float64 cast to float32
 (``astype``), then ``mint.max``, ``mint.min``, ``mint.mean`` and ``mint.norm`` (f16/bf16 results in
-their own dtype), stacked into one 4-element float32 device tensor; a 0-d float tensor's value
-stands for all four (1.1.1's ``item()``). The reductions run with the capture guard raised, so
+their own dtype), and beside them the largest and smallest finite values (``mint.nan_to_num``
+replacing NaN/±inf by ∓inf; from them the recorder writes 1.1.1's ``*_except_inf_nan`` where
+Max/Min are NaN/Inf, as for torch), stacked into one 6-element float32 device tensor; a 0-d float
+tensor's value stands for all of them (1.1.1's ``item()``). The reductions run with the capture guard raised, so
 neither our API wrappers nor the primitive hooks record them. A batch of results is stacked on
-the device and read with one ``asnumpy()`` (16 bytes per tensor cross the link, one wait per
+the device and read with one ``asnumpy()`` (24 bytes per tensor cross the link, one wait per
 batch).
 
 Bool, complex, empty, 0-d integer/float64 and host tensors keep the ``asnumpy()`` path (their
-statistics need the data or are not all floats). NaN/Inf tensors get ``null``
-``*_except_inf_nan`` keys (those need the data), counted in the run summary.
+statistics need the data or are not all floats). A tensor of only NaN and ±inf holding a NaN,
+which six values cannot tell from an all-NaN one, gets NaN ``*_except_inf_nan`` keys, counted in
+the run summary.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ def on_device(t: Any) -> bool:
 class DeviceStats(_Base):
     """MindSpore's device reductions and batch fetch."""
 
+    width = 6  # Max, Min, Mean, Norm, then the largest and smallest finite values
+
     def eligible(self, t: Any) -> bool:
         if not self.enabled or self.failed or t.dtype in _NOT_REDUCED or not on_device(t):
             return False
@@ -50,17 +55,27 @@ class DeviceStats(_Base):
         return t.ndim > 0 or t.dtype in _FLOAT_OWN
 
     def reduce(self, t: Any) -> Any:
-        """The 4 statistics as a float32 device tensor, as 1.1.1's get_stat_info."""
+        """The 4 statistics as 1.1.1's get_stat_info, then the largest and smallest finite values
+        (for its ``*_except_inf_nan``), as a 6-element float32 device tensor."""
         from ._record import State  # (_record imports this module)
 
         State.depth += 1  # our own ops: neither the API wrappers nor the primitive hooks record
         try:
             if t.ndim == 0:
-                return mint.stack([t, t, t, t]).astype(ms.float32)
+                return mint.stack([t, t, t, t, t, t]).astype(ms.float32)
             x = t
-            if x.dtype not in _FLOATS or x.dtype == ms.float64:
+            if x.dtype not in _FLOATS:  # integers are finite: their Max/Min
                 x = x.astype(ms.float32)
-            return mint.stack([mint.max(x), mint.min(x), mint.mean(x), mint.norm(x)]).astype(ms.float32)
+                mx, mn = mint.max(x), mint.min(x)
+                return mint.stack([mx, mn, mint.mean(x), mint.norm(x), mx, mn])
+            if x.dtype == ms.float64:
+                x = x.astype(ms.float32)
+            # NaN/±inf replaced so that they never win; reduced always (the device cannot branch)
+            inf = float("inf")
+            fmax = mint.max(mint.nan_to_num(x, nan=-inf, posinf=-inf, neginf=-inf))
+            fmin = mint.min(mint.nan_to_num(x, nan=inf, posinf=inf, neginf=inf))
+            vals = [mint.max(x), mint.min(x), mint.mean(x), mint.norm(x), fmax, fmin]
+            return mint.stack(vals).astype(ms.float32)
         finally:
             State.depth -= 1
 
