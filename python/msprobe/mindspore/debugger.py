@@ -37,8 +37,16 @@ def _launch_blocking() -> None:
 
 def _drain_launches() -> None:
     """L2: MindSpore launches kernels from its launch pipeline after the Python call returned, so
-    the capture window moves only once what was queued so far has run (runtime.synchronize)."""
+    the capture window moves only once what was queued so far has run (runtime.synchronize).
+
+    The PyNative executor's queue is drained first (``_pynative_executor.sync()``): before the
+    first op has run, MindSpore 2.10's ``runtime.synchronize()`` initialises the device context on
+    this thread while the op's task may be doing so on the frontend_queue thread, and that race
+    crashes the process (SIGSEGV in ``OpRunner::GetDeviceContext``, about 1 run in 5 here)."""
     try:
+        from mindspore.common.api import _pynative_executor
+
+        _pynative_executor.sync()
         ms.runtime.synchronize()
     except Exception as e:  # the window moves anyway; say why it may be off by the queued work
         logger.warning(f"L2: mindspore.runtime.synchronize() failed ({e}); the capture window may include queued work")
