@@ -86,32 +86,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
 LIB = TARGET / "release" / "libmsprobe.so"
+_CONST_KEYS = ("t_pin", "t_launch", "t_copy", "t_sync", "bw", "t_kernel", "hbm", "r16", "r32")
 CONSTS = {
-    "low": dict(
-        t_pin=10e-6, t_launch=5e-6, t_copy=2e-6, t_sync=10e-6, bw=32e9, t_kernel=3e-6, hbm=1.6e12, r16=320e12, r32=80e12
-    ),
-    "mid": dict(
-        t_pin=30e-6,
-        t_launch=10e-6,
-        t_copy=4e-6,
-        t_sync=30e-6,
-        bw=25e9,
-        t_kernel=5e-6,
-        hbm=1.0e12,
-        r16=200e12,
-        r32=50e12,
-    ),
-    "high": dict(
-        t_pin=100e-6,
-        t_launch=20e-6,
-        t_copy=8e-6,
-        t_sync=50e-6,
-        bw=20e9,
-        t_kernel=8e-6,
-        hbm=0.4e12,
-        r16=100e12,
-        r32=25e12,
-    ),
+    name: dict(zip(_CONST_KEYS, values))
+    for name, values in (
+        ("low", (10e-6, 5e-6, 2e-6, 10e-6, 32e9, 3e-6, 1.6e12, 320e12, 80e12)),
+        ("mid", (30e-6, 10e-6, 4e-6, 30e-6, 25e9, 5e-6, 1.0e12, 200e12, 50e12)),
+        ("high", (100e-6, 20e-6, 8e-6, 50e-6, 20e9, 8e-6, 0.4e12, 100e12, 25e12)),
+    )
 }
 # Matmul-class launches in the ground-truth trace, and the input whose last dimension is K.
 MATMUL_OPS = {

@@ -283,8 +283,7 @@ pub static COPIES_DROPPED: AtomicU64 = AtomicU64::new(0);
 /// released only after the launch, so a tensor that does not fit beside them alone (`own + n >
 /// cap`, e.g. one larger than the cap) can never fit and takes the copy path at once (the writer
 /// queue's own rules then apply to it), in both modes. None = full in drop mode; Err = copy path
-/// (too large, or block mode timed out).
-/// `n` is already rounded; Ok holds the pinned buffer.
+/// (too large, or block mode timed out). `n` is already rounded; Ok holds the pinned buffer.
 fn take_pinned(lim: &Limits, n: u64, own: u64) -> Option<Result<usize, Fallback>> {
     if own.saturating_add(n) > lim.cap {
         return Some(Err(Fallback));

@@ -49,7 +49,7 @@ impl Chunk {
             len += l;
         }
         self.free.insert(start, len);
-        self.used -= n;
+        self.used = self.used.saturating_sub(n);
     }
 }
 
@@ -124,10 +124,11 @@ impl Pool {
         }
         let Some(base) = pin(need) else { return Take::Failed };
         if small {
+            // A new chunk holds any small buffer (n ≤ need / 2).
             let mut c = Chunk { base, size: need, free: BTreeMap::from([(0, need)]), used: 0 };
-            let p = c.take(n).expect("a new chunk holds any small buffer");
+            let p = c.take(n);
             self.chunks.push(c);
-            Take::Pinned(p)
+            p.map_or(Take::Failed, Take::Pinned)
         } else {
             self.large_in_use += n;
             Take::Pinned(base)
