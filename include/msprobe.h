@@ -118,6 +118,12 @@ int msprobe_init(const char *args_json);
 const char *msprobe_last_error(void);
 
 /**
+ * The cap on queued tensor bytes (`MSPROBE_QUEUE_MB` / `queue_mb`, in bytes); 0 without a
+ * recorder. Frameworks bound the pinned memory of their non-blocking copies by it.
+ */
+uint64_t msprobe_queue_bytes(void);
+
+/**
  * Turns capture on for the current step. Returns 1 if capturing, 0 if the step or rank is not
  * selected by the `step`/`rank` filters.
  */
@@ -290,6 +296,31 @@ int msprobe_record_add_tensor_pending(struct MsprobeRecord *r,
                                       const char *key,
                                       const struct MsprobeTensor *t,
                                       uint64_t slot);
+
+/**
+ * Adds a tensor leaf whose data the framework is still copying to the host without blocking
+ * (any task): `t` gives dtype, shape and requires_grad (`data` is not read); the leaf is
+ * completed by msprobe_resolve_tensor(`slot`, ...) and the record is held until then (as for
+ * pending statistics; msprobe_stop/msprobe_step write a leaf never completed with nulls,
+ * counted). `slot` numbers are the caller's, unique among its pending-data leaves.
+ */
+int msprobe_record_add_tensor_pending_data(struct MsprobeRecord *r,
+                                           const char *key,
+                                           const struct MsprobeTensor *t,
+                                           uint64_t slot);
+
+/**
+ * The host copy of pending-data leaf `slot` (msprobe_record_add_tensor_pending_data): `t` is a
+ * host tensor of the leaf's dtype and shape (any strides); statistics, CRC and tensor file are
+ * made from it now, and the held records complete by now are ended in order. With
+ * `has_mean_norm` non-zero, `mean`/`norm` are the framework's own (as
+ * msprobe_record_add_tensor_mean_norm).
+ */
+int msprobe_resolve_tensor(uint64_t slot,
+                           const struct MsprobeTensor *t,
+                           int has_mean_norm,
+                           double mean,
+                           double norm);
 
 /**
  * Values of pending tensor leaves (msprobe_record_add_tensor_pending): slots `first` ..

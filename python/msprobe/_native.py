@@ -135,6 +135,12 @@ _SIGS = {
     "msprobe_record_add_device_tensor": (_I, [_P, _S, ctypes.POINTER(MsprobeTensor)]),
     "msprobe_record_stats_only": (_I, [_P]),
     "msprobe_record_add_tensor_pending": (_I, [_P, _S, ctypes.POINTER(MsprobeTensor), ctypes.c_uint64]),
+    "msprobe_queue_bytes": (ctypes.c_uint64, []),
+    "msprobe_record_add_tensor_pending_data": (_I, [_P, _S, ctypes.POINTER(MsprobeTensor), ctypes.c_uint64]),
+    "msprobe_resolve_tensor": (
+        _I,
+        [ctypes.c_uint64, ctypes.POINTER(MsprobeTensor), _I, ctypes.c_double, ctypes.c_double],
+    ),
     "msprobe_resolve_stats": (_I, [ctypes.c_uint64, ctypes.POINTER(ctypes.c_double), ctypes.c_size_t]),
     "msprobe_resolve_stats_except": (_I, [ctypes.c_uint64, ctypes.POINTER(ctypes.c_double), ctypes.c_size_t]),
     "msprobe_record_add_null": (_I, [_P, _S]),

@@ -145,7 +145,8 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("devstats")
     return {
         "device": run(tmp, "device", "npu", {"MSPROBE_DEVICE_STATS": "1", "MSPROBE_DEVICE_BATCH": "8"}),
-        "copy": run(tmp, "copy", "npu", {"MSPROBE_DEVICE_STATS": "0"}),
+        # the blocking copy path (.cpu() per tensor), not the non-blocking copies (devcopies.py)
+        "copy": run(tmp, "copy", "npu", {"MSPROBE_DEVICE_STATS": "0", "MSPROBE_ASYNC_COPY": "0"}),
         "cpu": run(tmp, "cpu", "cpu", {}),
         "tmp": tmp,
     }

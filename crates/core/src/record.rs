@@ -146,6 +146,8 @@ pub struct RecordBuilder {
 
 /// The `Max` of a leaf whose statistics are pending; its `Min` holds the slot number.
 const PENDING_MARK: &str = "\u{1}pending";
+/// The `Max` of a leaf whose data is still on its way to the host; its `Min` holds the slot number.
+const PENDING_DATA_MARK: &str = "\u{1}pending-data";
 
 /// Whether a record name is a backward record (`...backward` API or `...backward.N` module).
 pub fn is_backward_name(name: &str) -> bool {
@@ -489,13 +491,21 @@ impl RecordBuilder {
         let st = match given {
             Some(st) => st,
             None => {
-                let expected = crate::layout::numel(t.shape) * t.dtype.size() as u128;
-                if expected != t.data.len() as u128 {
-                    return Err(BuildError::SizeMismatch { expected, got: t.data.len() });
-                }
+                check_size(t)?;
                 stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data)
             }
         };
+        let mut leaf = self.leaf_head(t, &st);
+        self.tensors += 1;
+        let name = self.file_name(&k, index);
+        self.push_data(&mut leaf, name, t, budget);
+        self.push_leaf(k, Json::Object(leaf));
+        Ok(())
+    }
+
+    /// A tensor leaf's keys up to its data: type, dtype, shape, the statistics, requires_grad
+    /// (PyTorch), the `*_except_inf_nan` keys.
+    fn leaf_head(&self, t: &TensorRef, st: &Stats) -> Vec<(Text, Json)> {
         // Room for every key a leaf can have: no reallocation as the optional ones are pushed.
         let mut leaf: Vec<(Text, Json)> = Vec::with_capacity(11);
         leaf.extend([
@@ -521,18 +531,28 @@ impl RecordBuilder {
                 leaf.push(("requires_grad".into(), Json::Bool(rg)));
             }
         }
-        if let Some(v) = st.max_except_inf_nan {
-            leaf.push(("Max_except_inf_nan".into(), stat_json(v)));
-        }
-        if let Some(v) = st.min_except_inf_nan {
-            leaf.push(("Min_except_inf_nan".into(), stat_json(v)));
-        }
-        self.tensors += 1;
-        if self.opts.task == Task::Tensor {
-            let path = self.path_part(&k, index).expect("tensor task");
-            let stem = self.data_stem(&path);
-            let name = naming::sanitize_file_name(&stem, self.opts.format.ext());
-            let file_stem = name.strip_suffix(&format!(".{}", self.opts.format.ext())).unwrap_or(&name).to_string();
+        push_except(&mut leaf, st);
+        leaf
+    }
+
+    /// The tensor file name of the child `k`/`index` of the open container (tensor task only).
+    fn file_name(&self, k: &Option<String>, index: usize) -> Option<String> {
+        let path = self.path_part(k, index)?;
+        Some(naming::sanitize_file_name(&self.data_stem(&path), self.opts.format.ext()))
+    }
+
+    /// The leaf's data keys: the tensor file `name` (tensor task; made from `t.data`, or dropped
+    /// and counted) or the md5 summary's CRC.
+    fn push_data(
+        &mut self,
+        leaf: &mut Vec<(Text, Json)>,
+        name: Option<String>,
+        t: &TensorRef,
+        budget: &dyn ByteBudget,
+    ) {
+        if let Some(name) = name {
+            let ext = format!(".{}", self.opts.format.ext());
+            let file_stem = name.strip_suffix(&ext).unwrap_or(&name).to_string();
             let approx = t.data.len() as u64 + 1024;
             if !self.files_dropped && !budget.would_admit(self.file_bytes + approx) {
                 // Sure to be refused at the end: stop copying (the record keeps its statistics).
@@ -566,8 +586,128 @@ impl RecordBuilder {
         } else if self.opts.summary_mode == SummaryMode::Md5 {
             leaf.push(("md5".into(), Json::str(stats::crc32_hex(t.dtype, t.data))));
         }
+    }
+
+    /// Adds a tensor leaf whose data a framework is still copying to the host (a non-blocking
+    /// copy into pinned memory, issue #21): statistics, CRC and file come later with the data,
+    /// as slot `slot` ([`fill_pending_data`](Self::fill_pending_data)); the record must not end
+    /// before. Any task. `t.data` is not read.
+    pub fn add_tensor_pending_data(&mut self, key: Option<&str>, t: &TensorRef, slot: u64) -> Result<(), BuildError> {
+        let (k, index) = self.child_slot(key)?;
+        if !self.active() {
+            return Ok(());
+        }
+        let mut leaf = self.leaf_head(t, &Stats::null());
+        for (key, v) in leaf.iter_mut() {
+            match key.as_ref() {
+                "Max" => *v = Json::str(PENDING_DATA_MARK),
+                "Min" => *v = Json::Int(slot as i128),
+                _ => {}
+            }
+        }
+        if let Some(name) = self.file_name(&k, index) {
+            // The file's name is fixed now (it depends on where the leaf is); removed again if
+            // the file is never made.
+            leaf.push(("data_name".into(), Json::str(name)));
+        }
+        self.tensors += 1;
+        self.pending += 1;
         self.push_leaf(k, Json::Object(leaf));
         Ok(())
+    }
+
+    /// Completes the pending-data leaf of slot `slot` from its host copy `t` (its dtype and shape
+    /// as added), with the framework's Mean and Norm if given (as
+    /// [`add_tensor_with_mean_norm`](Self::add_tensor_with_mean_norm)). Ok(false): no such leaf
+    /// in this record.
+    pub fn fill_pending_data(
+        &mut self,
+        slot: u64,
+        t: &TensorRef,
+        mean_norm: Option<(f64, f64)>,
+        budget: &dyn ByteBudget,
+    ) -> Result<bool, BuildError> {
+        if self.pending == 0 {
+            return Ok(false);
+        }
+        let Some(leaf) = self.pending_data_leaf(slot) else { return Ok(false) };
+        check_size(t)?;
+        let name = take_data_name(leaf);
+        let mut st = stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data);
+        if let (Some((mean, norm)), Stat::Float(_), Stat::Float(_)) = (mean_norm, st.mean, st.norm) {
+            st.mean = Stat::Float(mean);
+            st.norm = Stat::Float(norm);
+        }
+        let mut tail = Vec::new();
+        push_except(&mut tail, &st);
+        self.push_data(&mut tail, name, t, budget);
+        let leaf = self.pending_data_leaf(slot).expect("found above");
+        set_stats(leaf, &st);
+        leaf.extend(tail);
+        self.pending -= 1;
+        Ok(true)
+    }
+
+    /// Slots of the pending-data leaves, in leaf order.
+    pub fn pending_data_slots(&self) -> Vec<u64> {
+        fn walk(v: &Json, out: &mut Vec<u64>) {
+            match v {
+                Json::Array(a) => a.iter().for_each(|c| walk(c, out)),
+                Json::Object(o) => match marked_slot(o, PENDING_DATA_MARK) {
+                    Some(slot) => out.push(slot),
+                    None => o.iter().for_each(|(_, c)| walk(c, out)),
+                },
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        if self.pending > 0 {
+            self.body.iter().for_each(|(_, v)| walk(v, &mut out));
+            if let Some(s) = &self.section {
+                s.stack.iter().for_each(|f| walk(&f.value, &mut out));
+            }
+        }
+        out
+    }
+
+    /// Writes every pending-data leaf with null statistics and no data (its copy never
+    /// arrived); returns how many.
+    pub fn null_pending_data(&mut self) -> u32 {
+        let mut n = 0;
+        for slot in self.pending_data_slots() {
+            let md5 = self.opts.task != Task::Tensor && self.opts.summary_mode == SummaryMode::Md5;
+            if let Some(leaf) = self.pending_data_leaf(slot) {
+                take_data_name(leaf);
+                set_stats(leaf, &Stats::null());
+                if md5 {
+                    leaf.push(("md5".into(), Json::Null));
+                }
+                n += 1;
+            }
+        }
+        self.pending = self.pending.saturating_sub(n);
+        n
+    }
+
+    /// The pending-data leaf of `slot`, in the closed sections or the open one.
+    fn pending_data_leaf(&mut self, slot: u64) -> Option<&mut Vec<(Text, Json)>> {
+        fn find(v: &mut Json, slot: u64) -> Option<&mut Vec<(Text, Json)>> {
+            match v {
+                Json::Array(a) => a.iter_mut().find_map(|c| find(c, slot)),
+                Json::Object(o) => {
+                    if let Some(s) = marked_slot(o, PENDING_DATA_MARK) {
+                        return (s == slot).then_some(o);
+                    }
+                    o.iter_mut().find_map(|(_, c)| find(c, slot))
+                }
+                _ => None,
+            }
+        }
+        let body = &mut self.body;
+        let section = &mut self.section;
+        body.iter_mut()
+            .find_map(|(_, v)| find(v, slot))
+            .or_else(|| section.as_mut().and_then(|s| s.stack.iter_mut().find_map(|f| find(&mut f.value, slot))))
     }
 
     /// Whether `section(key)` would keep its leaves (data_mode), without selecting it: the L2
@@ -652,6 +792,55 @@ impl RecordBuilder {
         self.finish_section();
         Json::Object(std::mem::take(&mut self.body))
     }
+}
+
+/// `t.data` holds exactly the bytes of `t`'s shape and dtype.
+fn check_size(t: &TensorRef) -> Result<(), BuildError> {
+    let expected = crate::layout::numel(t.shape) * t.dtype.size() as u128;
+    if expected != t.data.len() as u128 {
+        return Err(BuildError::SizeMismatch { expected, got: t.data.len() });
+    }
+    Ok(())
+}
+
+fn push_except(leaf: &mut Vec<(Text, Json)>, st: &Stats) {
+    if let Some(v) = st.max_except_inf_nan {
+        leaf.push(("Max_except_inf_nan".into(), stat_json(v)));
+    }
+    if let Some(v) = st.min_except_inf_nan {
+        leaf.push(("Min_except_inf_nan".into(), stat_json(v)));
+    }
+}
+
+/// Max, Min, Mean and Norm of a leaf set to `st` (the other keys unchanged).
+fn set_stats(leaf: &mut [(Text, Json)], st: &Stats) {
+    for (k, v) in leaf.iter_mut() {
+        match k.as_ref() {
+            "Max" => *v = stat_json(st.max),
+            "Min" => *v = stat_json(st.min),
+            "Mean" => *v = stat_json(st.mean),
+            "Norm" => *v = stat_json(st.norm),
+            _ => {}
+        }
+    }
+}
+
+/// The slot of a leaf whose `Max` is `mark` (held in its `Min`).
+fn marked_slot(leaf: &[(Text, Json)], mark: &str) -> Option<u64> {
+    let marked = leaf.iter().any(|(k, v)| k == "Max" && matches!(v, Json::Str(s) if s == mark));
+    if !marked {
+        return None;
+    }
+    leaf.iter().find_map(|(k, v)| match (k.as_ref(), v) {
+        ("Min", Json::Int(i)) => Some(*i as u64),
+        _ => None,
+    })
+}
+
+/// Removes a leaf's `data_name` and returns it.
+fn take_data_name(leaf: &mut Vec<(Text, Json)>) -> Option<String> {
+    let i = leaf.iter().position(|(k, _)| k == "data_name")?;
+    leaf.remove(i).1.as_str().map(str::to_string)
 }
 
 /// Removes the `data_name` of every tensor leaf under `v` that names one of `names`.
@@ -742,6 +931,66 @@ mod tests {
     /// Pending leaves (device statistics) are the leaves `add_tensor` would write for the same
     /// bytes once filled, in any slot order, nested or not; a non-finite statistic adds its own
     /// `*_except_inf_nan` key only; tensor task refuses them.
+    #[test]
+    fn pending_data_leaves_fill_like_host_tensors() {
+        // NaN and inf: the except keys come after requires_grad and before data_name/md5.
+        let vals = [1.5f32, f32::NAN, f32::INFINITY, 0.25];
+        let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let t = TensorRef { dtype: DType::F32, shape: &[4], data: &data, requires_grad: Some(true), type_name: None };
+        let meta = TensorRef { data: &[], ..t };
+        for task in [Task::Tensor, Task::Statistics] {
+            let mut o = opts(task, DataMode::ALL);
+            o.summary_mode = SummaryMode::Md5;
+            let mut host = RecordBuilder::new("Torch.cat.0.forward".into(), o.clone());
+            let mut dev = RecordBuilder::new("Torch.cat.0.forward".into(), o);
+            for b in [&mut host, &mut dev] {
+                b.section("input_args").unwrap();
+                b.open(None, false).unwrap();
+            }
+            host.add_tensor(None, &t, &Unlimited).unwrap();
+            host.add_tensor_with_mean_norm(None, &t, (9.0, 8.0), &Unlimited).unwrap();
+            dev.add_tensor_pending_data(None, &meta, 11).unwrap();
+            dev.add_tensor_pending_data(None, &meta, 4).unwrap();
+            assert_eq!(dev.pending, 2);
+            assert_eq!(dev.pending_data_slots(), [11, 4]);
+            assert_eq!(dev.fill_pending_data(5, &t, None, &Unlimited), Ok(false));
+            // the second first (the list still open), then the first after it is closed
+            assert_eq!(dev.fill_pending_data(4, &t, Some((9.0, 8.0)), &Unlimited), Ok(true));
+            assert_eq!(dev.fill_pending(&mut |_| None), 1); // statistics slots do not touch them
+            for b in [&mut host, &mut dev] {
+                b.close().unwrap();
+            }
+            assert_eq!(dev.fill_pending_data(11, &t, None, &Unlimited), Ok(true));
+            assert_eq!((dev.pending, dev.tensors), (0, 2));
+            // (Debug: NaN statistics are not equal to themselves)
+            assert_eq!(format!("{:?}", dev.take_body()), format!("{:?}", host.take_body()));
+            // (the files in any order: the writer writes each by its name)
+            let names = |b: &RecordBuilder| {
+                let mut v: Vec<_> = b.files.iter().map(|f| (f.name.clone(), f.bytes.clone())).collect();
+                v.sort();
+                v
+            };
+            assert!(names(&dev) == names(&host));
+            assert_eq!(dev.files.len(), if task == Task::Tensor { 2 } else { 0 });
+        }
+        // never arrived: null statistics, no file named, md5 null
+        let mut o = opts(Task::Tensor, DataMode::ALL);
+        o.summary_mode = SummaryMode::Md5;
+        let mut b = RecordBuilder::new("Torch.add.0.forward".into(), o);
+        b.section("output").unwrap();
+        b.add_tensor_pending_data(None, &meta, 0).unwrap();
+        assert_eq!(b.null_pending_data(), 1);
+        assert_eq!(b.pending, 0);
+        let body = format!("{:?}", b.take_body());
+        assert!(!body.contains("data_name") && !body.contains("pending"), "{body}");
+        // a host copy of another size is refused
+        let mut b = RecordBuilder::new("Torch.add.1.forward".into(), opts(Task::Tensor, DataMode::ALL));
+        b.section("output").unwrap();
+        b.add_tensor_pending_data(None, &meta, 0).unwrap();
+        let short = TensorRef { data: &data[..4], ..t };
+        assert!(matches!(b.fill_pending_data(0, &short, None, &Unlimited), Err(BuildError::SizeMismatch { .. })));
+    }
+
     #[test]
     fn pending_leaves_fill_like_host_statistics() {
         let vals = [1.5f32, -2.0, 4.0, 0.25];

@@ -506,6 +506,11 @@ impl Recorder {
     }
 
     /// The budget tensor leaves reserve from.
+    /// The cap on queued tensor bytes (`MSPROBE_QUEUE_MB`).
+    pub fn queue_bytes(&self) -> u64 {
+        self.cfg.queue_bytes
+    }
+
     pub fn budget(&self) -> &Budget {
         &self.writer.budget
     }

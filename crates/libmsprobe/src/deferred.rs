@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use msprobe_core::record::RecordBuilder;
+use msprobe_core::record::{RecordBuilder, TensorRef};
 use msprobe_core::recorder::Recorder;
 use msprobe_core::stats::{Stat, Stats};
 
@@ -28,6 +28,17 @@ struct State {
     fifo: VecDeque<Held>,
     /// Values that arrived for slots of records still held.
     values: HashMap<u64, Stats>,
+    /// Host copies that arrived for pending-data slots of records not ended yet (a batch
+    /// fetched while its record was still open): kept until the record ends.
+    data: HashMap<u64, Owned>,
+}
+
+/// A host copy of a pending-data leaf's tensor, owned.
+struct Owned {
+    dtype: msprobe_core::dtype::DType,
+    shape: Vec<i64>,
+    bytes: Vec<u8>,
+    mean_norm: Option<(f64, f64)>,
 }
 
 static STATE: std::sync::LazyLock<Mutex<State>> = std::sync::LazyLock::new(Mutex::default);
@@ -35,6 +46,8 @@ static STATE: std::sync::LazyLock<Mutex<State>> = std::sync::LazyLock::new(Mutex
 static HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// Leaves completed from device statistics.
 pub static RESOLVED: AtomicU64 = AtomicU64::new(0);
+/// Leaves completed from a framework's non-blocking host copy (msprobe_resolve_tensor).
+pub static COPIED: AtomicU64 = AtomicU64::new(0);
 /// Leaves written with null statistics because their values never arrived.
 pub static UNRESOLVED: AtomicU64 = AtomicU64::new(0);
 /// Leaves with NaN/Inf whose `*_except_inf_nan` keys are null (not reduced on the device).
@@ -68,6 +81,7 @@ pub(crate) fn end(b: RecordBuilder, rec: Arc<Recorder>, t0: Instant) {
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut pb = b.planned_copy();
         pb.fill_pending(&mut |_| Some(Stats::null()));
+        pb.null_pending_data();
         rec.journal_planned(pb);
     }))
     .is_err()
@@ -90,11 +104,52 @@ pub(crate) fn resolve(first: u64, values: &[f64], width: usize) {
     drain(&mut st, false);
 }
 
+/// The host copy `t` of pending-data slot `slot` (msprobe_resolve_tensor): completes its leaf
+/// (statistics, CRC, file) and ends the held records that are now complete. A slot whose
+/// record has not ended yet keeps an owned copy of the data until it does.
+pub(crate) fn resolve_data(slot: u64, t: &TensorRef, mean_norm: Option<(f64, f64)>) -> Result<(), String> {
+    let mut st = lock();
+    let mut found = false;
+    for h in st.fifo.iter_mut() {
+        if h.b.fill_pending_data(slot, t, mean_norm, h.rec.budget()).map_err(|e| e.to_string())? {
+            COPIED.fetch_add(1, Relaxed);
+            found = true;
+            break;
+        }
+    }
+    if found {
+        drain(&mut st, false);
+    } else {
+        let o = Owned { dtype: t.dtype, shape: t.shape.to_vec(), bytes: t.data.to_vec(), mean_norm };
+        st.data.insert(slot, o);
+    }
+    Ok(())
+}
+
+/// Completes `b`'s pending-data leaves whose host copies arrived before it ended.
+fn fill_data(b: &mut RecordBuilder, rec: &Recorder, data: &mut HashMap<u64, Owned>) -> u32 {
+    let mut n = 0;
+    if data.is_empty() {
+        return 0;
+    }
+    for slot in b.pending_data_slots() {
+        let Some(o) = data.remove(&slot) else { continue };
+        let t = TensorRef { dtype: o.dtype, shape: &o.shape, data: &o.bytes, requires_grad: None, type_name: None };
+        match b.fill_pending_data(slot, &t, o.mean_norm, rec.budget()) {
+            Ok(true) => n += 1,
+            Ok(false) => {}
+            Err(e) => log::warn!("a tensor copied to the host does not match its leaf ({e}); written as null"),
+        }
+    }
+    n
+}
+
 /// Ends every held record (stop, step, finish): missing values become nulls, counted.
 pub(crate) fn flush() {
     let mut st = lock();
     drain(&mut st, true);
     st.values.clear();
+    st.data.clear();
 }
 
 /// [`flush`] at exit or on a signal: skipped if another thread holds the lock (never waits).
@@ -107,8 +162,9 @@ pub(crate) fn flush_at_exit() {
 fn drain(st: &mut State, force: bool) {
     while let Some(h) = st.fifo.front_mut() {
         if h.b.pending > 0 {
-            let values = &mut st.values;
+            COPIED.fetch_add(u64::from(fill_data(&mut h.b, &h.rec, &mut st.data)), Relaxed);
             let before = h.b.pending;
+            let values = &mut st.values;
             let left = h.b.fill_pending(&mut |slot| values.remove(&slot));
             RESOLVED.fetch_add(u64::from(before - left), Relaxed);
             if left > 0 {
@@ -116,8 +172,9 @@ fn drain(st: &mut State, force: bool) {
                     return;
                 }
                 h.b.fill_pending(&mut |_| Some(Stats::null()));
+                h.b.null_pending_data();
                 if UNRESOLVED.fetch_add(u64::from(left), Relaxed) == 0 {
-                    log::warn!("device statistics of {left} tensor(s) never arrived: written as null (counted in the run summary)");
+                    log::warn!("device statistics or host copies of {left} tensor(s) never arrived: written as null (counted in the run summary)");
                 }
             }
         }
@@ -163,14 +220,19 @@ fn stats_of(v: &[f64]) -> Stats {
     Stats { max: f(max), min: f(min), mean: f(v[2]), norm: f(v[3]), max_except_inf_nan: mx, min_except_inf_nan: mn }
 }
 
-/// The run summary's line, when device statistics were used.
+/// The run summary's lines, when device statistics or non-blocking host copies were used.
 pub(crate) fn summary_line() -> Option<String> {
     let (r, u, n) = (RESOLVED.load(Relaxed), UNRESOLVED.load(Relaxed), NO_EXCEPT.load(Relaxed));
-    let a = AMBIGUOUS.load(Relaxed);
-    (r + u + n + a > 0).then(|| {
-        format!(
+    let (a, c) = (AMBIGUOUS.load(Relaxed), COPIED.load(Relaxed));
+    let mut lines = Vec::new();
+    if r + u + n + a > 0 {
+        lines.push(format!(
             "  device statistics: {r} tensors; never arrived (null): {u}; NaN/Inf without *_except_inf_nan: {n}; \
              only NaN/±inf, *_except_inf_nan written as NaN: {a}"
-        )
-    })
+        ));
+    }
+    if c > 0 {
+        lines.push(format!("  device tensors copied to the host without blocking (md5/tensor): {c}"));
+    }
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }

@@ -188,6 +188,13 @@ fn with_recorder(f: impl FnOnce(&Recorder) -> c_int) -> c_int {
     })
 }
 
+/// The cap on queued tensor bytes (`MSPROBE_QUEUE_MB` / `queue_mb`, in bytes); 0 without a
+/// recorder. Frameworks bound the pinned memory of their non-blocking copies by it.
+#[no_mangle]
+pub extern "C" fn msprobe_queue_bytes() -> u64 {
+    guard(0, || recorder().map(|r| r.queue_bytes()).unwrap_or(0))
+}
+
 /// Turns capture on for the current step. Returns 1 if capturing, 0 if the step or rank is not
 /// selected by the `step`/`rank` filters.
 #[no_mangle]
@@ -666,6 +673,70 @@ pub extern "C" fn msprobe_record_add_tensor_pending(
             type_name,
         };
         m.b.add_tensor_pending(key, &tr, slot).map(|_| MSPROBE_OK).unwrap_or_else(fail)
+    })
+}
+
+/// Adds a tensor leaf whose data the framework is still copying to the host without blocking
+/// (any task): `t` gives dtype, shape and requires_grad (`data` is not read); the leaf is
+/// completed by msprobe_resolve_tensor(`slot`, ...) and the record is held until then (as for
+/// pending statistics; msprobe_stop/msprobe_step write a leaf never completed with nulls,
+/// counted). `slot` numbers are the caller's, unique among its pending-data leaves.
+#[no_mangle]
+pub extern "C" fn msprobe_record_add_tensor_pending_data(
+    r: *mut MsprobeRecord,
+    key: *const c_char,
+    t: *const MsprobeTensor,
+    slot: u64,
+) -> c_int {
+    with_record(r, |m| {
+        // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
+        let (t, dtype, shape, _) = match unsafe { descriptor(t) } {
+            Ok(d) => d,
+            Err(rc) => return rc,
+        };
+        // SAFETY: type_name and key are NULL or NUL-terminated strings (header contract).
+        let (type_name, key) = unsafe { (cstr(t.type_name), cstr(key)) };
+        let tr = TensorRef {
+            dtype,
+            shape,
+            data: &[],
+            requires_grad: if t.requires_grad < 0 { None } else { Some(t.requires_grad != 0) },
+            type_name,
+        };
+        m.b.add_tensor_pending_data(key, &tr, slot).map(|_| MSPROBE_OK).unwrap_or_else(fail)
+    })
+}
+
+/// The host copy of pending-data leaf `slot` (msprobe_record_add_tensor_pending_data): `t` is a
+/// host tensor of the leaf's dtype and shape (any strides); statistics, CRC and tensor file are
+/// made from it now, and the held records complete by now are ended in order. With
+/// `has_mean_norm` non-zero, `mean`/`norm` are the framework's own (as
+/// msprobe_record_add_tensor_mean_norm).
+#[no_mangle]
+pub extern "C" fn msprobe_resolve_tensor(
+    slot: u64,
+    t: *const MsprobeTensor,
+    has_mean_norm: c_int,
+    mean: f64,
+    norm: f64,
+) -> c_int {
+    guard(MSPROBE_ERR_PANIC, || {
+        // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
+        let (t, dtype, shape, strides) = match unsafe { descriptor(t) } {
+            Ok(d) => d,
+            Err(rc) => return rc,
+        };
+        let storage = match host_storage(t) {
+            Ok(s) => s,
+            Err(rc) => return rc,
+        };
+        let data = match layout::gather(dtype.size(), shape, strides, t.offset, storage) {
+            Ok(d) => d,
+            Err(e) => return fail(e),
+        };
+        let tr = TensorRef { dtype, shape, data: &data, requires_grad: None, type_name: None };
+        let mn = (has_mean_norm != 0).then_some((mean, norm));
+        crate::deferred::resolve_data(slot, &tr, mn).map(|_| MSPROBE_OK).unwrap_or_else(fail)
     })
 }
 

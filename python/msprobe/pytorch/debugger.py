@@ -13,6 +13,7 @@ from msprobe.core.errors import MsprobeException, logger
 from msprobe.core.native import init_recorder, l2_enable, l2_preloaded, lib
 
 from .api_wrap import api_wrapper
+from .devcopies import devcopies
 from .devstats import devstats
 from .module_hooks import hook_model, hook_module, patch_backward_hook
 from .state import state
@@ -170,6 +171,7 @@ class PrecisionDebugger:
             return
         if not devstats.async_dump:
             devstats.fetch()  # the files are complete after stop()
+            devcopies.fetch()
         if self.level == "L2":
             _drain_launches()
         if self._stop_waits:
@@ -181,6 +183,7 @@ class PrecisionDebugger:
         if self.off:
             return
         devstats.fetch()
+        devcopies.fetch()
         lib.msprobe_step()
         state.reset_step()
 

@@ -17,6 +17,7 @@ from msprobe.core.errors import logger, warn_null
 from msprobe.core.native import MsprobeTensor, lib
 from msprobe.core.values import ValueEncoder, add_ints
 
+from .devcopies import devcopies
 from .devstats import devstats
 
 # aclDataType numbers by torch dtype (the shared table, msprobe.core.dtypes).
@@ -73,18 +74,10 @@ def add_tensor(r: int, key: Optional[bytes], t: torch.Tensor) -> None:
         # before the per-thread descriptor is filled: torch calls may reach our hooks.
         res = devstats.reduce_safe(t)
     if res is not None:
-        d = _descriptor()
-        d.dtype = code
-        d.ndim = t.dim()
-        if d.ndim:
-            d._shape[: d.ndim] = t.shape
-            d._strides[: d.ndim] = t.stride()
-        d.offset = 0
-        d.data = None
-        d.storage_bytes = 0
-        d.requires_grad = 1 if requires_grad else 0
-        if devstats.add(r, key, d, res):
+        if devstats.add(r, key, _pending_descriptor(t, code), res):
             return
+    if not t.is_cpu and t.dim() <= _MAX_DIMS and devcopies.add(r, key, t, lambda: _pending_descriptor(t, code)):
+        return  # copied without blocking, completed by the batch (devcopies.py)
     if not t.is_cpu:  # CUDA (bench side), NPU: a host copy, kept alive until the call returns
         t = t.detach().cpu()
     # torch's Mean/Norm of the host tensor (before the descriptor is filled: torch calls may
@@ -115,6 +108,43 @@ def add_tensor(r: int, key: Optional[bytes], t: torch.Tensor) -> None:
         lib.msprobe_record_add_tensor(r, key, ctypes.byref(d))
     else:
         lib.msprobe_record_add_tensor_mean_norm(r, key, ctypes.byref(d), mn[0], mn[1])
+
+
+def _pending_descriptor(t: torch.Tensor, code: int) -> MsprobeTensor:
+    """The per-thread descriptor with `t`'s dtype, shape and requires_grad, no data."""
+    d = _descriptor()
+    d.dtype = code
+    d.ndim = t.dim()
+    if d.ndim:
+        d._shape[: d.ndim] = t.shape
+        d._strides[: d.ndim] = t.stride()
+    d.offset = 0
+    d.data = None
+    d.storage_bytes = 0
+    d.requires_grad = 1 if t.requires_grad else 0
+    return d
+
+
+def _resolve_host(slot: int, host: torch.Tensor) -> None:
+    """Hands the host copy of pending-data leaf `slot` to the recorder, with torch's own Mean
+    and Norm as for a blocking copy (devcopies.py)."""
+    mn = mean_norm(host)
+    st = host.untyped_storage()
+    d = _descriptor()
+    d.dtype = ACL_DTYPE[host.dtype]
+    d.ndim = host.dim()
+    if d.ndim:
+        d._shape[: d.ndim] = host.shape
+        d._strides[: d.ndim] = host.stride()
+    d.offset = host.storage_offset()
+    d.data = st.data_ptr()
+    d.storage_bytes = st.nbytes()
+    d.requires_grad = -1
+    m, n = mn if mn is not None else (0.0, 0.0)
+    lib.msprobe_resolve_tensor(slot, ctypes.byref(d), 0 if mn is None else 1, m, n)
+
+
+devcopies.resolve = _resolve_host
 
 
 def _device_str(v: Any) -> str:
