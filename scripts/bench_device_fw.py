@@ -50,9 +50,14 @@ if os.environ.get("BENCH_CAPTURE") == "1":
 
 DESIGNS = [
     ("uncaptured", None),
-    ("L1 statistics, device (new)", {"MSPROBE_DEVICE_STATS": "1"}),
+    ("L1 statistics, device (opt-in)", {"MSPROBE_DEVICE_STATS": "1"}),
     ("L1 statistics, device, async_dump", {"MSPROBE_DEVICE_STATS": "1", "async": True}),
-    ("L1 statistics, copy (today)", {"MSPROBE_DEVICE_STATS": "0"}),
+    ("L1 statistics, copy (default)", {"MSPROBE_DEVICE_STATS": "0"}),
+    # torch only (MindSpore's layer copies with asnumpy() either way): the copies of the two rows
+    # above and below without (default) and with a wait per tensor (.cpu(), MSPROBE_ASYNC_COPY=0)
+    ("L1 statistics, copy, blocking .cpu()", {"MSPROBE_DEVICE_STATS": "0", "MSPROBE_ASYNC_COPY": "0", "torch": True}),
+    ("L1 md5, non-blocking copies (default)", {"md5": True, "torch": True}),
+    ("L1 md5, blocking .cpu()", {"md5": True, "MSPROBE_ASYNC_COPY": "0", "torch": True}),
 ]
 
 
@@ -76,10 +81,15 @@ def run(lib64: Path, py: Path, fw: str, args: list[str], work: Path, design: dic
     if design is not None:
         e["BENCH_CAPTURE"] = "1"
         design = dict(design)
+        design.pop("torch", None)
+        cfg = {"task": "statistics", "level": "L1"}
         if design.pop("async", False):
-            cfg = work / "config.json"
-            cfg.write_text(json.dumps({"task": "statistics", "level": "L1", "async_dump": True}))
-            e["MSPROBE_CONFIG"] = str(cfg)
+            cfg["async_dump"] = True
+        if design.pop("md5", False):
+            cfg["statistics"] = {"summary_mode": "md5"}
+        if len(cfg) > 2:
+            (work / "config.json").write_text(json.dumps(cfg))
+            e["MSPROBE_CONFIG"] = str(work / "config.json")
         e.update(design)
     drv = work / "driver.py"
     drv.write_text(DRIVER)
@@ -94,7 +104,8 @@ def run(lib64: Path, py: Path, fw: str, args: list[str], work: Path, design: dic
 
 def table(title: str, lib64: Path, py: Path, fw: str, args: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        runs = {name: run(lib64, py, fw, args, Path(tmp) / str(i), d) for i, (name, d) in enumerate(DESIGNS)}
+        designs = [(n, d) for n, d in DESIGNS if fw == "pytorch" or not (d or {}).get("torch")]
+        runs = {name: run(lib64, py, fw, args, Path(tmp) / str(i), d) for i, (name, d) in enumerate(designs)}
     base = runs["uncaptured"]
     kern0 = sum(v["launches"] for v in base["kernels"].values())
     print(f"\n## {title}, L1 statistics, framework layer\n")
@@ -105,7 +116,7 @@ def table(title: str, lib64: Path, py: Path, fw: str, args: list[str]) -> None:
         "| est. step ×uncaptured low / mid / high |"
     )
     print("|---|---|---|---|---|---|---|")
-    for name, _ in DESIGNS:
+    for name in runs:
         st = runs[name]
         st["tool_kernels"] = max(0, sum(v["launches"] for v in st["kernels"].values()) - kern0)
         c = bd.counters(st, base)

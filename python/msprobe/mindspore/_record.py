@@ -26,6 +26,7 @@ from msprobe.core.errors import warn_null
 from msprobe.core.native import MsprobeTensor, lib
 from msprobe.core.values import ValueEncoder
 
+from .devcopies import devcopies
 from .devstats import devstats
 
 try:  # an internal class in some MindSpore versions; an alias of Tensor in 2.10
@@ -79,6 +80,8 @@ def next_index(key: str) -> int:
 def add_tensor(r: int, k: Optional[bytes], t: Any) -> None:
     if devstats.eligible(t) and lib.msprobe_record_stats_only(r) == 1 and _add_pending(r, k, t):
         return
+    if devcopies.eligible(t) and _add_copy(r, k, t):
+        return
     try:
         a = t.asnumpy()
     except Exception as e:
@@ -126,6 +129,35 @@ def _add_pending(r: int, k: Optional[bytes], t: Any) -> bool:
         return False
     d, _shape = _descriptor(code, tuple(t.shape), None, 0)
     return devstats.add(r, k, d, res)
+
+
+def _add_copy(r: int, k: Optional[bytes], t: Any) -> bool:
+    """The leaf with its data copied to the host without blocking and read later
+    (devcopies.py), or False: the caller reads the tensor with asnumpy()."""
+    code = ACL_DTYPE.get(str(t.dtype).lower())
+    if code is None or t.ndim > 64:
+        return False
+    d, _shape = _descriptor(code, tuple(t.shape), None, 0)
+    return devcopies.add(r, k, t, d)
+
+
+def _resolve_host(slot: int, host: Any) -> None:
+    """Hands the host copy of pending-data leaf `slot` to the recorder, read as asnumpy() reads
+    a device tensor (devcopies.py)."""
+    a = host.asnumpy()
+    if not a.flags["C_CONTIGUOUS"]:
+        a = np.ascontiguousarray(a)
+    code = ACL_DTYPE.get(a.dtype.name, -1)
+    d, _shape = _descriptor(code, a.shape, a.ctypes.data if a.size else None, a.nbytes)
+    lib.msprobe_resolve_tensor(slot, ctypes.byref(d), 0, 0.0, 0.0)
+
+
+devcopies.resolve = _resolve_host
+
+
+def _defer(t: Any) -> bool:
+    """Whether the native encoder leaves `t` to add_tensor (read on the device or copied later)."""
+    return devstats.eligible(t) or devcopies.eligible(t)
 
 
 def _special(r: int, k: Optional[bytes], v: Any, last_key: Optional[str]) -> bool:
@@ -184,7 +216,7 @@ fast = native_encoder(
     stack_skip=_PKG_DIR,
     split_lists=True,
     keep_empty=True,
-    defer=devstats.eligible if devstats.enabled else None,
+    defer=_defer if devstats.enabled or devcopies.enabled else None,
 )
 
 

@@ -14,6 +14,7 @@ from msprobe.core.native import init_recorder, l2_enable, l2_preloaded, lib
 
 from . import _hooks as H
 from ._record import State, logger
+from .devcopies import devcopies
 from .devstats import devstats
 
 
@@ -119,10 +120,11 @@ class PrecisionDebugger:
         State.backward = _wants_backward(config_path, self.task)
         self.model = model
         devstats.configure(config_path)
-        # Synchronous launch pays off when every tensor is read on the host; statistics reduced on
-        # the device (MSPROBE_DEVICE_STATS=1) read none, so they keep MindSpore's asynchronous launch.
+        # Synchronous launch pays off when every tensor is read on the host with a wait; statistics
+        # reduced on the device (MSPROBE_DEVICE_STATS=1) and non-blocking copies (devcopies.py,
+        # MSPROBE_ASYNC_COPY, default) wait for none, so they keep MindSpore's asynchronous launch.
         blocking = os.environ.get("MSPROBE_MS_LAUNCH_BLOCKING", "").strip()
-        on_device = devstats.enabled and self.task == "statistics"
+        on_device = (devstats.enabled and self.task == "statistics") or devcopies.enabled
         if self.level in ("L0", "L1", "mix") and (blocking == "1" or (blocking != "0" and not on_device)):
             _launch_blocking()
         self.hooked = False
@@ -199,6 +201,7 @@ class PrecisionDebugger:
         State.enabled = False
         if not devstats.async_dump:
             devstats.fetch()  # the files are complete after stop()
+            devcopies.fetch()
         if self.stop_waits:
             lib.msprobe_stop_wait()
         else:
@@ -210,6 +213,7 @@ class PrecisionDebugger:
         self._reset_stacks()
         State.enabled = False
         devstats.fetch()
+        devcopies.fetch()
         lib.msprobe_step()
         if self.dump_end:  # forward_backward_dump_end lasts until the next start()
             H.api_registry.install()

@@ -84,7 +84,8 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("devstats_ms")
     return {
         "device": run(tmp, "device", "Ascend", {"MSPROBE_DEVICE_STATS": "1", "MSPROBE_DEVICE_BATCH": "8"}),
-        "host": run(tmp, "host", "Ascend", {"MSPROBE_DEVICE_STATS": "0"}),
+        # asnumpy() per tensor, not the non-blocking copies (devcopies.py)
+        "host": run(tmp, "host", "Ascend", {"MSPROBE_DEVICE_STATS": "0", "MSPROBE_ASYNC_COPY": "0"}),
         "cpu": run(tmp, "cpu", "CPU", {}),
     }
 
