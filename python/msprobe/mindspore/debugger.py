@@ -124,7 +124,8 @@ class PrecisionDebugger:
         # reduced on the device (MSPROBE_DEVICE_STATS=1) and non-blocking copies (devcopies.py,
         # MSPROBE_ASYNC_COPY, default) wait for none, so they keep MindSpore's asynchronous launch.
         blocking = os.environ.get("MSPROBE_MS_LAUNCH_BLOCKING", "").strip()
-        on_device = (devstats.enabled and self.task == "statistics") or devcopies.enabled
+        ascend = ms.get_context("device_target") == "Ascend"
+        on_device = (devstats.enabled and self.task == "statistics") or (devcopies.enabled and ascend)
         if self.level in ("L0", "L1", "mix") and (blocking == "1" or (blocking != "0" and not on_device)):
             _launch_blocking()
         self.hooked = False
