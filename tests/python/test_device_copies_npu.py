@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from recorder_testutil import LIB64, REPO, sim_env
+from recorder_testutil import CLI, LIB64, REPO, sim_env
+from test_device_stats_npu import leaves, waits
 
 NPU_PY = REPO / "target" / "venv-npu" / "bin" / "python"
 
@@ -102,18 +103,6 @@ def dump(out: Path, f: str = "step0/rank/dump.json") -> dict:
     return json.loads((out / f).read_text())["data"]
 
 
-def leaves(v):
-    if isinstance(v, dict):
-        if "dtype" in v and "shape" in v:
-            yield v
-            return
-        for x in v.values():
-            yield from leaves(x)
-    elif isinstance(v, list):
-        for x in v:
-            yield from leaves(x)
-
-
 def nbytes(lf: dict) -> int:
     size = {"torch.float32": 4, "torch.int32": 4, "torch.float16": 2, "torch.bfloat16": 2}[lf["dtype"]]
     n = size
@@ -129,10 +118,6 @@ def files(out: Path) -> list[str]:
 
 def d2h(c: dict) -> dict:
     return c["copies"]["device_to_host"]
-
-
-def stream_syncs(c: dict) -> int:
-    return sum(t["stream_syncs"] + t["device_syncs"] + t["event_syncs"] for t in c["threads"])
 
 
 @pytest.mark.parametrize("name", ["async", "batch3", "cap"])
@@ -176,12 +161,12 @@ def test_one_async_copy_per_tensor_and_a_wait_per_batch(runs):
     assert d2h(blocking)["sync"]["copies"] == len(device) and d2h(blocking)["async"]["copies"] == 0
     # waits: the blocking path waits per tensor; the non-blocking one at stop() (and the script's
     # own few, also in the blocking run)
-    assert stream_syncs(c) + len(device) - 2 <= stream_syncs(blocking), (c["threads"], blocking["threads"])
+    assert waits(c) + len(device) - 2 <= waits(blocking), (c["threads"], blocking["threads"])
     if "batch3" not in runs:
         return
     # batches of 3: a wait per batch, still far fewer than per tensor
-    b3 = stream_syncs(runs["batch3"][1])
-    assert stream_syncs(c) < b3 < stream_syncs(blocking), (stream_syncs(c), b3, stream_syncs(blocking))
+    b3 = waits(runs["batch3"][1])
+    assert waits(c) < b3 < waits(blocking), (waits(c), b3, waits(blocking))
 
 
 def test_pinned_memory_within_the_cap(runs):
@@ -195,3 +180,33 @@ def test_pinned_memory_within_the_cap(runs):
     assert d2h(c)["sync"]["copies"] == len(big), d2h(c)
     # the default cap (1024 MB) took everything into one arena
     assert runs["async"][1]["memory"]["pinned_allocs"] == 1
+
+
+KILLED = r"""
+import os, signal, sys
+import torch, torch_npu  # noqa: F401
+sys.path.insert(0, os.environ["MSPROBE_PY"])
+from msprobe.pytorch import PrecisionDebugger
+dbg = PrecisionDebugger(dump_path=sys.argv[1], task="tensor", level="L1")
+x = torch.randn(64, 48).npu()
+dbg.start()
+for _ in range(int(sys.argv[2])):
+    x = x * 1.5 + 1
+os.kill(os.getpid(), signal.SIGKILL)  # before any batch is collected
+"""
+
+
+def test_killed_before_the_copies_arrive_loses_no_record(tmp_path):
+    src, out, n = tmp_path / "killed.py", tmp_path / "dump", 7
+    src.write_text(KILLED)
+    env = sim_env(MSPROBE_PY=str(REPO / "python"))
+    p = subprocess.run([str(NPU_PY), str(src), str(out), str(n)], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == -9, p.stderr[-2000:]
+    r = subprocess.run([str(CLI), "recover", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{2 * n} records recovered from their launch-time plan" in r.stdout + r.stderr, r.stdout + r.stderr
+    data = dump(out)
+    assert len(data) == 2 * n  # a mul and an add per iteration, each held for its copies
+    lfs = [lf for rec in data.values() for lf in leaves(rec)]
+    assert lfs and all(lf["Max"] is None and "data_name" not in lf for lf in lfs)
+    assert files(out) == []  # no file named that was never written

@@ -339,7 +339,7 @@ fn recover(dir: &Path, progress: bool) -> Result<bool, Fail> {
     if r.planned_only > 0 {
         writeln!(
             out,
-            "  {} records recovered from their launch-time plan (device statistics not completed before the kill): their statistics are null (uncertain)",
+            "  {} records recovered from their launch-time plan (device statistics or host copies not completed before the kill): their statistics are null (uncertain)",
             r.planned_only
         )?;
     }

@@ -367,10 +367,7 @@ impl RecordBuilder {
         mean_norm: (f64, f64),
         budget: &dyn ByteBudget,
     ) -> Result<(), BuildError> {
-        let expected = crate::layout::numel(t.shape) * t.dtype.size() as u128;
-        if expected != t.data.len() as u128 {
-            return Err(BuildError::SizeMismatch { expected, got: t.data.len() });
-        }
+        check_size(t)?;
         let mut st = stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data);
         if let (Stat::Float(_), Stat::Float(_)) = (st.mean, st.norm) {
             st.mean = Stat::Float(mean_norm.0);
@@ -432,30 +429,12 @@ impl RecordBuilder {
             match v {
                 Json::Array(a) => a.iter_mut().for_each(|c| walk(c, get, filled)),
                 Json::Object(o) => {
-                    let marked = o.iter().any(|(k, v)| k == "Max" && matches!(v, Json::Str(s) if s == PENDING_MARK));
-                    if !marked {
+                    let Some(slot) = marked_slot(o, PENDING_MARK) else {
                         return o.iter_mut().for_each(|(_, c)| walk(c, get, filled));
-                    }
-                    let slot = o.iter().find_map(|(k, v)| match (k.as_ref(), v) {
-                        ("Min", Json::Int(i)) => Some(*i as u64),
-                        _ => None,
-                    });
-                    let Some(st) = slot.and_then(&mut *get) else { return };
-                    for (k, v) in o.iter_mut() {
-                        match k.as_ref() {
-                            "Max" => *v = stat_json(st.max),
-                            "Min" => *v = stat_json(st.min),
-                            "Mean" => *v = stat_json(st.mean),
-                            "Norm" => *v = stat_json(st.norm),
-                            _ => {}
-                        }
-                    }
-                    if let Some(x) = st.max_except_inf_nan {
-                        o.push(("Max_except_inf_nan".into(), stat_json(x)));
-                    }
-                    if let Some(x) = st.min_except_inf_nan {
-                        o.push(("Min_except_inf_nan".into(), stat_json(x)));
-                    }
+                    };
+                    let Some(st) = get(slot) else { return };
+                    set_stats(o, &st);
+                    push_except(o, &st);
                     *filled += 1;
                 }
                 _ => {}

@@ -29,7 +29,7 @@ use msprobe_core::config;
 use msprobe_core::dtype::DType;
 use msprobe_core::json::Json;
 use msprobe_core::layout;
-use msprobe_core::record::{group_leaf, value_leaf, RecordBuilder, TensorRef};
+use msprobe_core::record::{group_leaf, value_leaf, BuildError, RecordBuilder, TensorRef};
 use msprobe_core::recorder::Recorder;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -657,36 +657,15 @@ pub extern "C" fn msprobe_record_add_tensor_pending(
     t: *const MsprobeTensor,
     slot: u64,
 ) -> c_int {
-    with_record(r, |m| {
-        // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
-        let (t, dtype, shape, _) = match unsafe { descriptor(t) } {
-            Ok(d) => d,
-            Err(rc) => return rc,
-        };
-        // SAFETY: type_name and key are NULL or NUL-terminated strings (header contract).
-        let (type_name, key) = unsafe { (cstr(t.type_name), cstr(key)) };
-        let tr = TensorRef {
-            dtype,
-            shape,
-            data: &[],
-            requires_grad: if t.requires_grad < 0 { None } else { Some(t.requires_grad != 0) },
-            type_name,
-        };
-        m.b.add_tensor_pending(key, &tr, slot).map(|_| MSPROBE_OK).unwrap_or_else(fail)
-    })
+    add_pending_leaf(r, key, t, |b, key, tr| b.add_tensor_pending(key, tr, slot))
 }
 
-/// Adds a tensor leaf whose data the framework is still copying to the host without blocking
-/// (any task): `t` gives dtype, shape and requires_grad (`data` is not read); the leaf is
-/// completed by msprobe_resolve_tensor(`slot`, ...) and the record is held until then (as for
-/// pending statistics; msprobe_stop/msprobe_step write a leaf never completed with nulls,
-/// counted). `slot` numbers are the caller's, unique among its pending-data leaves.
-#[no_mangle]
-pub extern "C" fn msprobe_record_add_tensor_pending_data(
+/// The two pending entry points: a leaf of `t`'s dtype, shape and requires_grad, no data.
+fn add_pending_leaf(
     r: *mut MsprobeRecord,
     key: *const c_char,
     t: *const MsprobeTensor,
-    slot: u64,
+    add: impl FnOnce(&mut RecordBuilder, Option<&str>, &TensorRef) -> Result<(), BuildError>,
 ) -> c_int {
     with_record(r, |m| {
         // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
@@ -703,8 +682,23 @@ pub extern "C" fn msprobe_record_add_tensor_pending_data(
             requires_grad: if t.requires_grad < 0 { None } else { Some(t.requires_grad != 0) },
             type_name,
         };
-        m.b.add_tensor_pending_data(key, &tr, slot).map(|_| MSPROBE_OK).unwrap_or_else(fail)
+        add(&mut m.b, key, &tr).map(|_| MSPROBE_OK).unwrap_or_else(fail)
     })
+}
+
+/// Adds a tensor leaf whose data the framework is still copying to the host without blocking
+/// (any task): `t` gives dtype, shape and requires_grad (`data` is not read); the leaf is
+/// completed by msprobe_resolve_tensor(`slot`, ...) and the record is held until then (as for
+/// pending statistics; msprobe_stop/msprobe_step write a leaf never completed with nulls,
+/// counted). `slot` numbers are the caller's, unique among its pending-data leaves.
+#[no_mangle]
+pub extern "C" fn msprobe_record_add_tensor_pending_data(
+    r: *mut MsprobeRecord,
+    key: *const c_char,
+    t: *const MsprobeTensor,
+    slot: u64,
+) -> c_int {
+    add_pending_leaf(r, key, t, |b, key, tr| b.add_tensor_pending_data(key, tr, slot))
 }
 
 /// The host copy of pending-data leaf `slot` (msprobe_record_add_tensor_pending_data): `t` is a
