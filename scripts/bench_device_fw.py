@@ -5,10 +5,14 @@ and the MindSpore PyNative MLP (examples/train_ms_graph.py --mode pynative on th
 Runs each example on the simulator uncaptured and under PrecisionDebugger (task statistics, level L1;
 started before the example's first step, stopped after its last) in three designs, side by side in one
 run, each with CANNSIM_STATS:
-  device (new)        device tensors reduced by the framework's own device ops, results fetched in batches
-  device, async_dump  the same, fetched only at step end (config.json "async_dump": true)
-  copy (today)        MSPROBE_DEVICE_STATS=0: every device tensor copied to the host (.cpu(), asnumpy()),
-                      host statistics (MindSpore: with its synchronous launch, the layer's default then)
+  hybrid (default)    tensors larger than MSPROBE_DEVICE_STATS_MIN_BYTES (1 MiB) reduced on the device, the
+                      others copied without blocking
+  device              MSPROBE_DEVICE_STATS=1: every device tensor reduced by the framework's own device ops,
+                      results fetched in batches (also with async_dump: fetched only at step end)
+  copy                MSPROBE_DEVICE_STATS=0: every device tensor copied to the host without blocking
+                      (and, torch, with .cpu(): a wait per tensor), host statistics
+and md5 by non-blocking and blocking copies (torch). BENCH_GPT_BIG="--d-model 768 --seq 512 --batch 4
+--steps 1" adds the GPT at a realistic layer size (BENCH_ONLY_BIG=1: that alone).
 and prints the exact counters (device→host bytes per captured tensor, host waits on the training thread per
 record, the tool's kernels = kernels beyond the uncaptured run) and the *estimated* 910B-class step time
 from the model and constants of scripts/bench_device.py (imported, not duplicated).
@@ -50,11 +54,11 @@ if os.environ.get("BENCH_CAPTURE") == "1":
 
 DESIGNS = [
     ("uncaptured", None),
-    ("L1 statistics, device (opt-in)", {"MSPROBE_DEVICE_STATS": "1"}),
-    ("L1 statistics, device, async_dump", {"MSPROBE_DEVICE_STATS": "1", "async": True}),
-    ("L1 statistics, copy (default)", {"MSPROBE_DEVICE_STATS": "0"}),
-    # torch only (MindSpore's layer copies with asnumpy() either way): the copies of the two rows
-    # above and below without (default) and with a wait per tensor (.cpu(), MSPROBE_ASYNC_COPY=0)
+    ("L1 statistics, hybrid by size (default)", {}),
+    ("L1 statistics, device, every tensor", {"MSPROBE_DEVICE_STATS": "1"}),
+    ("L1 statistics, device, every tensor, async_dump", {"MSPROBE_DEVICE_STATS": "1", "async": True}),
+    ("L1 statistics, copy every tensor, non-blocking", {"MSPROBE_DEVICE_STATS": "0"}),
+    # torch only (as above, with a wait per tensor: .cpu(), MSPROBE_ASYNC_COPY=0), and md5
     ("L1 statistics, copy, blocking .cpu()", {"MSPROBE_DEVICE_STATS": "0", "MSPROBE_ASYNC_COPY": "0", "torch": True}),
     ("L1 md5, non-blocking copies (default)", {"md5": True, "torch": True}),
     ("L1 md5, blocking .cpu()", {"md5": True, "MSPROBE_ASYNC_COPY": "0", "torch": True}),
@@ -135,11 +139,17 @@ def main() -> None:
     npu_py = REPO / "target" / "venv-npu" / "bin" / "python"
     ms_py = REPO / "target" / "venv-ms" / "bin" / "python"
     steps = os.environ.get("BENCH_STEPS", "2")
+    big = os.environ.get("BENCH_GPT_BIG", "").split()
     if npu_py.exists():
         args = [str(REPO / "examples" / "train_torch_npu.py"), "--model", "gpt", "--steps", steps]
-        table(f"torch_npu GPT ({steps} steps)", lib64, npu_py, "pytorch", args)
+        if not os.environ.get("BENCH_ONLY_BIG"):
+            table(f"torch_npu GPT ({steps} steps)", lib64, npu_py, "pytorch", args)
+        if big:  # a realistic layer size, where the tensors are MiB (the hybrid reduces them on the device)
+            table(f"torch_npu GPT {' '.join(big)}", lib64, npu_py, "pytorch", args[:3] + big)
     else:
         print("target/venv-npu is absent (scripts/setup-torchnpu.sh): torch_npu skipped")
+    if os.environ.get("BENCH_ONLY_BIG"):
+        return
     if ms_py.exists():
         args = [str(REPO / "examples" / "train_ms_graph.py"), "--mode", "pynative", "--steps", steps]
         table(f"MindSpore PyNative MLP on Ascend ({steps} steps)", lib64, ms_py, "mindspore", args)

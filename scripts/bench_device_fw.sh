@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device cost of the framework layer's statistics (issue #21): torch_npu GPT example at L1 statistics,
-# device reductions vs today's copy path (MSPROBE_DEVICE_STATS=0), exact counters from the simulator
+# the size hybrid (default) vs device reductions of every tensor vs copies, exact counters from the simulator
 # and the estimated 910B-class step time of scripts/bench_device.py's model.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -247,3 +247,79 @@ def test_async_dump_fetches_at_step_end(runs):
     assert len(after_stop) < len(after_capped) <= len(final), (len(after_stop), len(after_capped))
     assert waits(c_capped) > waits(c_async), (c_capped["threads"], c_async["threads"])
     assert "MSPROBE_DEVICE_PENDING_MAX" in err and "fetched before step()" in err, err[-2000:]
+
+
+def exact_stats(out: Path) -> dict:
+    """Max/Min/Mean/Norm in float64 of every .pt file of a tensor-mode dump (torch in a child,
+    as the test process need not have it)."""
+    code = (
+        "import json, sys, pathlib, torch\n"
+        "res = {}\n"
+        "for f in pathlib.Path(sys.argv[1]).rglob('*.pt'):\n"
+        "    x = torch.load(f).double()\n"
+        "    if x.numel():\n"
+        "        v = (x.max(), x.min(), x.mean(), x.norm())\n"
+        "        res[f.name] = dict(zip(('Max', 'Min', 'Mean', 'Norm'), (a.item() for a in v)))\n"
+        "print(json.dumps(res))\n"
+    )
+    p = subprocess.run(
+        [str(NPU_PY), "-c", code, str(out)],
+        env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout)
+
+
+_ITEMSIZE = {"torch.float32": 4, "torch.float16": 2, "torch.bfloat16": 2, "torch.int32": 4, "torch.float64": 8}
+
+
+def test_hybrid_by_size_is_the_default(runs):
+    """Default (MSPROBE_DEVICE_STATS unset): tensors larger than MSPROBE_DEVICE_STATS_MIN_BYTES are
+    reduced on the device, the others copied without blocking. Truth: each leaf's bytes from its
+    dtype and shape in dump.json, the values of the blocking copy path, the simulator's counters."""
+    tmp = runs["tmp"]
+    min_bytes = 8192  # the 64x48 float32/int32 tensors (12288 B) reduced, f16/bf16 (6144 B) and 0-d copied
+    out, c, log = run(tmp, "hybrid", "npu", {"MSPROBE_DEVICE_STATS_MIN_BYTES": str(min_bytes)})
+    got = data(out)
+    check_equal_but_ambiguous(got, data(runs["copy"][0]))
+    sizes = [
+        math.prod(lf["shape"]) * _ITEMSIZE[lf["dtype"]]
+        for r in got.values()
+        for lf in leaves(r)
+        if lf["dtype"] in _ITEMSIZE
+    ]
+    assert len(sizes) == sum(1 for r in got.values() for _ in leaves(r))
+    large = [n for n in sizes if n > min_bytes]
+    small = [n for n in sizes if n <= min_bytes]
+    assert len(large) >= 8 and len(small) >= 4, (large, small)
+    # every small tensor crossed whole, each large one as its 6 float32 results (24 B), all async
+    x = c["copies"]["device_to_host"]
+    assert x["sync"]["bytes"] == 0, x
+    assert x["async"]["bytes"] == sum(small) + 24 * len(large), (x, sum(small), len(large))
+    assert f"device statistics: {len(large)} tensors" in log, log[-1500:]
+
+    # Against the exact values (f64 over the tensor-mode files of the same script, copy path): the
+    # reduced leaves' Max/Min exact, Mean/Norm within the README tolerance
+    tensor_script = SCRIPT.replace('task="statistics"', 'task="tensor"')
+    tout, _, _ = run(tmp, "hybrid_truth", "npu", {"MSPROBE_DEVICE_STATS": "0"}, script=tensor_script)
+    exact = exact_stats(tout)
+    truth = data(tout)
+    checked = 0
+    for name, rec in got.items():
+        for g, w in zip(leaves(rec), leaves(truth[name])):
+            if math.prod(g["shape"]) * _ITEMSIZE[g["dtype"]] <= min_bytes or g["dtype"] == "torch.int32":
+                continue
+            e = exact[w["data_name"]]
+            if not all(map(math.isfinite, e.values())):
+                continue  # NaN/Inf: compared with the copy path above
+            scale = max(abs(e["Max"]), abs(e["Min"]))
+            assert (g["Max"], g["Min"]) == (e["Max"], e["Min"]), (name, g, e)
+            assert abs(g["Mean"] - e["Mean"]) <= 1e-6 * (abs(e["Mean"]) + scale), (name, g, e)
+            assert abs(g["Norm"] - e["Norm"]) <= 1e-6 * e["Norm"], (name, g, e)
+            checked += 1
+    assert checked >= 8, checked
+    # empty tensors take .cpu() (nothing to copy)
+    assert f"copied to the host without blocking: {sum(1 for n in small if n)}" in log, log[-1500:]

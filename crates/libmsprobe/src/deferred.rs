@@ -232,7 +232,7 @@ pub(crate) fn summary_line() -> Option<String> {
         ));
     }
     if c > 0 {
-        lines.push(format!("  device tensors copied to the host without blocking (md5/tensor): {c}"));
+        lines.push(format!("  device tensors copied to the host without blocking: {c}"));
     }
     (!lines.is_empty()).then(|| lines.join("\n"))
 }

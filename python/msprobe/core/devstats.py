@@ -16,7 +16,12 @@ the files are complete after ``stop()``; with ``"async_dump": true`` in config.j
 a batch is also fetched once ``MSPROBE_DEVICE_PENDING_MAX`` results wait (default 16384, about
 8 MiB of device memory and the held records on the host), with one warning and a count.
 
-Off by default: ``MSPROBE_DEVICE_STATS=1`` turns it on (see the README for why).
+By default the hybrid (as L2's): a tensor larger than ``MSPROBE_DEVICE_STATS_MIN_BYTES`` (1 MiB)
+is reduced on the device, a smaller one copied to the host without blocking (devcopies.py): for a
+small tensor the reduction kernels cost more than its copy, for a large one the copy over the host
+link costs more than the kernels (the cost model of ``scripts/bench_device.py``; measured by
+``scripts/bench_device_fw.py``). ``MSPROBE_DEVICE_STATS=1`` reduces every tensor on the device
+(as msprobe 1.1.1 does on a device), ``0`` none.
 """
 
 from __future__ import annotations
@@ -48,6 +53,31 @@ def _env_count(name: str, default: int) -> int:
     return n
 
 
+def _env_bytes(name: str, default: int) -> int:
+    """A byte count from the environment (0 allowed), else `default` (with one warning naming
+    the variable and its value when it is set but not such a count)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if n < 0:
+        logger.warning(f"{name}={raw!r} is not a byte count (an integer >= 0); using {default}")
+        return default
+    return n
+
+
+def _env_mode() -> str:
+    """``MSPROBE_DEVICE_STATS``: "hybrid" (unset, the default), "all" (1) or "off" (0)."""
+    raw = os.environ.get("MSPROBE_DEVICE_STATS", "").strip()
+    if raw in ("0", "1", ""):
+        return {"0": "off", "1": "all", "": "hybrid"}[raw]
+    logger.warning(f"MSPROBE_DEVICE_STATS={raw!r} is not 0 or 1; using the default (the size hybrid)")
+    return "hybrid"
+
+
 class DeviceStats:
     """The pending device results of this process, fetched in batches (thread-safe).
 
@@ -59,7 +89,10 @@ class DeviceStats:
     width = 4
 
     def __init__(self) -> None:
-        self.enabled = os.environ.get("MSPROBE_DEVICE_STATS", "0").strip() == "1"
+        mode = _env_mode()
+        # Tensors of at most this many bytes are copied (the hybrid); 0: every tensor reduced.
+        self.min_bytes = 0 if mode == "all" else _env_bytes("MSPROBE_DEVICE_STATS_MIN_BYTES", 1 << 20)
+        self.enabled = mode != "off"
         self.batch = _env_count("MSPROBE_DEVICE_BATCH", 256)
         # async_dump fetches at step() only, but never holds more than this many results.
         self.pending_max = _env_count("MSPROBE_DEVICE_PENDING_MAX", 16384)
@@ -84,6 +117,10 @@ class DeviceStats:
                 f"async_dump: {self.early} batch(es) of device statistics fetched before step() "
                 f"(more than MSPROBE_DEVICE_PENDING_MAX={self.pending_max} waiting)"
             )
+
+    def large_enough(self, nbytes: int) -> bool:
+        """Whether a tensor of `nbytes` is reduced on the device rather than copied."""
+        return nbytes > self.min_bytes
 
     def reduce(self, t: Any) -> Any:  # pragma: no cover - every framework overrides it
         raise NotImplementedError

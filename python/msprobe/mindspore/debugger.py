@@ -121,11 +121,12 @@ class PrecisionDebugger:
         self.model = model
         devstats.configure(config_path)
         # Synchronous launch pays off when every tensor is read on the host with a wait; statistics
-        # reduced on the device (MSPROBE_DEVICE_STATS=1) and non-blocking copies (devcopies.py,
-        # MSPROBE_ASYNC_COPY, default) wait for none, so they keep MindSpore's asynchronous launch.
+        # reduced on the device (devstats.py) and non-blocking copies (devcopies.py,
+        # MSPROBE_ASYNC_COPY, default) wait for none, so they keep MindSpore's asynchronous launch
+        # (on Ascend: CPU tensors are read where they are).
         blocking = os.environ.get("MSPROBE_MS_LAUNCH_BLOCKING", "").strip()
         ascend = ms.get_context("device_target") == "Ascend"
-        on_device = (devstats.enabled and self.task == "statistics") or (devcopies.enabled and ascend)
+        on_device = ascend and ((devstats.enabled and self.task == "statistics") or devcopies.enabled)
         if self.level in ("L0", "L1", "mix") and (blocking == "1" or (blocking != "0" and not on_device)):
             _launch_blocking()
         self.hooked = False

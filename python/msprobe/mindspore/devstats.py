@@ -1,8 +1,9 @@
 """Statistics of MindSpore Ascend tensors reduced on the device (issue #21); the batching is
 ``msprobe.core.devstats``'s, shared with the PyTorch layer.
 
-In a statistics-only session with ``MSPROBE_DEVICE_STATS=1``, a tensor whose ``device`` is
-``Ascend:N`` is not read with ``asnumpy()`` (a whole-tensor copy and a wait per tensor). It is
+In a statistics-only session, a tensor whose ``device`` is ``Ascend:N`` and which is larger than
+``MSPROBE_DEVICE_STATS_MIN_BYTES`` (the hybrid, ``msprobe.core.devstats``; every one with
+``MSPROBE_DEVICE_STATS=1``) is not copied to the host (a whole-tensor copy). It is
 reduced as msprobe 1.1.1's MindSpore ``get_stat_info`` does: integers and float64 cast to float32
 (``astype``), then ``mint.max``, ``mint.min``, ``mint.mean`` and ``mint.norm`` (f16/bf16 results in
 their own dtype), and beside them the largest and smallest finite values (``mint.nan_to_num``
@@ -13,7 +14,7 @@ neither our API wrappers nor the primitive hooks record them. A batch of results
 the device and read with one ``asnumpy()`` (24 bytes per tensor cross the link, one wait per
 batch).
 
-Bool, complex, empty, 0-d integer/float64 and host tensors keep the ``asnumpy()`` path (their
+Smaller tensors, and bool, complex, empty, 0-d integer/float64 ones, are copied (devcopies.py) (their
 statistics need the data or are not all floats). A tensor of only NaN and ±inf holding a NaN,
 which six values cannot tell from an all-NaN one, gets NaN ``*_except_inf_nan`` keys, counted in
 the run summary.
@@ -50,7 +51,7 @@ class DeviceStats(_Base):
     def eligible(self, t: Any) -> bool:
         if not self.enabled or self.failed or t.dtype in _NOT_REDUCED or not on_device(t):
             return False
-        if t.size == 0:
+        if t.size == 0 or not self.large_enough(int(t.size) * int(t.itemsize)):
             return False
         return t.ndim > 0 or t.dtype in _FLOAT_OWN
 

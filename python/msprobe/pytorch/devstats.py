@@ -16,9 +16,10 @@ pinned host memory, one wait, ``msprobe_resolve_stats_except``. A batch is fetch
 complete after ``stop()``, as today); with ``async_dump: true`` in config.json only at
 ``step()`` (as msprobe 26's async_dump).
 
-Off by default (``MSPROBE_DEVICE_STATS=1`` turns it on): on the torch_npu GPT example the extra
-small kernels cost more in the modelled step than the copies they save. Off, device tensors are
-copied to the host (the comparison path of ``scripts/bench_device_fw.sh``). Bool, complex, 0-d
+By default only tensors larger than ``MSPROBE_DEVICE_STATS_MIN_BYTES`` (1 MiB) are reduced here,
+smaller ones are copied without blocking (the hybrid, ``msprobe.core.devstats``): on KiB-sized
+tensors (the torch_npu GPT example) the ~9 small kernels cost more in the modelled step than the
+copy they save. ``MSPROBE_DEVICE_STATS=1``: every tensor; ``0``: none. Bool, complex, 0-d
 integer/float64 and empty tensors keep the copy path (their statistics are not all floats or need
 the data).
 
@@ -46,7 +47,7 @@ class DeviceStats(_Base):
     def eligible(self, t: torch.Tensor) -> bool:
         if not self.enabled or self.failed or t.is_cpu or t.is_meta or t.is_complex():
             return False
-        if t.dtype == torch.bool or t.numel() == 0:
+        if t.dtype == torch.bool or t.numel() == 0 or not self.large_enough(t.numel() * t.element_size()):
             return False
         return t.dim() > 0 or t.dtype in _FLOAT_OWN
 

@@ -82,7 +82,7 @@ def add_tensor(r: int, key: Optional[bytes], t: torch.Tensor) -> None:
         t = t.detach().cpu()
     # torch's Mean/Norm of the host tensor (before the descriptor is filled: torch calls may
     # reach our hooks). A device tensor's are those of its host copy: reducing it on the device
-    # would add kernels and a wait per tensor (MSPROBE_DEVICE_STATS=1 does that, batched).
+    # would add kernels and a wait per tensor (devstats.py does that, batched, for large ones).
     mn = mean_norm(t)
     if t.is_conj():
         t = t.resolve_conj()

@@ -184,3 +184,28 @@ def test_killed_before_the_fetch_loses_no_record(tmp_path):
     assert len(tensors) == 48
     assert [lf["Max"] is None for lf in tensors] == [False] * 42 + [True] * 6
     assert all(lf["shape"] == [16, 8] and lf["dtype"] == "Float32" for lf in tensors)
+
+
+_ITEMSIZE = {"Float32": 4, "Float16": 2, "BFloat16": 2, "Int32": 4, "Float64": 8, "Bool": 1}
+
+
+def test_hybrid_by_size_is_the_default(runs, tmp_path):
+    """Default (MSPROBE_DEVICE_STATS unset): tensors larger than MSPROBE_DEVICE_STATS_MIN_BYTES are
+    reduced on the device, the others (and bool) copied without blocking. Truth: each leaf's bytes
+    from its dtype and shape in dump.json, the values of the asnumpy() path, the counters."""
+    min_bytes = 8192  # the 64x48 float32/int32/float64 tensors reduced, f16/bf16 (6144 B), bool and 0-d copied
+    out, c, log = run(tmp_path, "hybrid", "Ascend", {"MSPROBE_DEVICE_STATS_MIN_BYTES": str(min_bytes)})
+    got = data(out)
+    check_equal_but_ambiguous(got, data(runs["host"][0]))
+    reduced, copied = [], []
+    for r in got.values():
+        for lf in leaves(r):
+            n = math.prod(lf["shape"]) * _ITEMSIZE[lf["dtype"]]
+            (reduced if n > min_bytes and lf["dtype"] != "Bool" else copied).append(n)
+    assert len(reduced) >= 8 and len(copied) >= 4, (reduced, copied)
+    # every small tensor crossed whole, each large one as its 6 float32 results (24 B); none synchronously
+    x = c["copies"]["device_to_host"]
+    assert x["sync"]["bytes"] == 0, x
+    assert x["async"]["bytes"] == sum(copied) + 24 * len(reduced), (x, sum(copied), len(reduced))
+    assert f"device statistics: {len(reduced)} tensors" in log, log[-1500:]
+    assert f"copied to the host without blocking: {len(copied)}" in log, log[-1500:]
