@@ -176,7 +176,7 @@ SIGS = {
     "TanhBackward": "TTT",
     "SigmoidBackward": "TTT",
     "GeluV2": "TlT",
-    "GeluBackwardV2": "TTlT",
+    "GeluBackwardV2": "TTsT",
     "Clamp": "TSST",
     "Permute": "TIT",
     "PowTensorTensor": "TTT",
@@ -196,6 +196,7 @@ CT = {
     "d": C.c_double,
     "f": C.c_float,
     "Q": C.c_uint64,
+    "s": C.c_char_p,
 }
 
 

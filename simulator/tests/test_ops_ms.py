@@ -42,10 +42,17 @@ def test_activations_and_their_backward(env, dt):
     e.run("GeluV2", e.t(x), 1, o)
     e.check(o, gelu_tanh(x))
     h = 1e-3
-    e.run("GeluBackwardV2", e.t(g), e.t(x), 1, o)
+    # the backward's mode is a C string (CANN: `char *approximate`), not GeluV2's int64
+    e.run("GeluBackwardV2", e.t(g), e.t(x), b"tanh", o)
     e.check(o, g * (gelu_tanh(x + h) - gelu_tanh(x - h)) / (2 * h), rtol=1e-2, atol=1e-2)
+    e.run("GeluBackwardV2", e.t(g), e.t(x), b"none", o)
+    dgelu = 0.5 * (1 + ERF(x / np.sqrt(2))) + x * np.exp(-(x**2) / 2) / np.sqrt(2 * np.pi)
+    e.check(o, g * dgelu, rtol=1e-2, atol=1e-2)
     with pytest.raises(cs.AclError):
         e.run("GeluV2", e.t(x), 2, o)
+    for bad in (b"erf", None):
+        with pytest.raises(cs.AclError):
+            e.run("GeluBackwardV2", e.t(g), e.t(x), bad, o)
 
 
 @ALL

@@ -1,5 +1,5 @@
 //! aclnn functions MindSpore 2.10's Ascend plugin resolves (real-clients.md §6.2) that the other files lack:
-//! Tanh / Sigmoid and their backward, Erf, GeluV2 / GeluBackwardV2 (approximate 0 = erf, 1 = tanh), Clamp, Permute,
+//! Tanh / Sigmoid and their backward, Erf, GeluV2 (approximate 0 = erf, 1 = tanh) / GeluBackwardV2 ("none" / "tanh"), Clamp, Permute,
 //! PowTensorTensor, PowTensorScalar, ApplyAdamWV2, SplitWithSize, LinalgVectorNorm and Stack (`mint.norm`,
 //! `mint.stack`: msprobe's MindSpore statistics and our device statistics), and the nnopbase thread-local huge-memory hooks (InitHugeMemThreadLocal,
 //! UnInitHugeMemThreadLocal, ReleaseHugeMem) that clients wrap around every aclnn call.
@@ -11,7 +11,7 @@ use crate::nnop::Args;
 use crate::ops::{Bin, Op, UFn};
 use crate::ops_ext::ExtOp;
 use crate::trace::Role::{InOut, Input as In, Output as Out};
-use std::os::raw::c_void;
+use std::os::raw::{c_char, c_void};
 
 type Status = i32;
 type H = *mut c_void;
@@ -134,16 +134,19 @@ pub extern "C" fn aclnnGeluV2GetWorkspaceSize(self_: H, approximate: i64, out: H
 pub extern "C" fn aclnnGeluBackwardV2GetWorkspaceSize(
     grad_output: H,
     self_: H,
-    approximate: i64,
+    approximate: *const c_char,
     grad_input: H,
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
+    // Unlike aclnnGeluV2's int64 flag, the backward takes the mode as a C string (CANN's
+    // aclnn_gelu_backward_v2.h: `char *approximate`, "none" or "tanh").
     p1("aclnnGeluBackwardV2", ws, ex, || {
-        let op = match approximate {
-            0 => Op::GeluBackward,
-            1 => Op::UnaryBackward(UFn::GeluTanh),
-            v => return Err(inv(format!("approximate must be 0 (none) or 1 (tanh), got {v}"))),
+        let op = match super::cstr(approximate).as_deref() {
+            Some("none") => Op::GeluBackward,
+            Some("tanh") => Op::UnaryBackward(UFn::GeluTanh),
+            Some(v) => return Err(inv(format!("approximate must be \"none\" or \"tanh\", got {v:?}"))),
+            None => return Err(fail(ACLNN_ERR_PARAM_NULLPTR, "approximate is NULL")),
         };
         let mut a = Args::new();
         a.t(In, "gradOutput", u(grad_output))?.t(In, "self", u(self_))?.t(Out, "gradInput", u(grad_input))?;

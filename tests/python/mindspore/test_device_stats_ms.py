@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("mindspore")
@@ -209,3 +210,97 @@ def test_hybrid_by_size_is_the_default(runs, tmp_path):
     assert x["async"]["bytes"] == sum(copied) + 24 * len(reduced), (x, sum(copied), len(reduced))
     assert f"device statistics: {len(reduced)} tensors" in log, log[-1500:]
     assert f"copied to the host without blocking: {len(copied)}" in log, log[-1500:]
+
+
+BACKWARD = r"""
+import sys
+import numpy as np
+import mindspore as ms
+from mindspore import Tensor, mint, nn
+ms.set_context(mode=ms.PYNATIVE_MODE, device_target=sys.argv[1])
+from msprobe.mindspore import PrecisionDebugger
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(1)
+        self.w1 = ms.Parameter(Tensor(rng.standard_normal((48, 96)).astype(np.float32) * 0.1), name="w1")
+        self.w2 = ms.Parameter(Tensor(rng.standard_normal((96, 8)).astype(np.float32) * 0.1), name="w2")
+    def construct(self, x):
+        h = mint.nn.functional.gelu(mint.matmul(x, self.w1))
+        t = mint.nn.functional.gelu(mint.matmul(h, self.w2), approximate="tanh")
+        return mint.mean(t * t)
+net = Net()
+x = Tensor(np.random.default_rng(0).standard_normal((64, 48)).astype(np.float32))
+grad = ms.grad(net, grad_position=0, weights=net.trainable_params())
+dbg = PrecisionDebugger(dump_path=sys.argv[2], task=sys.argv[3], level="L1")
+dbg.start()
+gx, (gw1, gw2) = grad(x)
+dbg.stop()
+dbg.step()
+np.savez(sys.argv[2] + ".npz", x=x.asnumpy(), w1=net.w1.asnumpy(), w2=net.w2.asnumpy(), gx=gx.asnumpy(),
+         gw1=gw1.asnumpy(), gw2=gw2.asnumpy())
+"""
+
+
+def numpy_grads(x, w1, w2):
+    """The BACKWARD net's gradients in float64: L = mean(gelu_tanh(gelu_erf(x w1) w2)^2)."""
+    from math import erf
+
+    a1 = x @ w1
+    phi = np.exp(-(a1**2) / 2) / np.sqrt(2 * np.pi)
+    cdf = 0.5 * (1 + np.vectorize(erf)(a1 / np.sqrt(2)))
+    h = a1 * cdf
+    a2 = h @ w2
+    c = np.sqrt(2 / np.pi)
+    th = np.tanh(c * (a2 + 0.044715 * a2**3))
+    t = 0.5 * a2 * (1 + th)
+    d2 = 2 * t / t.size * (0.5 * (1 + th) + 0.5 * a2 * (1 - th**2) * c * (1 + 3 * 0.044715 * a2**2))
+    d1 = (d2 @ w2.T) * (cdf + a1 * phi)
+    return {"gx": d1 @ w1.T, "gw1": x.T @ d1, "gw2": h.T @ d2}
+
+
+def test_hybrid_with_backward_against_exact(tmp_path):
+    """Backward records (mint gelu, erf and tanh forms) at the default hybrid: the gradients equal
+    numpy's (the simulator's gelu backward once read its mode as an int64 where CANN passes a C
+    string: the gradient buffer was never written), and the reduced leaves equal float64 over the
+    tensor-mode files of the same run."""
+    src = tmp_path / "bwd.py"
+    src.write_text(BACKWARD)
+
+    def go(name, task, extra):
+        out = tmp_path / name
+        p = subprocess.run(
+            [sys.executable, str(src), "Ascend", str(out), task],
+            env=ms_env(**extra),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+        assert p.returncode == 0, p.stderr[-3000:]
+        a = np.load(str(out) + ".npz")
+        want = numpy_grads(*(a[k].astype(np.float64) for k in ("x", "w1", "w2")))
+        for k, w in want.items():
+            np.testing.assert_allclose(a[k], w, rtol=1e-4, atol=1e-4 * np.abs(w).max(), err_msg=k)
+        f = out / "step0" / "rank" / "dump.json"
+        return json.loads(f.read_text())["data"], f.parent, p.stderr
+
+    min_bytes = 8192
+    hy, _, log = go("hybrid", "statistics", {"MSPROBE_DEVICE_STATS_MIN_BYTES": str(min_bytes)})
+    tn, tdir, _ = go("tensor", "tensor", {"MSPROBE_DEVICE_STATS": "0"})
+    assert list(hy) == list(tn)
+    assert sum(1 for n in hy if n.startswith("MintFunctional.gelu") and n.endswith(".backward")) == 2, list(hy)
+    reduced = 0
+    for name in hy:
+        for h, t in zip(leaves(hy[name]), leaves(tn[name])):
+            x = np.load(tdir / "dump_tensor_data" / t["data_name"]).astype(np.float64)
+            if x.size * 4 <= min_bytes or h["dtype"] != "Float32":
+                continue
+            reduced += 1
+            scale = float(np.abs(x).max())
+            norm = float(np.linalg.norm(x.ravel()))
+            assert (h["Max"], h["Min"]) == (x.max(), x.min()), (name, h)
+            assert abs(h["Mean"] - x.mean()) <= 1e-6 * (abs(x.mean()) + scale), (name, h["Mean"], x.mean())
+            assert abs(h["Norm"] - norm) <= 1e-6 * norm, (name, h["Norm"], norm)
+    assert reduced >= 6, reduced
+    assert f"device statistics: {reduced} tensors" in log, log[-1500:]
