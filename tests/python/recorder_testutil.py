@@ -47,6 +47,16 @@ def run_child(code: str, env: dict[str, str] | None = None, timeout: float = 120
     )
 
 
+def run_counted(argv: list[str], env: dict[str, str], stats: Path, cwd: Path | None = None) -> tuple[dict, str]:
+    """Runs a child on the simulator with CANNSIM_STATS=`stats`; asserts it succeeded and returns
+    its counters ({} when it wrote none) and its output (stdout then stderr)."""
+    p = subprocess.run(
+        argv, env={**env, "CANNSIM_STATS": str(stats)}, capture_output=True, text=True, timeout=300, cwd=cwd
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    return (json.loads(stats.read_text()) if stats.exists() else {}), p.stdout + p.stderr
+
+
 def spawn_child(code: str, env: dict[str, str]) -> subprocess.Popen:
     e = dict(os.environ)
     e.update({"PYTHONPATH": str(REPO / "python"), "MSPROBE_LIB": str(LIB)})

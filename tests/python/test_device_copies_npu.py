@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder_testutil import CLI, LIB64, REPO, sim_env
+from recorder_testutil import CLI, LIB64, REPO, run_counted, sim_env
 from test_device_stats_npu import leaves, waits
 
 NPU_PY = REPO / "target" / "venv-npu" / "bin" / "python"
@@ -77,13 +77,9 @@ def run(tmp: Path, name: str, dev: str, task: str, extra: dict) -> tuple[Path, d
     stats = tmp / f"{name}.stats.json"
     src = tmp / "script.py"
     src.write_text(SCRIPT)
-    env = sim_env(MSPROBE_PY=str(REPO / "python"), CANNSIM_STATS=str(stats), **extra)
-    p = subprocess.run(
-        [str(NPU_PY), str(src), dev, str(out), task], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    counters = json.loads(stats.read_text()) if stats.exists() else {}
-    return out, counters, p.stdout + p.stderr
+    env = sim_env(MSPROBE_PY=str(REPO / "python"), **extra)
+    counters, log = run_counted([str(NPU_PY), str(src), dev, str(out), task], env, stats)
+    return out, counters, log
 
 
 @pytest.fixture(scope="module", params=["md5", "tensor"])

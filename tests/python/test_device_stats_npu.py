@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder_testutil import LIB64, REPO, sim_env
+from recorder_testutil import LIB64, REPO, run_counted, sim_env
 
 NPU_PY = REPO / "target" / "venv-npu" / "bin" / "python"
 
@@ -67,16 +67,8 @@ def run(tmp: Path, name: str, dev: str, extra: dict, script: str = SCRIPT) -> tu
     stats = tmp / f"{name}.stats.json"
     src = tmp / "script.py"
     src.write_text(script)
-    p = subprocess.run(
-        [str(NPU_PY), str(src), dev, str(out)],
-        env=env({"CANNSIM_STATS": str(stats), **extra}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    counters = json.loads(stats.read_text()) if stats.exists() else {}
-    return out, counters, p.stdout + p.stderr  # the Python layer logs to stdout, as msprobe
+    counters, log = run_counted([str(NPU_PY), str(src), dev, str(out)], env(extra), stats)
+    return out, counters, log  # the Python layer logs to stdout, as msprobe
 
 
 def leaves(v):

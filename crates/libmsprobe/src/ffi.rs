@@ -481,12 +481,8 @@ pub extern "C" fn msprobe_record_add_tensor(
 ) -> c_int {
     with_record(r, |m| {
         // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
-        let (t, dtype, shape, strides) = match unsafe { descriptor(t) } {
+        let ((t, dtype, shape, strides), storage) = match unsafe { host_tensor(t) } {
             Ok(d) => d,
-            Err(rc) => return rc,
-        };
-        let storage = match host_storage(t) {
-            Ok(s) => s,
             Err(rc) => return rc,
         };
         // SAFETY: type_name and key are NULL or NUL-terminated strings (header contract).
@@ -508,12 +504,8 @@ pub extern "C" fn msprobe_record_add_tensor_mean_norm(
 ) -> c_int {
     with_record(r, |m| {
         // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
-        let (t, dtype, shape, strides) = match unsafe { descriptor(t) } {
+        let ((t, dtype, shape, strides), storage) = match unsafe { host_tensor(t) } {
             Ok(d) => d,
-            Err(rc) => return rc,
-        };
-        let storage = match host_storage(t) {
-            Ok(s) => s,
             Err(rc) => return rc,
         };
         // SAFETY: type_name and key are NULL or NUL-terminated strings (header contract).
@@ -533,6 +525,17 @@ fn host_storage(t: &MsprobeTensor) -> Result<&[u8], c_int> {
     // SAFETY: data points to storage_bytes readable bytes (header contract); the slice lives
     // as long as the borrowed descriptor, i.e. within the exported call.
     Ok(unsafe { std::slice::from_raw_parts(t.data.cast::<u8>(), t.storage_bytes as usize) })
+}
+
+/// A validated descriptor of host memory and the storage it points to, borrowed for the call.
+///
+/// # Safety
+/// As [`descriptor`], and `data` points to `storage_bytes` readable bytes valid for `'a`.
+unsafe fn host_tensor<'a>(t: *const MsprobeTensor) -> Result<(Descriptor<'a>, &'a [u8]), c_int> {
+    // SAFETY: forwarded contract.
+    let d = unsafe { descriptor(t) }?;
+    let storage = host_storage(d.0)?;
+    Ok((d, storage))
 }
 
 /// A validated tensor descriptor: the struct, its dtype, shape and optional strides.
@@ -716,12 +719,8 @@ pub extern "C" fn msprobe_resolve_tensor(
 ) -> c_int {
     guard(MSPROBE_ERR_PANIC, || {
         // SAFETY: t is NULL or points to a caller-owned MsprobeTensor for this call (header contract).
-        let (t, dtype, shape, strides) = match unsafe { descriptor(t) } {
+        let ((t, dtype, shape, strides), storage) = match unsafe { host_tensor(t) } {
             Ok(d) => d,
-            Err(rc) => return rc,
-        };
-        let storage = match host_storage(t) {
-            Ok(s) => s,
             Err(rc) => return rc,
         };
         let data = match layout::gather(dtype.size(), shape, strides, t.offset, storage) {

@@ -37,36 +37,25 @@ from msprobe.core.errors import logger
 from msprobe.core.native import lib
 
 
+def _env_int(name: str, default: int, lo: int, hi: int, what: str) -> int:
+    """An integer from `lo` to `hi` from the environment, else `default` (with one warning naming
+    the variable and its value when it is set but not such an integer)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        n = int(raw)
+    except ValueError:
+        n = lo - 1
+    if not lo <= n <= hi:
+        logger.warning(f"{name}={raw!r} is not {what}; using {default}")
+        return default
+    return n
+
+
 def _env_count(name: str, default: int) -> int:
-    """A positive count from the environment (at most 2**20), else `default` (with one warning
-    naming the variable and its value when it is set but not such a count)."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        n = int(raw)
-    except ValueError:
-        n = 0
-    if n < 1 or n > 1 << 20:
-        logger.warning(f"{name}={raw!r} is not an integer from 1 to 1048576; using {default}")
-        return default
-    return n
-
-
-def _env_bytes(name: str, default: int) -> int:
-    """A byte count from the environment (0 allowed), else `default` (with one warning naming
-    the variable and its value when it is set but not such a count)."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        n = int(raw)
-    except ValueError:
-        n = -1
-    if n < 0:
-        logger.warning(f"{name}={raw!r} is not a byte count (an integer >= 0); using {default}")
-        return default
-    return n
+    """A positive count (at most 2**20)."""
+    return _env_int(name, default, 1, 1 << 20, "an integer from 1 to 1048576")
 
 
 def _env_mode() -> str:
@@ -91,7 +80,11 @@ class DeviceStats:
     def __init__(self) -> None:
         mode = _env_mode()
         # Tensors of at most this many bytes are copied (the hybrid); 0: every tensor reduced.
-        self.min_bytes = 0 if mode == "all" else _env_bytes("MSPROBE_DEVICE_STATS_MIN_BYTES", 1 << 20)
+        self.min_bytes = (
+            0
+            if mode == "all"
+            else _env_int("MSPROBE_DEVICE_STATS_MIN_BYTES", 1 << 20, 0, 1 << 62, "a byte count (an integer >= 0)")
+        )
         self.enabled = mode != "off"
         self.batch = _env_count("MSPROBE_DEVICE_BATCH", 256)
         # async_dump fetches at step() only, but never holds more than this many results.

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import filecmp
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import pytest
 
 pytest.importorskip("mindspore")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from recorder_testutil import LIB64  # noqa: E402
+from recorder_testutil import LIB64, run_counted  # noqa: E402
 from test_device_stats_ms import ms_env  # noqa: E402
 from test_device_stats_npu import leaves, waits  # noqa: E402
 
@@ -72,18 +71,8 @@ def run(tmp: Path, name: str, device: str, task: str, extra: dict) -> tuple[Path
     stats = tmp / f"{name}.stats.json"
     src = tmp / "script.py"
     src.write_text(SCRIPT)
-    env = ms_env(CANNSIM_STATS=str(stats), **extra)
-    p = subprocess.run(
-        [sys.executable, str(src), device, str(out), task],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    counters = json.loads(stats.read_text()) if stats.exists() else {}
-    return out, counters, p.stdout + p.stderr
+    counters, log = run_counted([sys.executable, str(src), device, str(out), task], ms_env(**extra), stats, cwd=tmp)
+    return out, counters, log
 
 
 @pytest.fixture(scope="module", params=["md5", "tensor"])

@@ -25,7 +25,7 @@ import pytest
 pytest.importorskip("mindspore")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from recorder_testutil import CLI, LIB, LIB64, REPO, sim_env  # noqa: E402
+from recorder_testutil import CLI, LIB, LIB64, REPO, run_counted, sim_env  # noqa: E402
 from test_device_stats_npu import check_equal_but_ambiguous, d2h, leaves, no_finite_with_nan, waits  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
@@ -71,13 +71,8 @@ def run(tmp: Path, name: str, device: str, extra: dict) -> tuple[Path, dict, str
     stats = tmp / f"{name}.stats.json"
     src = tmp / "script.py"
     src.write_text(SCRIPT)
-    env = ms_env(CANNSIM_STATS=str(stats), **extra)
-    p = subprocess.run(
-        [sys.executable, str(src), device, str(out)], env=env, capture_output=True, text=True, timeout=300, cwd=tmp
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    counters = json.loads(stats.read_text()) if stats.exists() else {}
-    return out, counters, p.stderr
+    counters, log = run_counted([sys.executable, str(src), device, str(out)], ms_env(**extra), stats, cwd=tmp)
+    return out, counters, log
 
 
 @pytest.fixture(scope="module")
@@ -269,21 +264,14 @@ def test_hybrid_with_backward_against_exact(tmp_path):
 
     def go(name, task, extra):
         out = tmp_path / name
-        p = subprocess.run(
-            [sys.executable, str(src), "Ascend", str(out), task],
-            env=ms_env(**extra),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=tmp_path,
-        )
-        assert p.returncode == 0, p.stderr[-3000:]
+        argv = [sys.executable, str(src), "Ascend", str(out), task]
+        _, log = run_counted(argv, ms_env(**extra), tmp_path / f"{name}.stats.json", cwd=tmp_path)
         a = np.load(str(out) + ".npz")
         want = numpy_grads(*(a[k].astype(np.float64) for k in ("x", "w1", "w2")))
         for k, w in want.items():
             np.testing.assert_allclose(a[k], w, rtol=1e-4, atol=1e-4 * np.abs(w).max(), err_msg=k)
         f = out / "step0" / "rank" / "dump.json"
-        return json.loads(f.read_text())["data"], f.parent, p.stderr
+        return json.loads(f.read_text())["data"], f.parent, log
 
     min_bytes = 8192
     hy, _, log = go("hybrid", "statistics", {"MSPROBE_DEVICE_STATS_MIN_BYTES": str(min_bytes)})
