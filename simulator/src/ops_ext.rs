@@ -8,6 +8,31 @@ use crate::errmsg::fail;
 use crate::tensor::{bview, numel, TView, SV};
 use cann_abi::status::*;
 
+/// The comparison of aclnnEq/Ne/Gt/Ge/Lt/Le (Tensor and Scalar forms).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+impl Cmp {
+    /// IEEE comparison: with a NaN every one is false but `Ne`.
+    pub fn apply(self, a: f64, b: f64) -> bool {
+        match self {
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+        }
+    }
+}
+
 /// Elementwise `Foreach` kinds. `s` is the scalar (or the i-th element of a scalar list).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FKind {
@@ -95,6 +120,11 @@ pub enum ExtOp {
     /// slots: self, out. aclnnNorm: (sum |x|^p)^(1/p) over `dims` (all when empty), computed in f64
     /// from the elements and rounded to out's float dtype; p = 0 counts non-zeros, p = inf is max |x|.
     Norm { p: f64, dims: Vec<i64>, keep: bool },
+    /// slots: self, other (tensor form only), out. aclnnEq/Ne/Gt/Ge/Lt/LeTensor (`other` None:
+    /// broadcast against the other tensor) and ...Scalar (`other` the aclScalar's value): the
+    /// comparison of the values (NaN compares unequal to everything), 1 or 0 in out's dtype (bool
+    /// for torch).
+    Compare { cmp: Cmp, other: Option<f64> },
     /// slots: self, out. aclnnNanToNum: NaN, +inf and -inf replaced by the given values (float dtypes).
     NanToNum { nan: f32, posinf: f32, neginf: f32 },
     /// slots: tensors (list), out. aclnnStack: the tensors (all of one shape S) along a new axis
@@ -487,6 +517,23 @@ impl ExtOp {
                 same_shape(a, o, "out")?;
                 Ok(0)
             }
+            ExtOp::Compare { other, .. } => {
+                let a = t(s, 0)?;
+                let (shape, o) = match other {
+                    Some(_) => (a.shape.clone(), t(s, 1)?),
+                    None => {
+                        let b = t(s, 1)?;
+                        let bs = crate::kernels::broadcast_shape(&a.shape, &b.shape).ok_or_else(|| {
+                            inv(format!("compare: shapes {:?} and {:?} do not broadcast", a.shape, b.shape))
+                        })?;
+                        (bs, t(s, 2)?)
+                    }
+                };
+                if o.shape != shape {
+                    return Err(inv(format!("compare: out shape {:?} must be {shape:?}", o.shape)));
+                }
+                Ok(0)
+            }
             ExtOp::BitwiseNot => {
                 let (a, o) = (t(s, 0)?, out_or(s, 1, 0)?);
                 same_shape(a, o, "out")?;
@@ -826,6 +873,19 @@ impl ExtOp {
                     })
                     .collect();
                 o.write_f64(&y)
+            }
+            ExtOp::Compare { cmp, other } => {
+                let bit = |v: bool| if v { 1.0 } else { 0.0 };
+                let y: Vec<f64> = match other {
+                    Some(b) => t(s, 0)?.read_f64()?.iter().map(|&a| bit(cmp.apply(a, *b))).collect(),
+                    None => {
+                        let o = t(s, 2)?;
+                        let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;
+                        let b = bview(t(s, 1)?, &o.shape)?.read_f64()?;
+                        a.iter().zip(&b).map(|(&x, &y)| bit(cmp.apply(x, y))).collect()
+                    }
+                };
+                t(s, if other.is_some() { 1 } else { 2 })?.write_f64(&y)
             }
             ExtOp::LogicalNot => {
                 let (a, o) = (t(s, 0)?, out_or(s, 1, 0)?);

@@ -45,6 +45,47 @@ def test_arange_tril_not_fill(env):
     e.check(ft, np.full(x.shape, 3.5))
 
 
+_CMP = {
+    "Eq": np.equal,
+    "Ne": np.not_equal,
+    "Gt": np.greater,
+    "Ge": np.greater_equal,
+    "Lt": np.less,
+    "Le": np.less_equal,
+}
+
+
+@ALL
+def test_comparisons(env, dt):
+    """aclnn{Eq,Ne,Gt,Ge,Lt,Le}{Tensor,Scalar} (torch_npu's and MindSpore's comparison operators)
+    into bool outs, against numpy on the values as stored: broadcasting, NaN (unequal to all) and
+    ±inf; int64 too; a shape mismatch is refused."""
+    e = env(dt)
+    x = e.rand(3, 4)
+    x[0, 0], x[1, 1], x[2, 2] = np.nan, np.inf, -np.inf
+    x[0, 1] = 0.5
+    y = e.rand(4)
+    y[1] = 0.5
+    y[3] = np.nan
+    xs, ys = e.t(x), e.t(y)
+    xv, yv = xs.numpy(e.stream).astype(np.float64), ys.numpy(e.stream).astype(np.float64)  # the stored values
+    for name, fn in _CMP.items():
+        o = e.acl.tensor(shape=(3, 4), dtype=cs.ACL_BOOL)
+        e.run(f"{name}Tensor", xs, ys, o)
+        np.testing.assert_array_equal(o.numpy(e.stream), fn(xv, yv), err_msg=name)
+        e.run(f"{name}Scalar", xs, 0.5, o)
+        np.testing.assert_array_equal(o.numpy(e.stream), fn(xv, 0.5), err_msg=name)
+    it = e.acl.tensor(np.array([[-3, 0, 7]], np.int64), dtype=cs.ACL_INT64)
+    jt = e.acl.tensor(np.array([[0], [7]], np.int64), dtype=cs.ACL_INT64)
+    o = e.acl.tensor(shape=(2, 3), dtype=cs.ACL_BOOL)
+    e.run("GeTensor", it, jt, o)
+    np.testing.assert_array_equal(o.numpy(e.stream), np.array([[-3, 0, 7]]) >= np.array([[0], [7]]))
+    with pytest.raises(cs.AclError):
+        e.run("GtTensor", xs, e.t(e.rand(3)), e.acl.tensor(shape=(3, 4), dtype=cs.ACL_BOOL))
+    with pytest.raises(cs.AclError):
+        e.run("GtScalar", xs, 0.0, e.acl.tensor(shape=(4, 3), dtype=cs.ACL_BOOL))
+
+
 @ALL
 def test_masked_fill_and_addc(env, dt):
     e = env(dt)

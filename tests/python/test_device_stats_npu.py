@@ -52,6 +52,10 @@ e = x[:0] * 1                                   # empty: copy path
 sq = torch.sqrt(x)                              # finite and NaN
 fi = a / torch.relu(x)                          # finite and +-inf
 odd = sq / torch.zeros_like(x)                  # only +inf and NaN: the ambiguous case
+m = x > 0                                       # bool, mixed: any / all of the float32 cast
+t = x == x                                      # bool, all True
+f = x > 100                                     # bool, all False
+z = s > 0                                       # bool, 0-d
 dbg.stop()
 shutil.copyfile(os.path.join(out, "step0", "rank", "dump.json"), os.path.join(out, "after_stop.json"))
 dbg.step()
@@ -193,6 +197,10 @@ def test_inf_leaf_counted_and_dtypes(runs):
     assert ambiguous >= 2  # the all-NaN tensor and `odd`
     assert "NaN/Inf without *_except_inf_nan: 0" in runs["device"][2]
     assert f"only NaN/±inf, *_except_inf_nan written as NaN: {ambiguous}" in runs["device"][2]
+    # bool: any / all as booleans, no Mean/Norm (as the host path), every kind present
+    bools = [lf for ls in leaves_by.values() for lf in ls if lf["dtype"] == "torch.bool"]
+    assert {(lf["Max"], lf["Min"]) for lf in bools} == {(True, False), (True, True), (False, False)}, bools
+    assert all(lf["Mean"] is None and lf["Norm"] is None for lf in bools) and [] in [lf["shape"] for lf in bools]
     # 0-d: the value itself for all four (1.1.1's item()), also as Norm
     s = [lf for lf in leaves(dev["Tensor.__mul__.4.forward"]["output"])][0]
     assert s["shape"] == [] and s["Max"] == s["Min"] == s["Mean"] == s["Norm"] < 0
@@ -265,7 +273,14 @@ def exact_stats(out: Path) -> dict:
     return json.loads(p.stdout)
 
 
-_ITEMSIZE = {"torch.float32": 4, "torch.float16": 2, "torch.bfloat16": 2, "torch.int32": 4, "torch.float64": 8}
+_ITEMSIZE = {
+    "torch.float32": 4,
+    "torch.float16": 2,
+    "torch.bfloat16": 2,
+    "torch.int32": 4,
+    "torch.float64": 8,
+    "torch.bool": 1,
+}
 
 
 def test_hybrid_by_size_is_the_default(runs):

@@ -146,6 +146,9 @@ pub struct RecordBuilder {
 
 /// The `Max` of a leaf whose statistics are pending; its `Min` holds the slot number.
 const PENDING_MARK: &str = "\u{1}pending";
+/// As [`PENDING_MARK`], for a bool tensor: its values are the Max/Min of its float32 cast (any /
+/// all), written as msprobe writes a bool tensor's (`true`/`false`, no Mean/Norm).
+const PENDING_BOOL_MARK: &str = "\u{1}pending-bool";
 /// The `Max` of a leaf whose data is still on its way to the host; its `Min` holds the slot number.
 const PENDING_DATA_MARK: &str = "\u{1}pending-data";
 
@@ -403,8 +406,9 @@ impl RecordBuilder {
         if self.tensors > before {
             // The leaf was kept (its section is active): mark it.
             if let Some(Json::Object(leaf)) = self.last_leaf_mut() {
+                let mark = if t.dtype == DType::Bool { PENDING_BOOL_MARK } else { PENDING_MARK };
                 if let Some(slot) = leaf.iter_mut().find(|(k, _)| k == "Max") {
-                    slot.1 = Json::str(PENDING_MARK);
+                    slot.1 = Json::str(mark);
                 }
                 self.pending += 1;
             }
@@ -429,10 +433,15 @@ impl RecordBuilder {
             match v {
                 Json::Array(a) => a.iter_mut().for_each(|c| walk(c, get, filled)),
                 Json::Object(o) => {
-                    let Some(slot) = marked_slot(o, PENDING_MARK) else {
-                        return o.iter_mut().for_each(|(_, c)| walk(c, get, filled));
+                    let (slot, bool_) = match (marked_slot(o, PENDING_MARK), marked_slot(o, PENDING_BOOL_MARK)) {
+                        (Some(s), _) => (s, false),
+                        (None, Some(s)) => (s, true),
+                        (None, None) => return o.iter_mut().for_each(|(_, c)| walk(c, get, filled)),
                     };
-                    let Some(st) = get(slot) else { return };
+                    let Some(mut st) = get(slot) else { return };
+                    if bool_ {
+                        st = bool_stats(&st);
+                    }
                     set_stats(o, &st);
                     push_except(o, &st);
                     *filled += 1;
@@ -804,6 +813,17 @@ fn set_stats(leaf: &mut [(Text, Json)], st: &Stats) {
     }
 }
 
+/// A bool tensor's statistics from the Max/Min of its float32 cast (as `tensor_stats`: any and
+/// all, Mean and Norm null, no `*_except_inf_nan`).
+fn bool_stats(st: &Stats) -> Stats {
+    let b = |s: Stat| match s {
+        Stat::Float(f) => Stat::Bool(f != 0.0 && !f.is_nan()),
+        Stat::Int(i) => Stat::Bool(i != 0),
+        other => other,
+    };
+    Stats { max: b(st.max), min: b(st.min), ..Stats::null() }
+}
+
 /// The slot of a leaf whose `Max` is `mark` (held in its `Min`).
 fn marked_slot(leaf: &[(Text, Json)], mark: &str) -> Option<u64> {
     let marked = leaf.iter().any(|(k, v)| k == "Max" && matches!(v, Json::Str(s) if s == mark));
@@ -1017,6 +1037,35 @@ mod tests {
         let mut tb = RecordBuilder::new("Torch.add.2.forward".into(), opts(Task::Tensor, DataMode::ALL));
         tb.section("output").unwrap();
         assert_eq!(tb.add_tensor_pending(None, &t, 0), Err(BuildError::StatsNeedData));
+    }
+
+    /// A bool tensor's pending leaf, filled with the Max/Min of its float32 cast (what the
+    /// device computes), is the leaf `add_tensor` writes for its bytes: any/all, no Mean/Norm.
+    #[test]
+    fn pending_bool_leaves_fill_like_host_bool_tensors() {
+        for (data, shape) in [(vec![1u8, 0, 1], vec![3i64]), (vec![1, 1], vec![2]), (vec![0], vec![])] {
+            let t = TensorRef { dtype: DType::Bool, shape: &shape, data: &data, requires_grad: None, type_name: None };
+            let mut host = RecordBuilder::new("Torch.eq.0.forward".into(), opts(Task::Statistics, DataMode::ALL));
+            let mut dev = RecordBuilder::new("Torch.eq.0.forward".into(), opts(Task::Statistics, DataMode::ALL));
+            for b in [&mut host, &mut dev] {
+                b.section("output").unwrap();
+            }
+            host.add_tensor(None, &t, &Unlimited).unwrap();
+            dev.add_tensor_pending(None, &t, 5).unwrap();
+            let max = data.iter().map(|&b| f64::from(b)).fold(f64::NEG_INFINITY, f64::max);
+            let min = data.iter().map(|&b| f64::from(b)).fold(f64::INFINITY, f64::min);
+            let mean = max; // anything: a bool leaf has no Mean/Norm
+            let cast = Stats {
+                max: Stat::Float(max),
+                min: Stat::Float(min),
+                mean: Stat::Float(mean),
+                norm: Stat::Float(mean),
+                max_except_inf_nan: None,
+                min_except_inf_nan: None,
+            };
+            assert_eq!(dev.fill_pending(&mut |s| (s == 5).then(|| cast.clone())), 0);
+            assert_eq!(dev.take_body(), host.take_body(), "{data:?}");
+        }
     }
 
     #[test]

@@ -14,10 +14,11 @@ neither our API wrappers nor the primitive hooks record them. A batch of results
 the device and read with one ``asnumpy()`` (24 bytes per tensor cross the link, one wait per
 batch).
 
-Smaller tensors, and bool, complex, empty, 0-d integer/float64 ones, are copied (devcopies.py) (their
-statistics need the data or are not all floats). A tensor of only NaN and ±inf holding a NaN,
-which six values cannot tell from an all-NaN one, gets NaN ``*_except_inf_nan`` keys, counted in
-the run summary.
+A bool tensor is reduced as its float32 cast's Max and Min (1.1.1's any / all; the recorder
+writes them as booleans, no Mean/Norm). Smaller tensors, and complex, empty, 0-d integer/float64
+ones, are copied (devcopies.py) (their statistics need the data or are not all floats). A tensor
+of only NaN and ±inf holding a NaN, which six values cannot tell from an all-NaN one, gets NaN
+``*_except_inf_nan`` keys, counted in the run summary.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from msprobe.core.devstats import DeviceStats as _Base
 
 _FLOAT_OWN = (ms.float16, ms.bfloat16, ms.float32)
 _FLOATS = (ms.float16, ms.bfloat16, ms.float32, ms.float64)
-_NOT_REDUCED = (ms.bool_, ms.complex64, ms.complex128)
+_NOT_REDUCED = (ms.complex64, ms.complex128)
 
 
 def on_device(t: Any) -> bool:
@@ -53,7 +54,7 @@ class DeviceStats(_Base):
             return False
         if t.size == 0 or not self.large_enough(int(t.size) * int(t.itemsize)):
             return False
-        return t.ndim > 0 or t.dtype in _FLOAT_OWN
+        return t.ndim > 0 or t.dtype in _FLOAT_OWN or t.dtype == ms.bool_
 
     def reduce(self, t: Any) -> Any:
         """The 4 statistics as 1.1.1's get_stat_info, then the largest and smallest finite values
@@ -65,6 +66,10 @@ class DeviceStats(_Base):
             if t.ndim == 0:
                 return mint.stack([t, t, t, t, t, t]).astype(ms.float32)
             x = t
+            if x.dtype == ms.bool_:  # any / all: Max / Min of the cast (the recorder: booleans)
+                x = x.astype(ms.float32)
+                mx, mn = mint.max(x), mint.min(x)
+                return mint.stack([mx, mn, mx, mn, mx, mn])
             if x.dtype not in _FLOATS:  # integers are finite: their Max/Min
                 x = x.astype(ms.float32)
                 mx, mn = mint.max(x), mint.min(x)

@@ -19,9 +19,10 @@ complete after ``stop()``, as today); with ``async_dump: true`` in config.json o
 By default only tensors larger than ``MSPROBE_DEVICE_STATS_MIN_BYTES`` (1 MiB) are reduced here,
 smaller ones are copied without blocking (the hybrid, ``msprobe.core.devstats``): on KiB-sized
 tensors (the torch_npu GPT example) the ~9 small kernels cost more in the modelled step than the
-copy they save. ``MSPROBE_DEVICE_STATS=1``: every tensor; ``0``: none. Bool, complex, 0-d
-integer/float64 and empty tensors keep the copy path (their statistics are not all floats or need
-the data).
+copy they save. ``MSPROBE_DEVICE_STATS=1``: every tensor; ``0``: none. A bool tensor is reduced
+as its float32 cast's Max and Min (1.1.1's any / all; the recorder writes them as booleans, no
+Mean/Norm). Complex, 0-d integer/float64 and empty tensors keep the copy path (their statistics
+are not all floats or need the data).
 
 The reductions call ``torch._C._VariableFunctions`` directly (as 1.1.1 does), which the API
 wrappers do not patch, on a detached tensor: nothing is recorded, nothing in-place, no RNG.
@@ -47,9 +48,9 @@ class DeviceStats(_Base):
     def eligible(self, t: torch.Tensor) -> bool:
         if not self.enabled or self.failed or t.is_cpu or t.is_meta or t.is_complex():
             return False
-        if t.dtype == torch.bool or t.numel() == 0 or not self.large_enough(t.numel() * t.element_size()):
+        if t.numel() == 0 or not self.large_enough(t.numel() * t.element_size()):
             return False
-        return t.dim() > 0 or t.dtype in _FLOAT_OWN
+        return t.dim() > 0 or t.dtype in _FLOAT_OWN or t.dtype == torch.bool
 
     def reduce(self, t: torch.Tensor) -> torch.Tensor:
         """The 4 statistics as 1.1.1's get_stat_info, then the largest and smallest finite values
@@ -58,6 +59,10 @@ class DeviceStats(_Base):
             x = t.detach()
             if x.dim() == 0:  # 1.1.1: item() for all four (the value itself, also as Norm)
                 return _VF.stack([x, x, x, x, x, x]).to(torch.float32)
+            if x.dtype == torch.bool:  # any / all: Max / Min of the cast (the recorder: booleans)
+                x = x.to(torch.float32)
+                mx, mn = _VF.max(x), _VF.min(x)
+                return _VF.stack([mx, mn, mx, mn, mx, mn])
             if not x.is_floating_point():  # integers are finite: their Max/Min
                 x = x.to(torch.float32)
                 mx, mn = _VF.max(x), _VF.min(x)

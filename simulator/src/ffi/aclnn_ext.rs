@@ -5,7 +5,7 @@ use crate::consts::*;
 use crate::errmsg::fail;
 use crate::nnop::{self, Args, Obj};
 use crate::ops::Op;
-use crate::ops_ext::{ConvGeom, ExtOp, FKind, PoolGeom};
+use crate::ops_ext::{Cmp, ConvGeom, ExtOp, FKind, PoolGeom};
 use crate::trace::Role::{InOut, Input as In, Output as Out};
 use std::os::raw::c_void;
 
@@ -27,6 +27,18 @@ fn scalar_list(h: H, what: &str) -> Result<Vec<f64>, i32> {
 }
 
 crate::phase2!(
+    aclnnEqTensor,
+    aclnnEqScalar,
+    aclnnNeTensor,
+    aclnnNeScalar,
+    aclnnGtTensor,
+    aclnnGtScalar,
+    aclnnGeTensor,
+    aclnnGeScalar,
+    aclnnLtTensor,
+    aclnnLtScalar,
+    aclnnLeTensor,
+    aclnnLeScalar,
     aclnnArange,
     aclnnTril,
     aclnnTriu,
@@ -207,6 +219,36 @@ macro_rules! inplace_tri {
 }
 inplace_tri!(aclnnInplaceTrilGetWorkspaceSize, "aclnnInplaceTril", false);
 inplace_tri!(aclnnInplaceTriuGetWorkspaceSize, "aclnnInplaceTriu", true);
+
+/// `aclnn{Eq,Ne,Gt,Ge,Lt,Le}Tensor(self, const aclTensor *other, out)` and `...Scalar(self, const
+/// aclScalar *other, out)`: torch_npu's comparison operators (bool out).
+macro_rules! compare {
+    ($tensor:ident, $tname:literal, $scalar:ident, $sname:literal, $cmp:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $tensor(self_: H, other: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($tname, ws, ex, || {
+                let mut a = Args::new();
+                a.t(In, "self", u(self_))?.t(In, "other", u(other))?.t(Out, "out", u(out))?;
+                Ok((ext(ExtOp::Compare { cmp: $cmp, other: None }), a))
+            })
+        }
+        #[no_mangle]
+        pub extern "C" fn $scalar(self_: H, other: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($sname, ws, ex, || {
+                let other = scalar(other, "other")?;
+                let mut a = Args::new();
+                a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+                Ok((ext(ExtOp::Compare { cmp: $cmp, other: Some(other) }), a))
+            })
+        }
+    };
+}
+compare!(aclnnEqTensorGetWorkspaceSize, "aclnnEqTensor", aclnnEqScalarGetWorkspaceSize, "aclnnEqScalar", Cmp::Eq);
+compare!(aclnnNeTensorGetWorkspaceSize, "aclnnNeTensor", aclnnNeScalarGetWorkspaceSize, "aclnnNeScalar", Cmp::Ne);
+compare!(aclnnGtTensorGetWorkspaceSize, "aclnnGtTensor", aclnnGtScalarGetWorkspaceSize, "aclnnGtScalar", Cmp::Gt);
+compare!(aclnnGeTensorGetWorkspaceSize, "aclnnGeTensor", aclnnGeScalarGetWorkspaceSize, "aclnnGeScalar", Cmp::Ge);
+compare!(aclnnLtTensorGetWorkspaceSize, "aclnnLtTensor", aclnnLtScalarGetWorkspaceSize, "aclnnLtScalar", Cmp::Lt);
+compare!(aclnnLeTensorGetWorkspaceSize, "aclnnLeTensor", aclnnLeScalarGetWorkspaceSize, "aclnnLeScalar", Cmp::Le);
 
 #[no_mangle]
 pub extern "C" fn aclnnLogicalNotGetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {

@@ -52,7 +52,9 @@ d = mint.mul(x.astype(ms.float64), 0.5)          # f64: reduced as float32
 s = mint.mul(x[0, 0], 2.0)                       # 0-d f32
 inf = mint.div(x, mint.sub(x, x))                # +-inf (x - x is +0)
 nn = mint.sub(inf, inf)                          # all NaN
-g = mint.logical_not(x.astype(ms.bool_))        # bool: host path
+g = mint.logical_not(x.astype(ms.bool_))        # bool, all False: any / all of the cast
+gm = mint.gt(x, 0.0)                             # bool, mixed
+gs = mint.gt(s, 0.0)                             # bool, 0-d
 dbg.stop()
 shutil.copyfile(os.path.join(out, "step0", "rank", "dump.json"), os.path.join(out, "after_stop.json"))
 dbg.step()
@@ -128,9 +130,8 @@ def test_counters_no_whole_tensor_copy(runs):
     tensors = sum(1 for r in data(runs["device"][0]).values() for _ in leaves(r))
     bdev, _ = d2h(runs["device"][1])
     bhost, _ = d2h(runs["host"][1])
-    # 24 B per reduced tensor, the bool tensors whole (64 x 48 bytes each) by the host path
-    bools = sum(1 for r in data(runs["device"][0]).values() for lf in leaves(r) if lf["dtype"] == "Bool")
-    assert 0 < bdev <= 64 * tensors + bools * 64 * 48, (bdev, tensors, bools)
+    # 24 B per reduced tensor (bool ones too)
+    assert 0 < bdev <= 64 * tensors, (bdev, tensors)
     assert bhost > 10 * 64 * 48 * 4, bhost  # the host path moves whole tensors
     assert waits(runs["device"][1]) < waits(runs["host"][1]), (
         runs["device"][1]["threads"],
@@ -139,9 +140,13 @@ def test_counters_no_whole_tensor_copy(runs):
 
 
 def test_summary_counts_device_tensors(runs):
-    # every leaf but the bool ones (host path) and the host run's none went by the device
+    # every leaf (bool ones too, written as booleans without Mean/Norm) and the host run's none
+    # went by the device
     dev = data(runs["device"][0])
-    reduced = sum(1 for r in dev.values() for lf in leaves(r) if lf["dtype"] != "Bool")
+    reduced = sum(1 for r in dev.values() for lf in leaves(r))
+    bools = [lf for r in dev.values() for lf in leaves(r) if lf["dtype"] == "Bool"]
+    assert {(lf["Max"], lf["Min"]) for lf in bools} == {(False, False), (True, False), (True, True)}, bools
+    assert all(lf["Mean"] is None and lf["Norm"] is None for lf in bools), bools
     m = re.search(r"device statistics: (\d+) tensors; never arrived \(null\): (\d+)", runs["device"][2])
     assert m and int(m.group(1)) == reduced and m.group(2) == "0", runs["device"][2][-2000:]
     assert "device statistics:" not in runs["host"][2]
@@ -187,9 +192,9 @@ _ITEMSIZE = {"Float32": 4, "Float16": 2, "BFloat16": 2, "Int32": 4, "Float64": 8
 
 def test_hybrid_by_size_is_the_default(runs, tmp_path):
     """Default (MSPROBE_DEVICE_STATS unset): tensors larger than MSPROBE_DEVICE_STATS_MIN_BYTES are
-    reduced on the device, the others (and bool) copied without blocking. Truth: each leaf's bytes
+    reduced on the device, the others copied without blocking. Truth: each leaf's bytes
     from its dtype and shape in dump.json, the values of the asnumpy() path, the counters."""
-    min_bytes = 8192  # the 64x48 float32/int32/float64 tensors reduced, f16/bf16 (6144 B), bool and 0-d copied
+    min_bytes = 8192  # the 64x48 float32/int32/float64 tensors reduced, f16/bf16 (6144 B), bool (3072 B), 0-d copied
     out, c, log = run(tmp_path, "hybrid", "Ascend", {"MSPROBE_DEVICE_STATS_MIN_BYTES": str(min_bytes)})
     got = data(out)
     check_equal_but_ambiguous(got, data(runs["host"][0]))
@@ -197,7 +202,7 @@ def test_hybrid_by_size_is_the_default(runs, tmp_path):
     for r in got.values():
         for lf in leaves(r):
             n = math.prod(lf["shape"]) * _ITEMSIZE[lf["dtype"]]
-            (reduced if n > min_bytes and lf["dtype"] != "Bool" else copied).append(n)
+            (reduced if n > min_bytes else copied).append(n)
     assert len(reduced) >= 8 and len(copied) >= 4, (reduced, copied)
     # every small tensor crossed whole, each large one as its 6 float32 results (24 B); none synchronously
     x = c["copies"]["device_to_host"]
