@@ -44,6 +44,18 @@ pub enum UFn {
     GeluTanh,
     /// aclnnErf
     Erf,
+    /// aclnnSin
+    Sin,
+    /// aclnnCos
+    Cos,
+    /// aclnnFloor
+    Floor,
+    /// aclnnRound: to the nearest integer, halves to even (as torch.round)
+    Round,
+    /// aclnnReciprocal: 1 / x
+    Reciprocal,
+    /// aclnnSign: -1, 0 or 1 (0 for ±0 and NaN, as torch.sign)
+    Sign,
 }
 
 const GELU_C: f32 = 0.797_884_6; // sqrt(2/pi)
@@ -66,6 +78,10 @@ impl UFn {
             UFn::Sqrt => 0.5 / v.sqrt(),
             UFn::Abs => v.signum(),
             UFn::Erf => 2.0 / std::f32::consts::PI.sqrt() * (-v * v).exp(),
+            UFn::Sin => v.cos(),
+            UFn::Cos => -v.sin(),
+            UFn::Reciprocal => -1.0 / (v * v),
+            UFn::Floor | UFn::Round | UFn::Sign => 0.0,
         }
     }
     fn apply(self, x: f32) -> f32 {
@@ -79,6 +95,12 @@ impl UFn {
             UFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             UFn::Erf => crate::kernels::erf_f(x),
             UFn::GeluTanh => 0.5 * x * (1.0 + (GELU_C * (x + 0.044715 * x * x * x)).tanh()),
+            UFn::Sin => x.sin(),
+            UFn::Cos => x.cos(),
+            UFn::Floor => x.floor(),
+            UFn::Round => x.round_ties_even(),
+            UFn::Reciprocal => 1.0 / x,
+            UFn::Sign => f32::from(u8::from(x > 0.0)) - f32::from(u8::from(x < 0.0)),
         }
     }
 }

@@ -125,6 +125,9 @@ pub enum ExtOp {
     /// comparison of the values (NaN compares unequal to everything), 1 or 0 in out's dtype (bool
     /// for torch).
     Compare { cmp: Cmp, other: Option<f64> },
+    /// slots: condition, self, other, out. aclnnSWhere (torch.where): self where condition is
+    /// non-zero, else other; the three broadcast to out's shape.
+    Where,
     /// slots: self, out. aclnnNanToNum: NaN, +inf and -inf replaced by the given values (float dtypes).
     NanToNum { nan: f32, posinf: f32, neginf: f32 },
     /// slots: tensors (list), out. aclnnStack: the tensors (all of one shape S) along a new axis
@@ -517,6 +520,19 @@ impl ExtOp {
                 same_shape(a, o, "out")?;
                 Ok(0)
             }
+            ExtOp::Where => {
+                let o = t(s, 3)?;
+                let mut shape = Vec::new();
+                for (i, what) in ["condition", "self", "other"].iter().enumerate() {
+                    let x = t(s, i)?;
+                    shape = crate::kernels::broadcast_shape(&shape, &x.shape)
+                        .ok_or_else(|| inv(format!("where: {what} {:?} does not broadcast with {shape:?}", x.shape)))?;
+                }
+                if o.shape != shape {
+                    return Err(inv(format!("where: out shape {:?} must be {shape:?}", o.shape)));
+                }
+                Ok(0)
+            }
             ExtOp::Compare { other, .. } => {
                 let a = t(s, 0)?;
                 let (shape, o) = match other {
@@ -873,6 +889,18 @@ impl ExtOp {
                     })
                     .collect();
                 o.write_f64(&y)
+            }
+            ExtOp::Where => {
+                let o = t(s, 3)?;
+                let c = bview(t(s, 0)?, &o.shape)?.read_f64()?;
+                let a = bview(t(s, 1)?, &o.shape)?.read_f64()?;
+                let b = bview(t(s, 2)?, &o.shape)?.read_f64()?;
+                o.write_f64(
+                    &c.iter()
+                        .zip(a.iter().zip(&b))
+                        .map(|(&c, (&a, &b))| if c != 0.0 { a } else { b })
+                        .collect::<Vec<_>>(),
+                )
             }
             ExtOp::Compare { cmp, other } => {
                 let bit = |v: bool| if v { 1.0 } else { 0.0 };

@@ -87,6 +87,37 @@ def test_comparisons(env, dt):
 
 
 @ALL
+def test_unary_math_and_where(env, dt):
+    """aclnnSin/Cos/Floor/Round/Reciprocal/Sign (torch_npu's; it fell back to aclop kernels the
+    simulator lacks) and aclnnSWhere (torch.where) with broadcasting, against numpy on the values
+    as stored: round halves to even (torch.round), sign of ±0 is 0."""
+    e = env(dt)
+    x = e.rand(3, 4, lo=-3.0, hi=3.0)
+    x[0, :4] = [0.5, 1.5, -2.5, 0.0]
+    xs = e.t(x)
+    xv = xs.numpy(e.stream).astype(np.float64)
+    for name, fn in [
+        ("Sin", np.sin),
+        ("Cos", np.cos),
+        ("Floor", np.floor),
+        ("Round", np.round),
+        ("Reciprocal", np.reciprocal),
+        ("Sign", np.sign),
+    ]:
+        o = e.out(3, 4)
+        e.run(name, xs, o)
+        with np.errstate(divide="ignore"):  # 1 / 0 = inf, as the device
+            e.check(o, fn(xv))
+    cond = np.array([True, False, True, False])
+    y = e.rand(3, 1)
+    o = e.out(3, 4)
+    e.run("SWhere", e.acl.tensor(cond, dtype=cs.ACL_BOOL), xs, e.t(y), o)
+    e.check(o, np.where(cond, xv, e.t(y).numpy(e.stream).astype(np.float64)))
+    with pytest.raises(cs.AclError):
+        e.run("SWhere", e.acl.tensor(cond, dtype=cs.ACL_BOOL), xs, e.t(e.rand(2)), o)
+
+
+@ALL
 def test_masked_fill_and_addc(env, dt):
     e = env(dt)
     x, a, b = e.rand(3, 4), e.rand(3, 4), e.rand(4, lo=0.5, hi=2.0)

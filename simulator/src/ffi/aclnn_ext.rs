@@ -27,6 +27,7 @@ fn scalar_list(h: H, what: &str) -> Result<Vec<f64>, i32> {
 }
 
 crate::phase2!(
+    aclnnSWhere,
     aclnnEqTensor,
     aclnnEqScalar,
     aclnnNeTensor,
@@ -219,6 +220,17 @@ macro_rules! inplace_tri {
 }
 inplace_tri!(aclnnInplaceTrilGetWorkspaceSize, "aclnnInplaceTril", false);
 inplace_tri!(aclnnInplaceTriuGetWorkspaceSize, "aclnnInplaceTriu", true);
+
+/// `aclnnSWhere(const aclTensor *condition, const aclTensor *self, const aclTensor *other, out)`:
+/// torch.where.
+#[no_mangle]
+pub extern "C" fn aclnnSWhereGetWorkspaceSize(cond: H, self_: H, other: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnSWhere", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "condition", u(cond))?.t(In, "self", u(self_))?.t(In, "other", u(other))?.t(Out, "out", u(out))?;
+        Ok((ext(ExtOp::Where), a))
+    })
+}
 
 /// `aclnn{Eq,Ne,Gt,Ge,Lt,Le}Tensor(self, const aclTensor *other, out)` and `...Scalar(self, const
 /// aclScalar *other, out)`: torch_npu's comparison operators (bool out).

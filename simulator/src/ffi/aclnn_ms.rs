@@ -27,6 +27,12 @@ crate::phase2!(
     aclnnTanh,
     aclnnSigmoid,
     aclnnErf,
+    aclnnSin,
+    aclnnCos,
+    aclnnFloor,
+    aclnnRound,
+    aclnnReciprocal,
+    aclnnSign,
     aclnnTanhBackward,
     aclnnSigmoidBackward,
     aclnnGeluV2,
@@ -96,6 +102,12 @@ macro_rules! unary {
 unary!(aclnnTanhGetWorkspaceSize, "aclnnTanh", UFn::Tanh);
 unary!(aclnnSigmoidGetWorkspaceSize, "aclnnSigmoid", UFn::Sigmoid);
 unary!(aclnnErfGetWorkspaceSize, "aclnnErf", UFn::Erf);
+unary!(aclnnSinGetWorkspaceSize, "aclnnSin", UFn::Sin);
+unary!(aclnnCosGetWorkspaceSize, "aclnnCos", UFn::Cos);
+unary!(aclnnFloorGetWorkspaceSize, "aclnnFloor", UFn::Floor);
+unary!(aclnnRoundGetWorkspaceSize, "aclnnRound", UFn::Round);
+unary!(aclnnReciprocalGetWorkspaceSize, "aclnnReciprocal", UFn::Reciprocal);
+unary!(aclnnSignGetWorkspaceSize, "aclnnSign", UFn::Sign);
 
 macro_rules! backward {
     ($name:ident, $p2:literal, $f:expr) => {

@@ -69,6 +69,13 @@ aclnnStatus aclnnSigmoidGetWorkspaceSize(const aclTensor *self, aclTensor *out, 
 /* MindSpore 2.10's aclnn path (classic nets): activations, Erf, GELU V2, Clamp, Pow, SplitWithSize, LinalgVectorNorm (mint.norm), Stack */
 aclnnStatus aclnnTanhGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnErfGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnSinGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnCosGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnFloorGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnRoundGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnReciprocalGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnSignGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnSWhereGetWorkspaceSize(const aclTensor *condition, const aclTensor *self, const aclTensor *other, aclTensor *out, P1);
 aclnnStatus aclnnTanhBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *output, aclTensor *gradInput, P1);
 aclnnStatus aclnnSigmoidBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *output, aclTensor *gradInput, P1);
 aclnnStatus aclnnGeluV2GetWorkspaceSize(const aclTensor *self, int64_t approximate, aclTensor *out, P1);
