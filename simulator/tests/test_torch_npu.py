@@ -137,7 +137,8 @@ ops = {
     "where": lambda x, y, i: torch.where(x > 0, x, y), "masked_fill": lambda x, y, i: x.masked_fill(x > 0, 0.0),
     "bool_sum": lambda x, y, i: (x > 0).sum(), "not": lambda x, y, i: ~(x > y), "isnan": lambda x, y, i: x.isnan(),
     "sin": lambda x, y, i: y.sin(), "cos": lambda x, y, i: y.cos(), "floor": lambda x, y, i: x.floor(),
-    "round": lambda x, y, i: (y * 4).round(), "reciprocal": lambda x, y, i: y.reciprocal(), "sign": lambda x, y, i: y.sign(),
+    "round": lambda x, y, i: (y * 4).round(), "reciprocal": lambda x, y, i: y.reciprocal(),
+    "sign": lambda x, y, i: y.sign(),
     "clamp": lambda x, y, i: y.clamp(-0.5, 0.5), "abs": lambda x, y, i: x.abs(), "exp": lambda x, y, i: y.exp(),
     "softmax": lambda x, y, i: y.softmax(-1),
 }
