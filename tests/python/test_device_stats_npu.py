@@ -330,3 +330,37 @@ def test_hybrid_by_size_is_the_default(runs):
     assert checked >= 8, checked
     # empty tensors take .cpu() (nothing to copy)
     assert f"copied to the host without blocking: {sum(1 for n in small if n)}" in log, log[-1500:]
+
+
+SIDE = r"""
+import json, os, sys
+import torch, torch_npu
+sys.path.insert(0, os.environ["MSPROBE_PY"])
+from msprobe.pytorch import PrecisionDebugger
+x = torch.randn(64, 48, generator=torch.Generator().manual_seed(0)).npu()
+dbg = PrecisionDebugger(dump_path=sys.argv[1], task="statistics", level="L1")
+side = torch.npu.Stream()
+side.wait_stream(torch.npu.current_stream())
+dbg.start()
+with torch.npu.stream(side):
+    a = x * 3 + 1
+dbg.stop()   # fetched on the default stream while the side stream still runs its delayed kernels
+torch.npu.current_stream().wait_stream(side)
+dbg.step()
+"""
+
+
+def test_results_of_a_side_stream_are_waited_for(tmp_path):
+    """Tensors reduced on a side stream and fetched on the default one: the fetch waits for that
+    stream on the device first. With every simulated kernel delayed, an unordered fetch reads the
+    results before the side stream writes them. Truth: the blocking copy path."""
+    src = tmp_path / "side.py"
+    src.write_text(SIDE)
+    got = {}
+    for name, extra in [("device", {"MSPROBE_DEVICE_STATS": "1"}), ("copy", {"MSPROBE_DEVICE_STATS": "0"})]:
+        out = tmp_path / name
+        extra = {**extra, "MSPROBE_ASYNC_COPY": "0", "CANNSIM_KERNEL_DELAY_US": "20000"}
+        run_counted([str(NPU_PY), str(src), str(out)], env(extra), tmp_path / f"{name}.stats.json")
+        got[name] = data(out)
+    assert len(got["device"]) == 2
+    assert compare(got["device"], got["copy"]) == []

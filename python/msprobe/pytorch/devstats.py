@@ -30,11 +30,13 @@ wrappers do not patch, on a detached tensor: nothing is recorded, nothing in-pla
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import torch
 
 from msprobe.core.devstats import DeviceStats as _Base
+from msprobe.pytorch.devcopies import _current_stream
 
 _VF: Any = torch._C._VariableFunctions
 _FLOAT_OWN = (torch.float16, torch.bfloat16, torch.float32)
@@ -44,6 +46,14 @@ class DeviceStats(_Base):
     """torch's device reductions and batch fetch."""
 
     width = 6  # Max, Min, Mean, Norm, then the largest and smallest finite values
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Every stream a result was reduced on (a job uses few): the fetch, on its own current
+        # stream, first waits for them on the device (an event each, no host wait), else a result
+        # reduced on a side stream could be read before it is written.
+        self.streams: list[Any] = []
+        self.stream_lock = threading.Lock()
 
     def eligible(self, t: torch.Tensor) -> bool:
         if not self.enabled or self.failed or t.is_cpu or t.is_meta or t.is_complex():
@@ -55,6 +65,11 @@ class DeviceStats(_Base):
     def reduce(self, t: torch.Tensor) -> torch.Tensor:
         """The 4 statistics as 1.1.1's get_stat_info, then the largest and smallest finite values
         (for its ``*_except_inf_nan``), as a 6-element float32 device tensor."""
+        stream = _current_stream(t)
+        if stream is not None and not any(stream == s for s in self.streams):
+            with self.stream_lock:
+                if not any(stream == s for s in self.streams):
+                    self.streams.append(stream)
         with torch.no_grad():
             x = t.detach()
             if x.dim() == 0:  # 1.1.1: item() for all four (the value itself, also as Norm)
@@ -77,8 +92,14 @@ class DeviceStats(_Base):
             return _VF.stack([_VF.max(x), _VF.min(x), _VF.mean(x), _VF.norm(x), fmax, fmin]).to(torch.float32)
 
     def _gather(self, results: list) -> tuple[Any, int]:
-        """One stack on the device, one non-blocking copy into pinned memory, one wait on the
-        stack's current stream."""
+        """One stack on the device (after every stream a result came from), one non-blocking copy
+        into pinned memory, one wait on the stack's current stream."""
+        cur = _current_stream(results[0])
+        if cur is not None:
+            with self.stream_lock:
+                others = [s for s in self.streams if s != cur]
+            for s in others:
+                cur.wait_stream(s)
         dev = _VF.stack(results)
         try:
             host = torch.empty(dev.shape, dtype=torch.float32, pin_memory=True)
@@ -92,10 +113,9 @@ class DeviceStats(_Base):
 
 def _wait(dev: torch.Tensor) -> None:
     """Waits for the copy on `dev`'s current stream (only that stream, not the device)."""
-    mod = getattr(torch, dev.device.type, None)
-    stream = getattr(mod, "current_stream", None) if mod is not None else None
+    stream = _current_stream(dev)
     if stream is not None:
-        stream(dev.device).synchronize()
+        stream.synchronize()
 
 
 devstats = DeviceStats()
