@@ -13,7 +13,7 @@ run, each with CANNSIM_STATS:
                       (and, torch, with .cpu(): a wait per tensor), host statistics
 and md5 by non-blocking and blocking copies (torch). BENCH_GPT_BIG="--d-model 768 --seq 512 --batch 4
 --steps 1" adds the GPT at a realistic layer size (BENCH_ONLY_BIG=1: that alone); BENCH_DESIGNS
-(comma-separated parts of design names) runs only those designs beside the uncaptured one.
+(";"-separated parts of design names) runs only those designs beside the uncaptured one.
 and prints the exact counters (device→host bytes per captured tensor, host waits on the training thread per
 record, the tool's kernels = kernels beyond the uncaptured run) and the *estimated* 910B-class step time
 from the model and constants of scripts/bench_device.py (imported, not duplicated).
@@ -110,9 +110,9 @@ def run(lib64: Path, py: Path, fw: str, args: list[str], work: Path, design: dic
 def table(title: str, lib64: Path, py: Path, fw: str, args: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         designs = [(n, d) for n, d in DESIGNS if fw == "pytorch" or not (d or {}).get("torch")]
-        # BENCH_DESIGNS="hybrid,device, every tensor": only the designs whose names contain one of
-        # these (comma-separated), besides the uncaptured baseline
-        only = [w.strip() for w in os.environ.get("BENCH_DESIGNS", "").split(",") if w.strip()]
+        # BENCH_DESIGNS="hybrid;device, every tensor": only the designs whose names contain one of
+        # these (";"-separated), besides the uncaptured baseline
+        only = [w.strip() for w in os.environ.get("BENCH_DESIGNS", "").split(";") if w.strip()]
         if only:
             designs = [(n, d) for n, d in designs if d is None or any(w in n for w in only)]
         runs = {name: run(lib64, py, fw, args, Path(tmp) / str(i), d) for i, (name, d) in enumerate(designs)}

@@ -179,6 +179,8 @@ pub const OP_TYPES: &[&str] = &[
     "LayerNormGrad",
     "AvgPool",
     "AvgPoolGrad",
+    "LogicalAnd",
+    "LogicalOr",
 ];
 
 /// Build the kernel steps for an aclop op. Returns (steps, trace args).
@@ -276,6 +278,10 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
                 if iv.len() == 3 {
                     steps.push((Op::InplaceBinary { op: Bin::Add, alpha: 1.0 }, vec![t(y), t(&iv[2])]));
                 }
+            }
+            "LogicalAnd" | "LogicalOr" => {
+                let op = crate::ops_ext::ExtOp::Logical { or: op_type == "LogicalOr" };
+                steps.push((Op::Ext(Box::new(op)), vec![t(&iv[0]), t(&iv[1]), t(y)]));
             }
             "Cast" => steps.push((Op::Cast { dtype: y.dtype.acl() }, vec![t(&iv[0]), t(y)])),
             "Relu" => steps.push((Op::Relu, vec![t(&iv[0]), t(y)])),

@@ -125,6 +125,25 @@ pub enum ExtOp {
     /// comparison of the values (NaN compares unequal to everything), 1 or 0 in out's dtype (bool
     /// for torch).
     Compare { cmp: Cmp, other: Option<f64> },
+    /// slots: self, other, out. aclnnMaximum / aclnnMinimum (torch.maximum/minimum): elementwise,
+    /// broadcast, a NaN in either gives NaN.
+    MaxMin { min: bool },
+    /// slots: self, other, out. aclnnLogicalAnd / aclnnLogicalOr: on "non-zero", broadcast, 1/0 in
+    /// out's dtype.
+    Logical { or: bool },
+    /// slots: self, other, out. aclnnBitwiseAnd/Or/XorTensor (`op` b'&', b'|', b'^'), broadcast:
+    /// integers bitwise, bool logically (torch's `&`, `|`, `^`); floats are refused.
+    Bitwise { op: u8 },
+    /// slots: self, out. aclnnAny / aclnnAll over `dims` (all when empty), `keep` = keepdim: whether
+    /// any / every element is non-zero (NaN counts as non-zero); bool out.
+    AnyAll { all: bool, dims: Vec<i64>, keep: bool },
+    /// slots: self, out. aclnnIsFinite: 1 where the element is neither NaN nor ±inf (integers: all).
+    IsFinite,
+    /// slots: self, index (1-D or 0-d, int32/int64), out. aclnnIndexSelect along `dim`.
+    IndexSelect { dim: i64 },
+    /// slots: self, index (int32/int64, self's rank), out (index's shape). aclnnGather along `dim`
+    /// (torch.gather): out[.., i, ..] = self[.., index[.., i, ..], ..].
+    Gather { dim: i64 },
     /// slots: condition, self, other, out. aclnnSWhere (torch.where): self where condition is
     /// non-zero, else other; the three broadcast to out's shape.
     Where,
@@ -520,6 +539,63 @@ impl ExtOp {
                 same_shape(a, o, "out")?;
                 Ok(0)
             }
+            ExtOp::MaxMin { .. } | ExtOp::Logical { .. } | ExtOp::Bitwise { .. } => {
+                let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                if matches!(self, ExtOp::Bitwise { .. }) {
+                    if let Some(f) = [a, b, o].into_iter().find(|v| v.dtype.is_float()) {
+                        return Err(inv(format!("bitwise: dtype {} not supported", f.dtype.name())));
+                    }
+                }
+                let bs = crate::kernels::broadcast_shape(&a.shape, &b.shape)
+                    .ok_or_else(|| inv(format!("shapes {:?} and {:?} do not broadcast", a.shape, b.shape)))?;
+                if o.shape != bs {
+                    return Err(inv(format!("out shape {:?} must be {bs:?}", o.shape)));
+                }
+                Ok(0)
+            }
+            ExtOp::AnyAll { dims, keep, .. } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                let want = reduced_shape(&a.shape, &red_axes(&a.shape, dims)?, *keep);
+                if o.shape != want {
+                    return Err(inv(format!("any/all: out shape {:?} must be {want:?}", o.shape)));
+                }
+                Ok(0)
+            }
+            ExtOp::IsFinite => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                same_shape(a, o, "out")?;
+                Ok(0)
+            }
+            ExtOp::IndexSelect { dim } => {
+                let (a, i, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let d = axis(*dim, a.shape.len())?;
+                index_dtype(i)?;
+                if i.shape.len() > 1 {
+                    return Err(inv(format!("index_select: index must be 1-D, got {:?}", i.shape)));
+                }
+                let mut want = a.shape.clone();
+                if !want.is_empty() {
+                    want[d] = i.numel() as i64;
+                }
+                if o.shape != want {
+                    return Err(inv(format!("index_select: out shape {:?} must be {want:?}", o.shape)));
+                }
+                Ok(0)
+            }
+            ExtOp::Gather { dim } => {
+                let (a, i, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let d = axis(*dim, a.shape.len())?;
+                index_dtype(i)?;
+                let fits = i.shape.len() == a.shape.len()
+                    && i.shape.iter().zip(&a.shape).enumerate().all(|(k, (&n, &m))| k == d || n <= m);
+                if !fits || o.shape != i.shape {
+                    return Err(inv(format!(
+                        "gather: index {:?} must have self's rank and fit {:?} outside dim {d}; out {:?} must be index's shape",
+                        i.shape, a.shape, o.shape
+                    )));
+                }
+                Ok(0)
+            }
             ExtOp::Where => {
                 let o = t(s, 3)?;
                 let mut shape = Vec::new();
@@ -890,6 +966,103 @@ impl ExtOp {
                     .collect();
                 o.write_f64(&y)
             }
+            ExtOp::MaxMin { min } => {
+                let o = t(s, 2)?;
+                let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;
+                let b = bview(t(s, 1)?, &o.shape)?.read_f64()?;
+                let f = |x: f64, y: f64| {
+                    if x.is_nan() || y.is_nan() {
+                        f64::NAN
+                    } else if *min {
+                        x.min(y)
+                    } else {
+                        x.max(y)
+                    }
+                };
+                o.write_f64(&a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>())
+            }
+            ExtOp::Logical { or } => {
+                let o = t(s, 2)?;
+                let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;
+                let b = bview(t(s, 1)?, &o.shape)?.read_f64()?;
+                let f = |x: f64, y: f64| if *or { x != 0.0 || y != 0.0 } else { x != 0.0 && y != 0.0 };
+                o.write_f64(&a.iter().zip(&b).map(|(&x, &y)| if f(x, y) { 1.0 } else { 0.0 }).collect::<Vec<_>>())
+            }
+            ExtOp::Bitwise { op } => {
+                let o = t(s, 2)?;
+                let a = bview(t(s, 0)?, &o.shape)?.read_i64()?;
+                let b = bview(t(s, 1)?, &o.shape)?.read_i64()?;
+                let f = |x: i64, y: i64| match op {
+                    b'&' => x & y,
+                    b'|' => x | y,
+                    _ => x ^ y,
+                };
+                // bool is stored as 0/1, so the bitwise result is the logical one
+                o.write_f64(&a.iter().zip(&b).map(|(&x, &y)| f(x, y) as f64).collect::<Vec<_>>())
+            }
+            ExtOp::AnyAll { all, dims, .. } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                let x = a.read_f64()?;
+                let red = red_axes(&a.shape, dims)?;
+                let slots = reduced_slots(&a.shape, &red);
+                let mut acc = vec![*all; numel(&reduced_shape(&a.shape, &red, true))];
+                for (&v, &i) in x.iter().zip(&slots) {
+                    acc[i] = if *all { acc[i] && v != 0.0 } else { acc[i] || v != 0.0 };
+                }
+                o.write_f64(&acc.iter().map(|&b| if b { 1.0 } else { 0.0 }).collect::<Vec<_>>())
+            }
+            ExtOp::IsFinite => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                let x = a.read_f64()?;
+                o.write_f64(&x.iter().map(|v| if v.is_finite() { 1.0 } else { 0.0 }).collect::<Vec<_>>())
+            }
+            ExtOp::IndexSelect { dim } => {
+                let (a, i, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let x = a.read_f64()?;
+                let idx = i.read_i64()?;
+                if a.shape.is_empty() {
+                    return o.write_f64(&x);
+                }
+                let d = axis(*dim, a.shape.len())?;
+                let n = a.shape[d];
+                if let Some(bad) = idx.iter().find(|&&k| k < 0 || k >= n) {
+                    return Err(inv(format!("index_select: index {bad} out of range for dim {d} of size {n}")));
+                }
+                let outer: usize = a.shape[..d].iter().map(|&v| v as usize).product();
+                let inner: usize = a.shape[d + 1..].iter().map(|&v| v as usize).product();
+                let mut y = Vec::with_capacity(outer * idx.len() * inner);
+                for p in 0..outer {
+                    for &k in &idx {
+                        let base = (p * n as usize + k as usize) * inner;
+                        y.extend_from_slice(&x[base..base + inner]);
+                    }
+                }
+                o.write_f64(&y)
+            }
+            ExtOp::Gather { dim } => {
+                let (a, i, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let x = a.read_f64()?;
+                let idx = i.read_i64()?;
+                let d = axis(*dim, a.shape.len())?;
+                if a.shape.is_empty() {
+                    return o.write_f64(&x);
+                }
+                let astr = crate::tensor::contiguous_strides(&a.shape);
+                let istr = crate::tensor::contiguous_strides(&i.shape);
+                let mut y = Vec::with_capacity(idx.len());
+                for (k, &j) in idx.iter().enumerate() {
+                    if j < 0 || j >= a.shape[d] {
+                        return Err(inv(format!("gather: index {j} out of range for dim {d} of size {}", a.shape[d])));
+                    }
+                    let mut off = 0i64;
+                    for q in 0..i.shape.len() {
+                        let c = if q == d { j } else { k as i64 / istr[q] % i.shape[q] };
+                        off += c * astr[q];
+                    }
+                    y.push(x[off as usize]);
+                }
+                o.write_f64(&y)
+            }
             ExtOp::Where => {
                 let o = t(s, 3)?;
                 let c = bview(t(s, 0)?, &o.shape)?.read_f64()?;
@@ -1227,6 +1400,54 @@ impl ExtOp {
 const REDUCE_WS: u64 = 2048;
 
 /// Reduced axes of `shape` for a dim list (empty = all), negative dims counted from the end.
+/// The shape of a reduction over the axes marked in `red` (kept as 1 with `keep`).
+fn reduced_shape(shape: &[i64], red: &[bool], keep: bool) -> Vec<i64> {
+    shape
+        .iter()
+        .zip(red)
+        .filter_map(|(&d, &r)| {
+            if !r {
+                Some(d)
+            } else if keep {
+                Some(1)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// For each element of a contiguous `shape` (in order), its slot in the reduction over `red`.
+fn reduced_slots(shape: &[i64], red: &[bool]) -> Vec<usize> {
+    let strides = crate::tensor::contiguous_strides(shape);
+    let ostr = crate::tensor::contiguous_strides(&reduced_shape(shape, red, true));
+    (0..numel(shape) as i64)
+        .map(|k| {
+            (0..shape.len()).filter(|&d| !red[d]).map(|d| (k / strides[d] % shape[d]) * ostr[d]).sum::<i64>() as usize
+        })
+        .collect()
+}
+
+/// A dimension argument in `-rank .. rank` (0-d tensors accept 0 and -1).
+fn axis(dim: i64, rank: usize) -> Result<usize, i32> {
+    let r = rank.max(1) as i64;
+    let k = if dim < 0 { dim + r } else { dim };
+    if k < 0 || k >= r {
+        return Err(inv(format!("dim {dim} out of range for rank {rank}")));
+    }
+    Ok(k as usize)
+}
+
+/// Index tensors are int32 or int64.
+fn index_dtype(i: &TView) -> Result<(), i32> {
+    use crate::dtype::DType;
+    if matches!(i.dtype, DType::I32 | DType::I64) {
+        Ok(())
+    } else {
+        Err(inv(format!("index dtype {} must be int32 or int64", i.dtype.name())))
+    }
+}
+
 fn red_axes(shape: &[i64], dims: &[i64]) -> Result<Vec<bool>, i32> {
     let mut red = vec![dims.is_empty(); shape.len()];
     for &d in dims {

@@ -122,6 +122,16 @@ def test_aclop_ops(acl, entry):
     acl.fn(acl.rt, "aclopSetAttrBool", C.c_int, [VP, C.c_char_p, C.c_uint8])(attr, b"transpose_x2", 1)
     assert op.run(entry, "MatMul", [A, M, bias], [MY], attr, s) == 0, acl.errmsg()
     np.testing.assert_allclose(MY.numpy(s), a.T @ m.T + np.arange(5), rtol=1e-5, atol=1e-5)
+    # LogicalAnd / LogicalOr on bool (torch_npu's `&` / `|` of bool tensors), broadcast
+    ba, bb = a > 0, b > 0
+    BA, BB, BY = (
+        acl.tensor(ba, dtype=cs.ACL_BOOL),
+        acl.tensor(bb, dtype=cs.ACL_BOOL),
+        acl.tensor(shape=(3, 4), dtype=cs.ACL_BOOL),
+    )
+    for t, ref in [("LogicalAnd", ba & bb), ("LogicalOr", ba | bb)]:
+        assert op.run(entry, t, [BA, BB], [BY], stream=s) == 0, acl.errmsg()
+        np.testing.assert_array_equal(BY.numpy(s), ref)
     # Cast (output dtype from the output descriptor)
     H = acl.tensor(shape=(3, 4), dtype=cs.ACL_FLOAT16)
     assert op.run(entry, "Cast", [A], [H], stream=s) == 0

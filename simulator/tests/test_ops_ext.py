@@ -118,6 +118,80 @@ def test_unary_math_and_where(env, dt):
 
 
 @ALL
+def test_maxmin_logical_anyall_isfinite_index(env, dt):
+    """aclnnMaximum/Minimum (NaN propagates), LogicalAnd/Or, Any/All over dims (NaN is non-zero),
+    IsFinite, IndexSelect and Gather (torch_npu's; each fell back to a missing aclop kernel)
+    against numpy; out-of-range indices and bad shapes are refused."""
+    e = env(dt)
+    x, y = e.rand(3, 4), e.rand(1, 4)
+    x[0, 0], x[1, 1], x[2, 2], x[2, 3] = np.nan, np.inf, -np.inf, 0.0
+    xs, ys = e.t(x), e.t(y)
+    xv, yv = xs.numpy(e.stream).astype(np.float64), ys.numpy(e.stream).astype(np.float64)
+    for name, fn in [("Maximum", np.maximum), ("Minimum", np.minimum)]:
+        o = e.out(3, 4)
+        e.run(name, xs, ys, o)
+        e.check(o, fn(xv, yv))
+    bo = e.acl.tensor(shape=(3, 4), dtype=cs.ACL_BOOL)
+    for name, fn in [("LogicalAnd", np.logical_and), ("LogicalOr", np.logical_or)]:
+        e.run(name, xs, e.t(np.array([[0.0, 1.0, 0.0, 2.0]])), bo)
+        np.testing.assert_array_equal(bo.numpy(e.stream), fn(xv, [[0.0, 1.0, 0.0, 2.0]]), err_msg=name)
+    it = e.acl.tensor(np.array([[12, -3, 5, 0]], np.int64), dtype=cs.ACL_INT64)
+    jt = e.acl.tensor(np.array([[10], [-1]], np.int64), dtype=cs.ACL_INT64)
+    ab = e.acl.tensor(m2 := np.array([[True, False, True, False]]), dtype=cs.ACL_BOOL)
+    bb = e.acl.tensor(n2 := np.array([[True], [False]]), dtype=cs.ACL_BOOL)
+    for name, fn in [
+        ("BitwiseAndTensor", np.bitwise_and),
+        ("BitwiseOrTensor", np.bitwise_or),
+        ("BitwiseXorTensor", np.bitwise_xor),
+    ]:
+        io = e.acl.tensor(shape=(2, 4), dtype=cs.ACL_INT64)
+        e.run(name, it, jt, io)
+        want = fn(np.array([[12, -3, 5, 0]]), np.array([[10], [-1]]))
+        np.testing.assert_array_equal(io.numpy(e.stream), want, err_msg=name)
+        bo2 = e.acl.tensor(shape=(2, 4), dtype=cs.ACL_BOOL)
+        e.run(name, ab, bb, bo2)
+        np.testing.assert_array_equal(bo2.numpy(e.stream), fn(m2, n2), err_msg=name)
+    with pytest.raises(cs.AclError):
+        e.run("BitwiseAndTensor", xs, ys, e.out(3, 4))
+    e.run("IsFinite", xs, bo)
+    np.testing.assert_array_equal(bo.numpy(e.stream), np.isfinite(xv))
+    m = np.array([[True, False, False, False], [True, True, True, True], [False, False, False, False]])
+    mt = e.acl.tensor(m, dtype=cs.ACL_BOOL)
+    for name, fn in [("Any", np.any), ("All", np.all)]:
+        for dims, keep, shape in [([], False, ()), ([1], False, (3,)), ([0], True, (1, 4)), ([-1, 0], False, ())]:
+            o = e.acl.tensor(shape=shape, dtype=cs.ACL_BOOL)
+            e.run(name, mt, dims, keep, o)
+            want = fn(m, axis=tuple(dims) if dims else None, keepdims=keep)
+            np.testing.assert_array_equal(o.numpy(e.stream), want, err_msg=f"{name} {dims} {keep}")
+        o = e.acl.tensor(shape=(3,), dtype=cs.ACL_BOOL)
+        e.run(name, xs, [1], False, o)  # floats: non-zero, NaN included
+        np.testing.assert_array_equal(o.numpy(e.stream), fn(xv != 0, axis=1), err_msg=name)
+    idx = e.acl.tensor(np.array([3, 0, 3], np.int64), dtype=cs.ACL_INT64)
+    o = e.out(3, 3)
+    e.run("IndexSelect", xs, 1, idx, o)
+    e.check(o, xv[:, [3, 0, 3]])
+    o = e.out(2, 4)
+    e.run("IndexSelect", xs, 0, e.acl.tensor(np.array([2, 1], np.int32), dtype=cs.ACL_INT32), o)
+    e.check(o, xv[[2, 1]])
+    gi = np.array([[1, 0], [2, 2], [0, 3]])
+    o = e.out(3, 2)
+    e.run("Gather", xs, 1, e.acl.tensor(gi, dtype=cs.ACL_INT64), o)
+    e.check(o, np.take_along_axis(xv, gi, 1))
+    gi0 = np.array([[2, 0, 1, 1]])
+    o = e.out(1, 4)
+    e.run("Gather", xs, 0, e.acl.tensor(gi0, dtype=cs.ACL_INT64), o)
+    e.check(o, np.take_along_axis(xv, gi0, 0))
+    with pytest.raises(cs.AclError):  # the values are on the device: the kernel fails, seen at the sync
+        bad = e.out(3, 1)
+        e.run("IndexSelect", xs, 1, e.acl.tensor(np.array([4], np.int64), dtype=cs.ACL_INT64), bad)
+        bad.numpy(e.stream)
+    with pytest.raises(cs.AclError):
+        e.run("Gather", xs, 1, e.acl.tensor(gi, dtype=cs.ACL_INT64), e.out(2, 3))
+    with pytest.raises(cs.AclError):
+        e.run("Any", mt, [1], False, e.acl.tensor(shape=(4,), dtype=cs.ACL_BOOL))
+
+
+@ALL
 def test_masked_fill_and_addc(env, dt):
     e = env(dt)
     x, a, b = e.rand(3, 4), e.rand(3, 4), e.rand(4, lo=0.5, hi=2.0)

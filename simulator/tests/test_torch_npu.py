@@ -140,7 +140,13 @@ ops = {
     "round": lambda x, y, i: (y * 4).round(), "reciprocal": lambda x, y, i: y.reciprocal(),
     "sign": lambda x, y, i: y.sign(),
     "clamp": lambda x, y, i: y.clamp(-0.5, 0.5), "abs": lambda x, y, i: x.abs(), "exp": lambda x, y, i: y.exp(),
-    "softmax": lambda x, y, i: y.softmax(-1),
+    "softmax": lambda x, y, i: y.softmax(-1), "maximum": lambda x, y, i: torch.maximum(x, y),
+    "minimum": lambda x, y, i: torch.minimum(x, y[0]), "and": lambda x, y, i: (x > 0) & (y > 0),
+    "or": lambda x, y, i: (x > 0) | (y > 0), "any": lambda x, y, i: (x > 2).any(),
+    "all": lambda x, y, i: (y > -9).all(),
+    "any_dim": lambda x, y, i: (x > 0).any(1), "isfinite": lambda x, y, i: x.isfinite(),
+    "index_select": lambda x, y, i: y.index_select(1, torch.tensor([5, 0, 5], device=y.device)),
+    "gather": lambda x, y, i: y.gather(1, torch.tensor([[0, 1]] * 4, device=y.device)),
 }
 bad = []
 for n, f in ops.items():

@@ -28,6 +28,18 @@ fn scalar_list(h: H, what: &str) -> Result<Vec<f64>, i32> {
 
 crate::phase2!(
     aclnnSWhere,
+    aclnnMaximum,
+    aclnnMinimum,
+    aclnnLogicalAnd,
+    aclnnLogicalOr,
+    aclnnBitwiseAndTensor,
+    aclnnBitwiseOrTensor,
+    aclnnBitwiseXorTensor,
+    aclnnAny,
+    aclnnAll,
+    aclnnIsFinite,
+    aclnnIndexSelect,
+    aclnnGather,
     aclnnEqTensor,
     aclnnEqScalar,
     aclnnNeTensor,
@@ -220,6 +232,72 @@ macro_rules! inplace_tri {
 }
 inplace_tri!(aclnnInplaceTrilGetWorkspaceSize, "aclnnInplaceTril", false);
 inplace_tri!(aclnnInplaceTriuGetWorkspaceSize, "aclnnInplaceTriu", true);
+
+/// `aclnnMaximum` / `aclnnMinimum` / `aclnnLogicalAnd` / `aclnnLogicalOr` /
+/// `aclnnBitwise{And,Or,Xor}Tensor(self, const aclTensor *other, out)`.
+macro_rules! binary_ext {
+    ($name:ident, $p2:literal, $op:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(self_: H, other: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                let mut a = Args::new();
+                a.t(In, "self", u(self_))?.t(In, "other", u(other))?.t(Out, "out", u(out))?;
+                Ok((ext($op), a))
+            })
+        }
+    };
+}
+binary_ext!(aclnnMaximumGetWorkspaceSize, "aclnnMaximum", ExtOp::MaxMin { min: false });
+binary_ext!(aclnnMinimumGetWorkspaceSize, "aclnnMinimum", ExtOp::MaxMin { min: true });
+binary_ext!(aclnnLogicalAndGetWorkspaceSize, "aclnnLogicalAnd", ExtOp::Logical { or: false });
+binary_ext!(aclnnLogicalOrGetWorkspaceSize, "aclnnLogicalOr", ExtOp::Logical { or: true });
+binary_ext!(aclnnBitwiseAndTensorGetWorkspaceSize, "aclnnBitwiseAndTensor", ExtOp::Bitwise { op: b'&' });
+binary_ext!(aclnnBitwiseOrTensorGetWorkspaceSize, "aclnnBitwiseOrTensor", ExtOp::Bitwise { op: b'|' });
+binary_ext!(aclnnBitwiseXorTensorGetWorkspaceSize, "aclnnBitwiseXorTensor", ExtOp::Bitwise { op: b'^' });
+
+/// `aclnnAny` / `aclnnAll(self, const aclIntArray *dim, bool keepdim, out)`.
+macro_rules! any_all {
+    ($name:ident, $p2:literal, $all:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(self_: H, dim: H, keepdim: bool, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                let dims = int_array(dim, "dim")?;
+                let mut a = Args::new();
+                a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+                Ok((ext(ExtOp::AnyAll { all: $all, dims, keep: keepdim }), a))
+            })
+        }
+    };
+}
+any_all!(aclnnAnyGetWorkspaceSize, "aclnnAny", false);
+any_all!(aclnnAllGetWorkspaceSize, "aclnnAll", true);
+
+/// `aclnnIsFinite(self, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnIsFiniteGetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnIsFinite", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((ext(ExtOp::IsFinite), a))
+    })
+}
+
+/// `aclnnIndexSelect(self, int64_t dim, const aclTensor *index, out)` and `aclnnGather(self,
+/// const int64_t dim, const aclTensor *index, out)`.
+macro_rules! by_index {
+    ($name:ident, $p2:literal, $op:ident) => {
+        #[no_mangle]
+        pub extern "C" fn $name(self_: H, dim: i64, index: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                let mut a = Args::new();
+                a.t(In, "self", u(self_))?.t(In, "index", u(index))?.t(Out, "out", u(out))?;
+                Ok((ext(ExtOp::$op { dim }), a))
+            })
+        }
+    };
+}
+by_index!(aclnnIndexSelectGetWorkspaceSize, "aclnnIndexSelect", IndexSelect);
+by_index!(aclnnGatherGetWorkspaceSize, "aclnnGather", Gather);
 
 /// `aclnnSWhere(const aclTensor *condition, const aclTensor *self, const aclTensor *other, out)`:
 /// torch.where.
