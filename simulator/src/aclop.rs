@@ -181,6 +181,7 @@ pub const OP_TYPES: &[&str] = &[
     "AvgPoolGrad",
     "LogicalAnd",
     "LogicalOr",
+    "BroadcastTo",
 ];
 
 /// Build the kernel steps for an aclop op. Returns (steps, trace args).
@@ -383,6 +384,20 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
                     b.strides.resize(b.strides.len() + extra, 1);
                 }
                 steps.push((Op::Binary { op: Bin::Add, alpha: 1.0 }, vec![t(x), t(&b), t(y)]));
+            }
+            "BroadcastTo" => {
+                // BroadcastTo(x, shape) -> y: x broadcast to the shape given by the shape input.
+                let shape = ins[1].ints()?;
+                if shape != y.shape || crate::kernels::broadcast_shape(&iv[0].shape, &shape).as_ref() != Some(&shape) {
+                    return Err(fail(
+                        ACL_ERROR_INVALID_PARAM,
+                        format!(
+                            "BroadcastTo: x {:?} does not broadcast to shape {shape:?} (y {:?})",
+                            iv[0].shape, y.shape
+                        ),
+                    ));
+                }
+                steps.push((Op::InplaceCopy, vec![t(y), t(&iv[0])]));
             }
             "Fill" => {
                 // Fill(dims, value) -> y: y has the shape given by the dims input, every element = value.

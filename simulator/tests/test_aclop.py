@@ -132,6 +132,14 @@ def test_aclop_ops(acl, entry):
     for t, ref in [("LogicalAnd", ba & bb), ("LogicalOr", ba | bb)]:
         assert op.run(entry, t, [BA, BB], [BY], stream=s) == 0, acl.errmsg()
         np.testing.assert_array_equal(BY.numpy(s), ref)
+    # BroadcastTo(x, shape): b (4,) to (3, 4); a shape that x does not broadcast to is refused
+    SH = acl.tensor(np.array([3, 4], np.int64), dtype=cs.ACL_INT64)
+    assert op.run(entry, "BroadcastTo", [B, SH], [Y], stream=s) == 0, acl.errmsg()
+    np.testing.assert_array_equal(Y.numpy(s), np.broadcast_to(b, (3, 4)))
+    assert (
+        op.run(entry, "BroadcastTo", [A, acl.tensor(np.array([4, 3], np.int64), dtype=cs.ACL_INT64)], [Y], stream=s)
+        != 0
+    )
     # Cast (output dtype from the output descriptor)
     H = acl.tensor(shape=(3, 4), dtype=cs.ACL_FLOAT16)
     assert op.run(entry, "Cast", [A], [H], stream=s) == 0
