@@ -13,8 +13,10 @@ the host) and hands the values to the recorder (``msprobe_resolve_stats``). A ba
 it holds ``MSPROBE_DEVICE_BATCH`` results (default 256) and at ``stop()``/``step()`` and exit, so
 the files are complete after ``stop()``; with ``"async_dump": true`` in config.json only at
 ``step()`` (as msprobe 26's async_dump). Pending results are never unbounded: with ``async_dump``
-a batch is also fetched once ``MSPROBE_DEVICE_PENDING_MAX`` results wait (default 16384, about
-8 MiB of device memory and the held records on the host), with one warning and a count.
+a batch is also fetched once ``MSPROBE_DEVICE_PENDING_MAX`` results wait (default 16384: about
+8 MiB of device memory for MindSpore's one 6-element result per tensor, 48 MiB for torch's six
+0-d results per tensor in 512-byte allocator blocks, and the held records on the host), with one
+warning and a count.
 
 By default the hybrid (as L2's): a tensor larger than ``MSPROBE_DEVICE_STATS_MIN_BYTES`` (1 MiB)
 is reduced on the device, a smaller one copied to the host without blocking (devcopies.py): for a

@@ -7,8 +7,9 @@ summary_mode statistics), each tensor is reduced with torch's own device ops, ex
 msprobe 1.1.1's ``get_stat_info`` does (integers and float64 reduced as float32, f16/bf16
 results in their own dtype, then widened exactly to float32), and beside them the largest and
 smallest finite values (NaN/±inf replaced by ∓inf; from them the recorder writes 1.1.1's
-``*_except_inf_nan`` where Max/Min are NaN/Inf): one 6-element float32 result per tensor stays on
-the device. The leaf goes into the record as *pending*
+``*_except_inf_nan`` where Max/Min are NaN/Inf): six 0-d float32 results per tensor stay on the
+device (Max and Min from one ``aminmax``; not stacked per tensor, which would cost a kernel each:
+the batch's one stack takes them all). The leaf goes into the record as *pending*
 (``msprobe_record_add_tensor_pending``); the recorder holds the record until its values
 arrive. The results are fetched in batches: stacked on the device, one non-blocking copy into
 pinned host memory, one wait, ``msprobe_resolve_stats_except``. A batch is fetched when it holds
@@ -62,9 +63,10 @@ class DeviceStats(_Base):
             return False
         return t.dim() > 0 or t.dtype in _FLOAT_OWN or t.dtype == torch.bool
 
-    def reduce(self, t: torch.Tensor) -> torch.Tensor:
+    def reduce(self, t: torch.Tensor) -> tuple:
         """The 4 statistics as 1.1.1's get_stat_info, then the largest and smallest finite values
-        (for its ``*_except_inf_nan``), as a 6-element float32 device tensor."""
+        (for its ``*_except_inf_nan``): six 0-d float32 device tensors, stacked only when the batch
+        is fetched (one stack per batch, not one per tensor: a kernel less per tensor)."""
         stream = _current_stream(t)
         if stream is not None and not any(stream == s for s in self.streams):
             with self.stream_lock:
@@ -72,16 +74,15 @@ class DeviceStats(_Base):
                     self.streams.append(stream)
         with torch.no_grad():
             x = t.detach()
-            if x.dim() == 0:  # 1.1.1: item() for all four (the value itself, also as Norm)
-                return _VF.stack([x, x, x, x, x, x]).to(torch.float32)
+            if x.dim() == 0:  # 1.1.1: item() for all four (the value itself, also as Norm); a copy
+                return tuple(_VF.stack([x, x, x, x, x, x]).to(torch.float32).unbind(0))
             if x.dtype == torch.bool:  # any / all: Max / Min of the cast (the recorder: booleans)
-                x = x.to(torch.float32)
-                mx, mn = _VF.max(x), _VF.min(x)
-                return _VF.stack([mx, mn, mx, mn, mx, mn])
+                mn, mx = _VF.aminmax(x.to(torch.float32))
+                return (mx, mn, mx, mn, mx, mn)
             if not x.is_floating_point():  # integers are finite: their Max/Min
                 x = x.to(torch.float32)
-                mx, mn = _VF.max(x), _VF.min(x)
-                return _VF.stack([mx, mn, _VF.mean(x), _VF.norm(x), mx, mn])
+                mn, mx = _VF.aminmax(x)
+                return (mx, mn, _VF.mean(x), _VF.norm(x), mx, mn)
             if x.dtype == torch.float64:
                 x = x.to(torch.float32)
             # NaN/±inf replaced so that they never win: the largest finite value (-inf if none)
@@ -89,18 +90,24 @@ class DeviceStats(_Base):
             inf = float("inf")
             fmax = _VF.max(_VF.nan_to_num(x, nan=-inf, posinf=-inf, neginf=-inf))
             fmin = _VF.min(_VF.nan_to_num(x, nan=inf, posinf=inf, neginf=inf))
-            return _VF.stack([_VF.max(x), _VF.min(x), _VF.mean(x), _VF.norm(x), fmax, fmin]).to(torch.float32)
+            # Max and Min in one pass (aclnnAminmax on torch_npu): the values of torch.max / torch.min
+            mn, mx = _VF.aminmax(x)
+            vals = (mx, mn, _VF.mean(x), _VF.norm(x), fmax, fmin)
+            if x.dtype == torch.float32:
+                return vals
+            # f16/bf16 results in their own dtype (1.1.1), widened exactly to float32
+            return tuple(_VF.stack(vals).to(torch.float32).unbind(0))
 
     def _gather(self, results: list) -> tuple[Any, int]:
-        """One stack on the device (after every stream a result came from), one non-blocking copy
-        into pinned memory, one wait on the stack's current stream."""
-        cur = _current_stream(results[0])
+        """One stack on the device of every result's six values (after every stream a result came
+        from), one non-blocking copy into pinned memory, one wait on the stack's current stream."""
+        cur = _current_stream(results[0][0])
         if cur is not None:
             with self.stream_lock:
                 others = [s for s in self.streams if s != cur]
             for s in others:
                 cur.wait_stream(s)
-        dev = _VF.stack(results)
+        dev = _VF.stack([v for r in results for v in r])
         try:
             host = torch.empty(dev.shape, dtype=torch.float32, pin_memory=True)
         except Exception:  # no pinned memory: a plain (blocking) copy
