@@ -8,8 +8,9 @@ msprobe 1.1.1's ``get_stat_info`` does (integers and float64 reduced as float32,
 results in their own dtype, then widened exactly to float32), and beside them the largest and
 smallest finite values (NaN/±inf replaced by ∓inf; from them the recorder writes 1.1.1's
 ``*_except_inf_nan`` where Max/Min are NaN/Inf): six 0-d float32 results per tensor stay on the
-device (Max and Min from one ``aminmax``; not stacked per tensor, which would cost a kernel each:
-the batch's one stack takes them all). The leaf goes into the record as *pending*
+device (Max and Min from one ``aminmax``, the finite extremes from two ``nan_to_num`` into one
+scratch and one ``aminmax`` over its rows: 6 kernels per float32 tensor; not stacked per tensor,
+which would cost a kernel each: the batch's one stack takes them all). The leaf goes into the record as *pending*
 (``msprobe_record_add_tensor_pending``); the recorder holds the record until its values
 arrive. The results are fetched in batches: stacked on the device, one non-blocking copy into
 pinned host memory, one wait, ``msprobe_resolve_stats_except``. A batch is fetched when it holds
@@ -86,10 +87,17 @@ class DeviceStats(_Base):
             if x.dtype == torch.float64:
                 x = x.to(torch.float32)
             # NaN/±inf replaced so that they never win: the largest finite value (-inf if none)
-            # and the smallest; reduced always, since the device cannot branch on Max/Min.
+            # and the smallest; reduced always, since the device cannot branch on Max/Min. Both
+            # replacements go into the rows of one [2, n] scratch, reduced by one aminmax over
+            # its rows (as L2 does): row 0's max is the largest finite value, row 1's min the
+            # smallest.
             inf = float("inf")
-            fmax = _VF.max(_VF.nan_to_num(x, nan=-inf, posinf=-inf, neginf=-inf))
-            fmin = _VF.min(_VF.nan_to_num(x, nan=inf, posinf=inf, neginf=inf))
+            flat = x.reshape(-1)
+            both = torch.empty((2, flat.numel()), dtype=x.dtype, device=x.device)
+            _VF.nan_to_num(flat, nan=-inf, posinf=-inf, neginf=-inf, out=both[0])
+            _VF.nan_to_num(flat, nan=inf, posinf=inf, neginf=inf, out=both[1])
+            rmin, rmax = _VF.aminmax(both, dim=1)
+            fmax, fmin = rmax[0], rmin[1]
             # Max and Min in one pass (aclnnAminmax on torch_npu): the values of torch.max / torch.min
             mn, mx = _VF.aminmax(x)
             vals = (mx, mn, _VF.mean(x), _VF.norm(x), fmax, fmin)
