@@ -20,7 +20,7 @@ complete after ``stop()``, as today); with ``async_dump: true`` in config.json o
 
 By default only tensors larger than ``MSPROBE_DEVICE_STATS_MIN_BYTES`` (1 MiB) are reduced here,
 smaller ones are copied without blocking (the hybrid, ``msprobe.core.devstats``): on KiB-sized
-tensors (the torch_npu GPT example) the ~9 small kernels cost more in the modelled step than the
+tensors (the torch_npu GPT example) the 6 small kernels cost more in the modelled step than the
 copy they save. ``MSPROBE_DEVICE_STATS=1``: every tensor; ``0``: none. A bool tensor is reduced
 as its float32 cast's Max and Min (1.1.1's any / all; the recorder writes them as booleans, no
 Mean/Norm). Complex, 0-d integer/float64 and empty tensors keep the copy path (their statistics
