@@ -1078,7 +1078,20 @@ impl ExtOp {
             ExtOp::Compare { cmp, other } => {
                 let bit = |v: bool| if v { 1.0 } else { 0.0 };
                 let y: Vec<f64> = match other {
-                    Some(b) => t(s, 0)?.read_f64()?.iter().map(|&a| bit(cmp.apply(a, *b))).collect(),
+                    Some(b) => {
+                        let a = t(s, 0)?;
+                        // A float self compares with the scalar converted to its dtype (torch and
+                        // CANN: `x == 0.1` on float32 is true where x holds 0.1f); an integer self
+                        // with the exact value (promoted, so `i > 0.5` stays exact).
+                        let b = if a.dtype.is_float() {
+                            let mut buf = [0u8; 8];
+                            a.dtype.put(&mut buf, *b);
+                            a.dtype.get(&buf)
+                        } else {
+                            *b
+                        };
+                        a.read_f64()?.iter().map(|&x| bit(cmp.apply(x, b))).collect()
+                    }
                     None => {
                         let o = t(s, 2)?;
                         let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;
@@ -1399,7 +1412,6 @@ impl ExtOp {
 /// (a 910B has up to 48 vector-capable cores), rounded to the 512-byte allocation granule.
 const REDUCE_WS: u64 = 2048;
 
-/// Reduced axes of `shape` for a dim list (empty = all), negative dims counted from the end.
 /// The shape of a reduction over the axes marked in `red` (kept as 1 with `keep`).
 fn reduced_shape(shape: &[i64], red: &[bool], keep: bool) -> Vec<i64> {
     shape
@@ -1448,6 +1460,7 @@ fn index_dtype(i: &TView) -> Result<(), i32> {
     }
 }
 
+/// Reduced axes of `shape` for a dim list (empty = all), negative dims counted from the end.
 fn red_axes(shape: &[i64], dims: &[i64]) -> Result<Vec<bool>, i32> {
     let mut red = vec![dims.is_empty(); shape.len()];
     for &d in dims {

@@ -63,7 +63,7 @@ def test_comparisons(env, dt):
     e = env(dt)
     x = e.rand(3, 4)
     x[0, 0], x[1, 1], x[2, 2] = np.nan, np.inf, -np.inf
-    x[0, 1] = 0.5
+    x[0, 1], x[1, 0] = 0.5, 0.1
     y = e.rand(4)
     y[1] = 0.5
     y[3] = np.nan
@@ -75,6 +75,9 @@ def test_comparisons(env, dt):
         np.testing.assert_array_equal(o.numpy(e.stream), fn(xv, yv), err_msg=name)
         e.run(f"{name}Scalar", xs, 0.5, o)
         np.testing.assert_array_equal(o.numpy(e.stream), fn(xv, 0.5), err_msg=name)
+        # a scalar not exact in the dtype compares as converted to it (x holding 0.1 == 0.1)
+        e.run(f"{name}Scalar", xs, 0.1, o)
+        np.testing.assert_array_equal(o.numpy(e.stream), fn(xv, q(0.1, e.name)), err_msg=name)
     it = e.acl.tensor(np.array([[-3, 0, 7]], np.int64), dtype=cs.ACL_INT64)
     jt = e.acl.tensor(np.array([[0], [7]], np.int64), dtype=cs.ACL_INT64)
     o = e.acl.tensor(shape=(2, 3), dtype=cs.ACL_BOOL)

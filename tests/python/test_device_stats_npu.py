@@ -342,25 +342,33 @@ dbg = PrecisionDebugger(dump_path=sys.argv[1], task="statistics", level="L1")
 side = torch.npu.Stream()
 side.wait_stream(torch.npu.current_stream())
 dbg.start()
-with torch.npu.stream(side):
+if sys.argv[2] == "reduce-on-side":
+    with torch.npu.stream(side):
+        a = x * 3 + 1
+    dbg.stop()   # fetched on the default stream while the side stream still runs its delayed kernels
+else:  # reduced on the default stream, fetched on the side stream
     a = x * 3 + 1
-dbg.stop()   # fetched on the default stream while the side stream still runs its delayed kernels
+    with torch.npu.stream(side):
+        dbg.stop()
 torch.npu.current_stream().wait_stream(side)
 dbg.step()
 """
 
 
 def test_results_of_a_side_stream_are_waited_for(tmp_path):
-    """Tensors reduced on a side stream and fetched on the default one: the fetch waits for that
-    stream on the device first. With every simulated kernel delayed, an unordered fetch reads the
-    results before the side stream writes them. Truth: the blocking copy path."""
+    """Tensors reduced on a side stream and fetched on the default one, and the reverse: the fetch
+    waits, on the device, for the stream the results were reduced on (an event re-recorded after
+    the reductions on a side stream; the default stream as a whole). With every simulated kernel
+    delayed, an unordered fetch reads the results before they are written. Truth: the blocking
+    copy path."""
     src = tmp_path / "side.py"
     src.write_text(SIDE)
-    got = {}
-    for name, extra in [("device", {"MSPROBE_DEVICE_STATS": "1"}), ("copy", {"MSPROBE_DEVICE_STATS": "0"})]:
-        out = tmp_path / name
-        extra = {**extra, "MSPROBE_ASYNC_COPY": "0", "CANNSIM_KERNEL_DELAY_US": "20000"}
-        run_counted([str(NPU_PY), str(src), str(out)], env(extra), tmp_path / f"{name}.stats.json")
-        got[name] = data(out)
-    assert len(got["device"]) == 2
-    assert compare(got["device"], got["copy"]) == []
+    for case in ("reduce-on-side", "fetch-on-side"):
+        got = {}
+        for name, extra in [("device", {"MSPROBE_DEVICE_STATS": "1"}), ("copy", {"MSPROBE_DEVICE_STATS": "0"})]:
+            out = tmp_path / case / name
+            extra = {**extra, "MSPROBE_ASYNC_COPY": "0", "CANNSIM_KERNEL_DELAY_US": "20000"}
+            run_counted([str(NPU_PY), str(src), str(out), case], env(extra), tmp_path / f"{case}.{name}.json")
+            got[name] = data(out)
+        assert len(got["device"]) == 2, case
+        assert compare(got["device"], got["copy"]) == [], case

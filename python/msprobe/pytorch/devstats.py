@@ -9,22 +9,22 @@ results in their own dtype, then widened exactly to float32), and beside them th
 smallest finite values (NaN/±inf replaced by ∓inf; from them the recorder writes 1.1.1's
 ``*_except_inf_nan`` where Max/Min are NaN/Inf): six 0-d float32 results per tensor stay on the
 device (Max and Min from one ``aminmax``, the finite extremes from two ``nan_to_num`` into one
-scratch and one ``aminmax`` over its rows: 6 kernels per float32 tensor; not stacked per tensor,
-which would cost a kernel each: the batch's one stack takes them all). The leaf goes into the record as *pending*
-(``msprobe_record_add_tensor_pending``); the recorder holds the record until its values
-arrive. The results are fetched in batches: stacked on the device, one non-blocking copy into
-pinned host memory, one wait, ``msprobe_resolve_stats_except``. A batch is fetched when it holds
-``MSPROBE_DEVICE_BATCH`` results (default 256) and at ``stop()``/``step()`` (so the files are
-complete after ``stop()``, as today); with ``async_dump: true`` in config.json only at
-``step()`` (as msprobe 26's async_dump).
+scratch and one ``aminmax`` over its rows: 6 kernels per float32 tensor up to ``_SCRATCH_MAX``;
+not stacked per tensor, which would cost a kernel each: the batch's one stack takes them all).
+The leaf goes into the record as *pending* (``msprobe_record_add_tensor_pending``); the recorder
+holds the record until its values arrive. The results are fetched in batches: stacked on the
+device, one non-blocking copy into pinned host memory, one wait, ``msprobe_resolve_stats_except``.
+A batch is fetched when it holds ``MSPROBE_DEVICE_BATCH`` results (default 256) and at
+``stop()``/``step()`` (so the files are complete after ``stop()``, as today); with
+``async_dump: true`` in config.json only at ``step()`` (as msprobe 26's async_dump).
 
 By default only tensors larger than ``MSPROBE_DEVICE_STATS_MIN_BYTES`` (1 MiB) are reduced here,
 smaller ones are copied without blocking (the hybrid, ``msprobe.core.devstats``): on KiB-sized
 tensors (the torch_npu GPT example) the 6 small kernels cost more in the modelled step than the
 copy they save. ``MSPROBE_DEVICE_STATS=1``: every tensor; ``0``: none. A bool tensor is reduced
-as its float32 cast's Max and Min (1.1.1's any / all; the recorder writes them as booleans, no
-Mean/Norm). Complex, 0-d integer/float64 and empty tensors keep the copy path (their statistics
-are not all floats or need the data).
+by ``any`` and ``all`` (1.1.1's Max / Min; the recorder writes them as booleans, no Mean/Norm).
+Complex, 0-d integer/float64 and empty tensors keep the copy path (their statistics are not all
+floats or need the data).
 
 The reductions call ``torch._C._VariableFunctions`` directly (as 1.1.1 does), which the API
 wrappers do not patch, on a detached tensor: nothing is recorded, nothing in-place, no RNG.
@@ -44,6 +44,12 @@ _VF: Any = torch._C._VariableFunctions
 _FLOAT_OWN = (torch.float16, torch.bfloat16, torch.float32)
 
 
+_SCRATCH_MAX = 16 << 20
+"""Tensors of at most this many bytes get their finite extremes from one [2, n] scratch (one
+kernel less); larger ones from two temporaries in turn, so that the extra device memory stays
+one tensor's size."""
+
+
 class DeviceStats(_Base):
     """torch's device reductions and batch fetch."""
 
@@ -51,10 +57,14 @@ class DeviceStats(_Base):
 
     def __init__(self) -> None:
         super().__init__()
-        # Every stream a result was reduced on (a job uses few): the fetch, on its own current
-        # stream, first waits for them on the device (an event each, no host wait), else a result
-        # reduced on a side stream could be read before it is written.
-        self.streams: list[Any] = []
+        # Results reduced on a stream other than the fetching one must be complete before the
+        # fetch's stack reads them. Per side stream (not the device's default stream), one event,
+        # re-recorded after each reduction there; the fetch's stream waits for the events recorded
+        # since the last fetch, on the device (no host wait, and no dependency on work queued
+        # later on those streams). Results on the default stream, fetched from a side stream,
+        # make that stream wait for the default one.
+        self.side: list[list[Any]] = []  # [stream, event, recorded since the last fetch]
+        self.default_used = False
         self.stream_lock = threading.Lock()
 
     def eligible(self, t: torch.Tensor) -> bool:
@@ -68,18 +78,18 @@ class DeviceStats(_Base):
         """The 4 statistics as 1.1.1's get_stat_info, then the largest and smallest finite values
         (for its ``*_except_inf_nan``): six 0-d float32 device tensors, stacked only when the batch
         is fetched (one stack per batch, not one per tensor: a kernel less per tensor)."""
-        stream = _current_stream(t)
-        if stream is not None and not any(stream == s for s in self.streams):
-            with self.stream_lock:
-                if not any(stream == s for s in self.streams):
-                    self.streams.append(stream)
+        vals = self._reduce(t)
+        self._mark(t)
+        return vals
+
+    def _reduce(self, t: torch.Tensor) -> tuple:
         with torch.no_grad():
             x = t.detach()
             if x.dim() == 0:  # 1.1.1: item() for all four (the value itself, also as Norm); a copy
                 return tuple(_VF.stack([x, x, x, x, x, x]).to(torch.float32).unbind(0))
-            if x.dtype == torch.bool:  # any / all: Max / Min of the cast (the recorder: booleans)
-                mn, mx = _VF.aminmax(x.to(torch.float32))
-                return (mx, mn, mx, mn, mx, mn)
+            if x.dtype == torch.bool:  # any / all (the recorder writes booleans), no temporary
+                some, every = _VF.any(x), _VF.all(x)
+                return tuple(_VF.stack([some, every] * 3).to(torch.float32).unbind(0))
             if not x.is_floating_point():  # integers are finite: their Max/Min
                 x = x.to(torch.float32)
                 mn, mx = _VF.aminmax(x)
@@ -87,17 +97,20 @@ class DeviceStats(_Base):
             if x.dtype == torch.float64:
                 x = x.to(torch.float32)
             # NaN/±inf replaced so that they never win: the largest finite value (-inf if none)
-            # and the smallest; reduced always, since the device cannot branch on Max/Min. Both
-            # replacements go into the rows of one [2, n] scratch, reduced by one aminmax over
-            # its rows (as L2 does): row 0's max is the largest finite value, row 1's min the
-            # smallest.
+            # and the smallest; reduced always, since the device cannot branch on Max/Min.
             inf = float("inf")
-            flat = x.reshape(-1)
-            both = torch.empty((2, flat.numel()), dtype=x.dtype, device=x.device)
-            _VF.nan_to_num(flat, nan=-inf, posinf=-inf, neginf=-inf, out=both[0])
-            _VF.nan_to_num(flat, nan=inf, posinf=inf, neginf=inf, out=both[1])
-            rmin, rmax = _VF.aminmax(both, dim=1)
-            fmax, fmin = rmax[0], rmin[1]
+            if x.numel() * x.element_size() <= _SCRATCH_MAX:
+                # both replacements in the rows of one [2, n] scratch, one aminmax over its rows
+                # (as L2): row 0's max is the largest finite value, row 1's min the smallest
+                flat = x.reshape(-1)
+                both = torch.empty((2, flat.numel()), dtype=x.dtype, device=x.device)
+                _VF.nan_to_num(flat, nan=-inf, posinf=-inf, neginf=-inf, out=both[0])
+                _VF.nan_to_num(flat, nan=inf, posinf=inf, neginf=inf, out=both[1])
+                rmin, rmax = _VF.aminmax(both, dim=1)
+                fmax, fmin = rmax[0], rmin[1]
+            else:
+                fmax = _VF.max(_VF.nan_to_num(x, nan=-inf, posinf=-inf, neginf=-inf))
+                fmin = _VF.min(_VF.nan_to_num(x, nan=inf, posinf=inf, neginf=inf))
             # Max and Min in one pass (aclnnAminmax on torch_npu): the values of torch.max / torch.min
             mn, mx = _VF.aminmax(x)
             vals = (mx, mn, _VF.mean(x), _VF.norm(x), fmax, fmin)
@@ -106,15 +119,44 @@ class DeviceStats(_Base):
             # f16/bf16 results in their own dtype (1.1.1), widened exactly to float32
             return tuple(_VF.stack(vals).to(torch.float32).unbind(0))
 
+    def _mark(self, t: torch.Tensor) -> None:
+        """Notes the stream `t`'s reductions were enqueued on (see ``__init__``)."""
+        mod = getattr(torch, t.device.type, None)
+        cur, default = _current_stream(t), getattr(mod, "default_stream", None)
+        if cur is None or default is None:
+            return
+        if cur == default(t.device):
+            self.default_used = True
+            return
+        with self.stream_lock:
+            entry = next((e for e in self.side if e[0] == cur), None)
+            if entry is None:
+                entry = [cur, mod.Event(), False]
+                self.side.append(entry)
+            entry[1].record(cur)
+            entry[2] = True
+
+    def _order(self, cur: Any, device: Any) -> None:
+        """Makes `cur` wait, on the device, for the results reduced on other streams."""
+        mod = getattr(torch, device.type, None)
+        with self.stream_lock:
+            events = [e[1] for e in self.side if e[2] and e[0] != cur]
+            for e in self.side:
+                e[2] = False
+            default_used, self.default_used = self.default_used, False
+        for ev in events:
+            cur.wait_event(ev)
+        default = mod.default_stream(device) if mod is not None else None
+        if default_used and default is not None and cur != default:
+            cur.wait_stream(default)
+
     def _gather(self, results: list) -> tuple[Any, int]:
-        """One stack on the device of every result's six values (after every stream a result came
+        """One stack on the device of every result's six values (after the streams they came
         from), one non-blocking copy into pinned memory, one wait on the stack's current stream."""
-        cur = _current_stream(results[0][0])
+        first = results[0][0]
+        cur = _current_stream(first)
         if cur is not None:
-            with self.stream_lock:
-                others = [s for s in self.streams if s != cur]
-            for s in others:
-                cur.wait_stream(s)
+            self._order(cur, first.device)
         dev = _VF.stack([v for r in results for v in r])
         try:
             host = torch.empty(dev.shape, dtype=torch.float32, pin_memory=True)
