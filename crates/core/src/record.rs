@@ -146,8 +146,8 @@ pub struct RecordBuilder {
 
 /// The `Max` of a leaf whose statistics are pending; its `Min` holds the slot number.
 const PENDING_MARK: &str = "\u{1}pending";
-/// As [`PENDING_MARK`], for a bool tensor: its values are the Max/Min of its float32 cast (any /
-/// all), written as msprobe writes a bool tensor's (`true`/`false`, no Mean/Norm).
+/// As [`PENDING_MARK`], for a bool tensor: its Max/Min values are any / all as 1.0/0.0, written as
+/// msprobe writes a bool tensor's (`true`/`false`, no Mean/Norm).
 const PENDING_BOOL_MARK: &str = "\u{1}pending-bool";
 /// The `Max` of a leaf whose data is still on its way to the host; its `Min` holds the slot number.
 const PENDING_DATA_MARK: &str = "\u{1}pending-data";
@@ -813,8 +813,8 @@ fn set_stats(leaf: &mut [(Text, Json)], st: &Stats) {
     }
 }
 
-/// A bool tensor's statistics from the Max/Min of its float32 cast (as `tensor_stats`: any and
-/// all, Mean and Norm null, no `*_except_inf_nan`).
+/// A bool tensor's statistics from its any / all as 1.0/0.0 (as `tensor_stats`: Max any, Min all,
+/// Mean and Norm null, no `*_except_inf_nan`).
 fn bool_stats(st: &Stats) -> Stats {
     let b = |s: Stat| match s {
         Stat::Float(f) => Stat::Bool(f != 0.0 && !f.is_nan()),

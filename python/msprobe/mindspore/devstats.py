@@ -14,7 +14,7 @@ neither our API wrappers nor the primitive hooks record them. A batch of results
 the device and read with one ``asnumpy()`` (24 bytes per tensor cross the link, one wait per
 batch).
 
-A bool tensor is reduced as its float32 cast's Max and Min (1.1.1's any / all; the recorder
+A bool tensor is reduced by ``mint.any`` and ``mint.all`` (1.1.1's Max / Min; the recorder
 writes them as booleans, no Mean/Norm). Smaller tensors, and complex, empty, 0-d integer/float64
 ones, are copied (devcopies.py) (their statistics need the data or are not all floats). A tensor
 of only NaN and ±inf holding a NaN, which six values cannot tell from an all-NaN one, gets NaN
@@ -66,10 +66,9 @@ class DeviceStats(_Base):
             if t.ndim == 0:
                 return mint.stack([t, t, t, t, t, t]).astype(ms.float32)
             x = t
-            if x.dtype == ms.bool_:  # any / all: Max / Min of the cast (the recorder: booleans)
-                x = x.astype(ms.float32)
-                mx, mn = mint.max(x), mint.min(x)
-                return mint.stack([mx, mn, mx, mn, mx, mn])
+            if x.dtype == ms.bool_:  # any / all (the recorder writes booleans), no temporary
+                some, every = mint.any(x), mint.all(x)
+                return mint.stack([some, every] * 3).astype(ms.float32)
             if x.dtype not in _FLOATS:  # integers are finite: their Max/Min
                 x = x.astype(ms.float32)
                 mx, mn = mint.max(x), mint.min(x)

@@ -234,7 +234,7 @@ inplace_tri!(aclnnInplaceTrilGetWorkspaceSize, "aclnnInplaceTril", false);
 inplace_tri!(aclnnInplaceTriuGetWorkspaceSize, "aclnnInplaceTriu", true);
 
 /// `aclnnMaximum` / `aclnnMinimum` / `aclnnLogicalAnd` / `aclnnLogicalOr` /
-/// `aclnnBitwise{And,Or,Xor}Tensor(self, const aclTensor *other, out)`.
+/// `aclnnBitwise{And,Or,Xor}Tensor` / `aclnn{Eq,..}Tensor(self, const aclTensor *other, out)`.
 macro_rules! binary_ext {
     ($name:ident, $p2:literal, $op:expr) => {
         #[no_mangle]
@@ -272,15 +272,22 @@ macro_rules! any_all {
 any_all!(aclnnAnyGetWorkspaceSize, "aclnnAny", false);
 any_all!(aclnnAllGetWorkspaceSize, "aclnnAll", true);
 
-/// `aclnnIsFinite(self, out)`.
-#[no_mangle]
-pub extern "C" fn aclnnIsFiniteGetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
-    p1("aclnnIsFinite", ws, ex, || {
-        let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((ext(ExtOp::IsFinite), a))
-    })
+/// `aclnnIsFinite` / `aclnnLogicalNot` / `aclnnBitwiseNot(self, out)`.
+macro_rules! unary_ext {
+    ($name:ident, $p2:literal, $op:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                let mut a = Args::new();
+                a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+                Ok((ext($op), a))
+            })
+        }
+    };
 }
+unary_ext!(aclnnIsFiniteGetWorkspaceSize, "aclnnIsFinite", ExtOp::IsFinite);
+unary_ext!(aclnnLogicalNotGetWorkspaceSize, "aclnnLogicalNot", ExtOp::LogicalNot);
+unary_ext!(aclnnBitwiseNotGetWorkspaceSize, "aclnnBitwiseNot", ExtOp::BitwiseNot);
 
 /// `aclnnIndexSelect(self, int64_t dim, const aclTensor *index, out)` and `aclnnGather(self,
 /// const int64_t dim, const aclTensor *index, out)`.
@@ -314,14 +321,7 @@ pub extern "C" fn aclnnSWhereGetWorkspaceSize(cond: H, self_: H, other: H, out: 
 /// aclScalar *other, out)`: torch_npu's comparison operators (bool out).
 macro_rules! compare {
     ($tensor:ident, $tname:literal, $scalar:ident, $sname:literal, $cmp:expr) => {
-        #[no_mangle]
-        pub extern "C" fn $tensor(self_: H, other: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
-            p1($tname, ws, ex, || {
-                let mut a = Args::new();
-                a.t(In, "self", u(self_))?.t(In, "other", u(other))?.t(Out, "out", u(out))?;
-                Ok((ext(ExtOp::Compare { cmp: $cmp, other: None }), a))
-            })
-        }
+        binary_ext!($tensor, $tname, ExtOp::Compare { cmp: $cmp, other: None });
         #[no_mangle]
         pub extern "C" fn $scalar(self_: H, other: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
             p1($sname, ws, ex, || {
@@ -339,24 +339,6 @@ compare!(aclnnGtTensorGetWorkspaceSize, "aclnnGtTensor", aclnnGtScalarGetWorkspa
 compare!(aclnnGeTensorGetWorkspaceSize, "aclnnGeTensor", aclnnGeScalarGetWorkspaceSize, "aclnnGeScalar", Cmp::Ge);
 compare!(aclnnLtTensorGetWorkspaceSize, "aclnnLtTensor", aclnnLtScalarGetWorkspaceSize, "aclnnLtScalar", Cmp::Lt);
 compare!(aclnnLeTensorGetWorkspaceSize, "aclnnLeTensor", aclnnLeScalarGetWorkspaceSize, "aclnnLeScalar", Cmp::Le);
-
-#[no_mangle]
-pub extern "C" fn aclnnLogicalNotGetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
-    p1("aclnnLogicalNot", ws, ex, || {
-        let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((ext(ExtOp::LogicalNot), a))
-    })
-}
-
-#[no_mangle]
-pub extern "C" fn aclnnBitwiseNotGetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
-    p1("aclnnBitwiseNot", ws, ex, || {
-        let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((ext(ExtOp::BitwiseNot), a))
-    })
-}
 
 #[no_mangle]
 pub extern "C" fn aclnnInplaceLogicalNotGetWorkspaceSize(self_ref: H, ws: *mut u64, ex: *mut H) -> Status {
