@@ -325,6 +325,8 @@ macro_rules! unary {
         }
     };
 }
+/// Shared with aclnn_ext.rs and aclnn_ms.rs: every `(self, out)` operator.
+pub(crate) use unary;
 unary!(aclnnReluGetWorkspaceSize, "aclnnRelu", Op::Relu);
 unary!(aclnnGeluGetWorkspaceSize, "aclnnGelu", Op::Gelu);
 unary!(aclnnLogGetWorkspaceSize, "aclnnLog", Op::Unary(UFn::Log));

@@ -1,6 +1,6 @@
 //! aclnn operators of `ops_ext.rs` (the C signatures of CANN's aclnn headers; argument order as
 //! torch_npu's op-plugin passes them).
-use super::aclnn::{bool_array, cube, int_array, p1, scalar, u};
+use super::aclnn::{bool_array, cube, int_array, p1, scalar, u, unary};
 use crate::consts::*;
 use crate::errmsg::fail;
 use crate::nnop::{self, Args, Obj};
@@ -272,22 +272,9 @@ macro_rules! any_all {
 any_all!(aclnnAnyGetWorkspaceSize, "aclnnAny", false);
 any_all!(aclnnAllGetWorkspaceSize, "aclnnAll", true);
 
-/// `aclnnIsFinite` / `aclnnLogicalNot` / `aclnnBitwiseNot(self, out)`.
-macro_rules! unary_ext {
-    ($name:ident, $p2:literal, $op:expr) => {
-        #[no_mangle]
-        pub extern "C" fn $name(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
-            p1($p2, ws, ex, || {
-                let mut a = Args::new();
-                a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-                Ok((ext($op), a))
-            })
-        }
-    };
-}
-unary_ext!(aclnnIsFiniteGetWorkspaceSize, "aclnnIsFinite", ExtOp::IsFinite);
-unary_ext!(aclnnLogicalNotGetWorkspaceSize, "aclnnLogicalNot", ExtOp::LogicalNot);
-unary_ext!(aclnnBitwiseNotGetWorkspaceSize, "aclnnBitwiseNot", ExtOp::BitwiseNot);
+unary!(aclnnIsFiniteGetWorkspaceSize, "aclnnIsFinite", ext(ExtOp::IsFinite));
+unary!(aclnnLogicalNotGetWorkspaceSize, "aclnnLogicalNot", ext(ExtOp::LogicalNot));
+unary!(aclnnBitwiseNotGetWorkspaceSize, "aclnnBitwiseNot", ext(ExtOp::BitwiseNot));
 
 /// `aclnnIndexSelect(self, int64_t dim, const aclTensor *index, out)` and `aclnnGather(self,
 /// const int64_t dim, const aclTensor *index, out)`.

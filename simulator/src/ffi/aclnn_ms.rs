@@ -3,7 +3,7 @@
 //! PowTensorTensor, PowTensorScalar, ApplyAdamWV2, SplitWithSize, LinalgVectorNorm and Stack (`mint.norm`,
 //! `mint.stack`: msprobe's MindSpore statistics and our device statistics), and the nnopbase thread-local huge-memory hooks (InitHugeMemThreadLocal,
 //! UnInitHugeMemThreadLocal, ReleaseHugeMem) that clients wrap around every aclnn call.
-use super::aclnn::{int_array, p1, scalar, u};
+use super::aclnn::{int_array, p1, scalar, u, unary};
 use crate::aclop_nn::Nn;
 use crate::consts::*;
 use crate::errmsg::fail;
@@ -87,27 +87,15 @@ pub extern "C" fn aclnnStackGetWorkspaceSize(tensors: H, dim: i64, out: H, ws: *
     })
 }
 
-macro_rules! unary {
-    ($name:ident, $p2:literal, $f:expr) => {
-        #[no_mangle]
-        pub extern "C" fn $name(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
-            p1($p2, ws, ex, || {
-                let mut a = Args::new();
-                a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-                Ok((Op::Unary($f), a))
-            })
-        }
-    };
-}
-unary!(aclnnTanhGetWorkspaceSize, "aclnnTanh", UFn::Tanh);
-unary!(aclnnSigmoidGetWorkspaceSize, "aclnnSigmoid", UFn::Sigmoid);
-unary!(aclnnErfGetWorkspaceSize, "aclnnErf", UFn::Erf);
-unary!(aclnnSinGetWorkspaceSize, "aclnnSin", UFn::Sin);
-unary!(aclnnCosGetWorkspaceSize, "aclnnCos", UFn::Cos);
-unary!(aclnnFloorGetWorkspaceSize, "aclnnFloor", UFn::Floor);
-unary!(aclnnRoundGetWorkspaceSize, "aclnnRound", UFn::Round);
-unary!(aclnnReciprocalGetWorkspaceSize, "aclnnReciprocal", UFn::Reciprocal);
-unary!(aclnnSignGetWorkspaceSize, "aclnnSign", UFn::Sign);
+unary!(aclnnTanhGetWorkspaceSize, "aclnnTanh", Op::Unary(UFn::Tanh));
+unary!(aclnnSigmoidGetWorkspaceSize, "aclnnSigmoid", Op::Unary(UFn::Sigmoid));
+unary!(aclnnErfGetWorkspaceSize, "aclnnErf", Op::Unary(UFn::Erf));
+unary!(aclnnSinGetWorkspaceSize, "aclnnSin", Op::Unary(UFn::Sin));
+unary!(aclnnCosGetWorkspaceSize, "aclnnCos", Op::Unary(UFn::Cos));
+unary!(aclnnFloorGetWorkspaceSize, "aclnnFloor", Op::Unary(UFn::Floor));
+unary!(aclnnRoundGetWorkspaceSize, "aclnnRound", Op::Unary(UFn::Round));
+unary!(aclnnReciprocalGetWorkspaceSize, "aclnnReciprocal", Op::Unary(UFn::Reciprocal));
+unary!(aclnnSignGetWorkspaceSize, "aclnnSign", Op::Unary(UFn::Sign));
 
 macro_rules! backward {
     ($name:ident, $p2:literal, $f:expr) => {
