@@ -16,6 +16,7 @@ pub mod kernels;
 pub mod mem;
 pub mod nnop;
 pub mod ops;
+pub mod ops_dim;
 pub mod ops_ext;
 pub mod ops_reduce;
 pub mod rng;

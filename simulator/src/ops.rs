@@ -14,6 +14,10 @@ pub enum Bin {
     Div,
     /// aclnnPowTensorTensor: self ** exponent
     Pow,
+    /// aclnnRemainder*: the remainder with the sign of other (Python's %, torch.remainder)
+    Rem,
+    /// aclnnFmod*: the remainder with the sign of self (C fmod, torch.fmod)
+    Fmod,
 }
 
 impl Bin {
@@ -24,6 +28,15 @@ impl Bin {
             Bin::Mul => a * b,
             Bin::Div => a / b,
             Bin::Pow => a.powf(b),
+            Bin::Fmod => a % b,
+            Bin::Rem => {
+                let r = a % b;
+                if r != 0.0 && (r < 0.0) != (b < 0.0) {
+                    r + b
+                } else {
+                    r
+                }
+            }
         }
     }
 }
@@ -56,6 +69,8 @@ pub enum UFn {
     Reciprocal,
     /// aclnnSign: -1, 0 or 1 (0 for ±0 and NaN, as torch.sign)
     Sign,
+    /// aclnnSilu: x * sigmoid(x)
+    Silu,
 }
 
 const GELU_C: f32 = 0.797_884_6; // sqrt(2/pi)
@@ -82,6 +97,10 @@ impl UFn {
             UFn::Cos => -v.sin(),
             UFn::Reciprocal => -1.0 / (v * v),
             UFn::Floor | UFn::Round | UFn::Sign => 0.0,
+            UFn::Silu => {
+                let sg = 1.0 / (1.0 + (-v).exp());
+                sg * (1.0 + v * (1.0 - sg))
+            }
         }
     }
     fn apply(self, x: f32) -> f32 {
@@ -101,6 +120,7 @@ impl UFn {
             UFn::Round => x.round_ties_even(),
             UFn::Reciprocal => 1.0 / x,
             UFn::Sign => f32::from(u8::from(x > 0.0)) - f32::from(u8::from(x < 0.0)),
+            UFn::Silu => x / (1.0 + (-x).exp()),
         }
     }
 }
@@ -232,6 +252,8 @@ pub enum Op {
     Ext(Box<crate::ops_ext::ExtOp>),
     /// The aclop reductions of `ops_reduce.rs`.
     Red(Box<crate::ops_reduce::RedOp>),
+    /// The along-a-dimension operators of `ops_dim.rs`.
+    Dim(Box<crate::ops_dim::DimOp>),
 }
 
 fn inv(msg: impl Into<String>) -> i32 {
@@ -381,6 +403,7 @@ impl Op {
         match self {
             Op::Ext(e) => e.validate(s),
             Op::Red(e) => e.validate(s),
+            Op::Dim(e) => e.validate(s),
             Op::Binary { .. } => {
                 let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
                 let bs = k::broadcast_shape(&a.shape, &b.shape)
@@ -673,6 +696,7 @@ impl Op {
         match self {
             Op::Ext(e) => e.exec(s),
             Op::Red(e) => e.exec(s),
+            Op::Dim(e) => e.exec(s),
             Op::Binary { op, alpha } => {
                 let o = t(s, 2)?;
                 let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;

@@ -328,24 +328,24 @@ impl PoolGeom {
     }
 }
 
-fn inv(msg: impl Into<String>) -> i32 {
+pub(crate) fn inv(msg: impl Into<String>) -> i32 {
     fail(ACLNN_ERR_PARAM_INVALID, msg)
 }
-fn t(s: &[SV], i: usize) -> Result<&TView, i32> {
+pub(crate) fn t(s: &[SV], i: usize) -> Result<&TView, i32> {
     match s.get(i) {
         Some(SV::T(Some(v))) => Ok(v),
         _ => Err(fail(ACLNN_ERR_PARAM_NULLPTR, format!("tensor argument {i} is NULL"))),
     }
 }
 /// The output slot `i`, or (in-place form, no such slot) the tensor of slot `fallback`.
-fn out_or(s: &[SV], i: usize, fallback: usize) -> Result<&TView, i32> {
+pub(crate) fn out_or(s: &[SV], i: usize, fallback: usize) -> Result<&TView, i32> {
     if s.len() > i {
         t(s, i)
     } else {
         t(s, fallback)
     }
 }
-fn opt(s: &[SV], i: usize) -> Option<&TView> {
+pub(crate) fn opt(s: &[SV], i: usize) -> Option<&TView> {
     match s.get(i) {
         Some(SV::T(Some(v))) => Some(v),
         _ => None,
@@ -367,14 +367,14 @@ fn stack_dim(d: i64, out_rank: usize) -> Result<usize, i32> {
         Ok(dd as usize)
     }
 }
-fn float(v: &TView, what: &str) -> Result<(), i32> {
+pub(crate) fn float(v: &TView, what: &str) -> Result<(), i32> {
     if v.dtype.is_float() {
         Ok(())
     } else {
         Err(inv(format!("{what}: dtype {} is not supported (float32/float16/bfloat16 expected)", v.dtype.name())))
     }
 }
-fn same_shape(a: &TView, b: &TView, what: &str) -> Result<(), i32> {
+pub(crate) fn same_shape(a: &TView, b: &TView, what: &str) -> Result<(), i32> {
     if a.shape == b.shape {
         Ok(())
     } else {
@@ -1413,7 +1413,7 @@ impl ExtOp {
 const REDUCE_WS: u64 = 2048;
 
 /// The shape of a reduction over the axes marked in `red` (kept as 1 with `keep`).
-fn reduced_shape(shape: &[i64], red: &[bool], keep: bool) -> Vec<i64> {
+pub(crate) fn reduced_shape(shape: &[i64], red: &[bool], keep: bool) -> Vec<i64> {
     shape
         .iter()
         .zip(red)
@@ -1430,7 +1430,7 @@ fn reduced_shape(shape: &[i64], red: &[bool], keep: bool) -> Vec<i64> {
 }
 
 /// For each element of a contiguous `shape` (in order), its slot in the reduction over `red`.
-fn reduced_slots(shape: &[i64], red: &[bool]) -> Vec<usize> {
+pub(crate) fn reduced_slots(shape: &[i64], red: &[bool]) -> Vec<usize> {
     let strides = crate::tensor::contiguous_strides(shape);
     let ostr = crate::tensor::contiguous_strides(&reduced_shape(shape, red, true));
     (0..numel(shape) as i64)
@@ -1441,7 +1441,7 @@ fn reduced_slots(shape: &[i64], red: &[bool]) -> Vec<usize> {
 }
 
 /// A dimension argument in `-rank .. rank` (0-d tensors accept 0 and -1).
-fn axis(dim: i64, rank: usize) -> Result<usize, i32> {
+pub(crate) fn axis(dim: i64, rank: usize) -> Result<usize, i32> {
     let r = rank.max(1) as i64;
     let k = if dim < 0 { dim + r } else { dim };
     if k < 0 || k >= r {
@@ -1451,7 +1451,7 @@ fn axis(dim: i64, rank: usize) -> Result<usize, i32> {
 }
 
 /// Index tensors are int32 or int64.
-fn index_dtype(i: &TView) -> Result<(), i32> {
+pub(crate) fn index_dtype(i: &TView) -> Result<(), i32> {
     use crate::dtype::DType;
     if matches!(i.dtype, DType::I32 | DType::I64) {
         Ok(())
@@ -1461,7 +1461,7 @@ fn index_dtype(i: &TView) -> Result<(), i32> {
 }
 
 /// Reduced axes of `shape` for a dim list (empty = all), negative dims counted from the end.
-fn red_axes(shape: &[i64], dims: &[i64]) -> Result<Vec<bool>, i32> {
+pub(crate) fn red_axes(shape: &[i64], dims: &[i64]) -> Result<Vec<bool>, i32> {
     let mut red = vec![dims.is_empty(); shape.len()];
     for &d in dims {
         let r = shape.len() as i64;

@@ -125,47 +125,16 @@ def test_ddp_two_ranks_hccl_trains_like_cpu_gloo():
     assert max(abs(a - b) for a, b in zip(npu, cpu)) < TOL, (npu, cpu)
 
 
-OPS = r"""
-import json, torch, torch_npu
-torch.manual_seed(0)
-xc, yc, ic = torch.randn(4, 6), torch.randn(4, 6), torch.randint(-5, 5, (4, 6))
-xc[0, 0], xc[1, 1], xc[2, 2], xc[0, 1] = float("nan"), float("inf"), -float("inf"), 0.5
-ops = {
-    "eq": lambda x, y, i: x == y, "eq_self": lambda x, y, i: x == x, "ne_s": lambda x, y, i: x != 0.5,
-    "gt": lambda x, y, i: x > y, "gt_s": lambda x, y, i: x > 0, "ge_s": lambda x, y, i: x >= 0.5,
-    "lt": lambda x, y, i: x < y[0], "le_s": lambda x, y, i: x <= -1, "eq_int": lambda x, y, i: i == 0,
-    "where": lambda x, y, i: torch.where(x > 0, x, y), "masked_fill": lambda x, y, i: x.masked_fill(x > 0, 0.0),
-    "bool_sum": lambda x, y, i: (x > 0).sum(), "not": lambda x, y, i: ~(x > y), "isnan": lambda x, y, i: x.isnan(),
-    "sin": lambda x, y, i: y.sin(), "cos": lambda x, y, i: y.cos(), "floor": lambda x, y, i: x.floor(),
-    "round": lambda x, y, i: (y * 4).round(), "reciprocal": lambda x, y, i: y.reciprocal(),
-    "sign": lambda x, y, i: y.sign(),
-    "clamp": lambda x, y, i: y.clamp(-0.5, 0.5), "abs": lambda x, y, i: x.abs(), "exp": lambda x, y, i: y.exp(),
-    "softmax": lambda x, y, i: y.softmax(-1), "maximum": lambda x, y, i: torch.maximum(x, y),
-    "minimum": lambda x, y, i: torch.minimum(x, y[0]), "and": lambda x, y, i: (x > 0) & (y > 0),
-    "or": lambda x, y, i: (x > 0) | (y > 0), "any": lambda x, y, i: (x > 2).any(),
-    "all": lambda x, y, i: (y > -9).all(),
-    "any_dim": lambda x, y, i: (x > 0).any(1), "isfinite": lambda x, y, i: x.isfinite(),
-    "index_select": lambda x, y, i: y.index_select(1, torch.tensor([5, 0, 5], device=y.device)),
-    "gather": lambda x, y, i: y.gather(1, torch.tensor([[0, 1]] * 4, device=y.device)),
-}
-bad = []
-for n, f in ops.items():
-    a, b = f(xc.npu(), yc.npu(), ic.npu()).cpu(), f(xc, yc, ic)
-    if a.dtype != b.dtype or not torch.allclose(a.double(), b.double(), rtol=1e-5, atol=1e-6, equal_nan=True):
-        bad.append(n)
-torch.npu.synchronize()
-print(json.dumps({"bad": bad, "n": len(ops)}))
-"""
+OPS = os.path.join(os.path.dirname(__file__), "torch_npu_ops_sweep.py")
 
 
 def test_common_ops_match_cpu(tmp_path):
-    """Comparisons, where, masked_fill and elementwise math of torch_npu on the simulator equal CPU
-    torch's (NaN/±inf included), and the simulator logs no error: an aclnn operator the simulator
+    """Comparisons, where, masked_fill, elementwise math, sort/topk/max along a dim, cumsum, flip, roll,
+    scatter (and gather's backward), var/std/prod/logsumexp, lerp and mse_loss of torch_npu on the
+    simulator equal CPU torch's (NaN/±inf included), and the simulator logs no error: an aclnn operator the simulator
     lacks makes torch_npu fall back to an aclop kernel, which fails, and every later op of the
     script silently computes nothing (before aclnnEq/Gt/...: `x > 0` did so)."""
-    src = tmp_path / "ops.py"
-    src.write_text(OPS)
-    p = subprocess.run([NPU_PY, str(src)], env=npu_env(CANNSIM_LOG="1"), capture_output=True, text=True, timeout=300)
+    p = subprocess.run([NPU_PY, str(OPS)], env=npu_env(CANNSIM_LOG="1"), capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-4000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["bad"] == [] and out["n"] >= 20, out

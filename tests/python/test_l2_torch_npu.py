@@ -87,6 +87,17 @@ def test_one_rank_every_launch_captured_with_matching_crcs(model, tmp_path):
         assert {"aclnnConvolutionBackward", "aclnnBatchNorm", "aclnnMaxPool2dWithMask"} <= ops
 
 
+def test_common_ops_every_launch_captured(tmp_path):
+    """The 66-op sweep of simulator/tests/test_torch_npu.py (comparisons, where, sort/topk, scatter,
+    cumsum, var, lerp, mse_loss, backward passes...) under L2: every launch captured, CRCs equal to
+    the trace, and the script's own results still equal CPU torch's (capture changes nothing)."""
+    trace = tmp_path / "trace.jsonl"
+    p = run([NPU_PY, REPO / "simulator" / "tests" / "torch_npu_ops_sweep.py"], env(tmp_path, str(trace)))
+    assert json.loads(p.stdout.strip().splitlines()[-1])["bad"] == []
+    ops = {t["op"] for t in check(trace, tmp_path / "dump" / "step0" / "rank")}
+    assert {"aclnnSort", "aclnnTopk", "aclnnScatterAdd", "aclnnCumsum", "aclnnLerps", "aclnnMseLossBackward"} <= ops
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -98,6 +98,14 @@ phase2!(
     aclnnDivs,
     aclnnInplaceDiv,
     aclnnInplaceDivs,
+    aclnnRemainderTensorTensor,
+    aclnnRemainderTensorScalar,
+    aclnnInplaceRemainderTensorTensor,
+    aclnnInplaceRemainderTensorScalar,
+    aclnnFmodTensor,
+    aclnnFmodScalar,
+    aclnnInplaceFmodTensor,
+    aclnnInplaceFmodScalar,
     aclnnMm,
     aclnnMatmul,
     aclnnBatchMatMul,
@@ -164,6 +172,8 @@ bin_tensor!(aclnnAddGetWorkspaceSize, "aclnnAdd", Bin::Add, alpha);
 bin_tensor!(aclnnSubGetWorkspaceSize, "aclnnSub", Bin::Sub, alpha);
 bin_tensor!(aclnnMulGetWorkspaceSize, "aclnnMul", Bin::Mul);
 bin_tensor!(aclnnDivGetWorkspaceSize, "aclnnDiv", Bin::Div);
+bin_tensor!(aclnnRemainderTensorTensorGetWorkspaceSize, "aclnnRemainderTensorTensor", Bin::Rem);
+bin_tensor!(aclnnFmodTensorGetWorkspaceSize, "aclnnFmodTensor", Bin::Fmod);
 
 macro_rules! bin_scalar {
     ($name:ident, $p2:literal, $op:expr, alpha) => {
@@ -193,6 +203,8 @@ bin_scalar!(aclnnAddsGetWorkspaceSize, "aclnnAdds", Bin::Add, alpha);
 bin_scalar!(aclnnSubsGetWorkspaceSize, "aclnnSubs", Bin::Sub, alpha);
 bin_scalar!(aclnnMulsGetWorkspaceSize, "aclnnMuls", Bin::Mul);
 bin_scalar!(aclnnDivsGetWorkspaceSize, "aclnnDivs", Bin::Div);
+bin_scalar!(aclnnRemainderTensorScalarGetWorkspaceSize, "aclnnRemainderTensorScalar", Bin::Rem);
+bin_scalar!(aclnnFmodScalarGetWorkspaceSize, "aclnnFmodScalar", Bin::Fmod);
 
 macro_rules! inplace_tensor {
     ($name:ident, $p2:literal, $op:expr, alpha) => {
@@ -221,6 +233,8 @@ inplace_tensor!(aclnnInplaceAddGetWorkspaceSize, "aclnnInplaceAdd", Bin::Add, al
 inplace_tensor!(aclnnInplaceSubGetWorkspaceSize, "aclnnInplaceSub", Bin::Sub, alpha);
 inplace_tensor!(aclnnInplaceMulGetWorkspaceSize, "aclnnInplaceMul", Bin::Mul);
 inplace_tensor!(aclnnInplaceDivGetWorkspaceSize, "aclnnInplaceDiv", Bin::Div);
+inplace_tensor!(aclnnInplaceRemainderTensorTensorGetWorkspaceSize, "aclnnInplaceRemainderTensorTensor", Bin::Rem);
+inplace_tensor!(aclnnInplaceFmodTensorGetWorkspaceSize, "aclnnInplaceFmodTensor", Bin::Fmod);
 
 macro_rules! inplace_scalar {
     ($name:ident, $p2:literal, $op:expr, alpha) => {
@@ -250,6 +264,8 @@ inplace_scalar!(aclnnInplaceAddsGetWorkspaceSize, "aclnnInplaceAdds", Bin::Add, 
 inplace_scalar!(aclnnInplaceSubsGetWorkspaceSize, "aclnnInplaceSubs", Bin::Sub, alpha);
 inplace_scalar!(aclnnInplaceMulsGetWorkspaceSize, "aclnnInplaceMuls", Bin::Mul);
 inplace_scalar!(aclnnInplaceDivsGetWorkspaceSize, "aclnnInplaceDivs", Bin::Div);
+inplace_scalar!(aclnnInplaceRemainderTensorScalarGetWorkspaceSize, "aclnnInplaceRemainderTensorScalar", Bin::Rem);
+inplace_scalar!(aclnnInplaceFmodScalarGetWorkspaceSize, "aclnnInplaceFmodScalar", Bin::Fmod);
 
 // ---- matmul
 

@@ -1,0 +1,213 @@
+"""The aclnn operators of ops_dim.rs (torch_npu's sort/topk/max(dim)/cumsum/flip/roll/scatter/var/
+std/prod/logsumexp/lerp/mse_loss paths) and aclnnSilu/Remainder/Fmod, against numpy, f32/f16/bf16."""
+
+import numpy as np
+import pytest
+
+import cannsim_ctypes as cs
+from test_ops import DTYPES, Env
+
+ALL = pytest.mark.parametrize("dt", list(DTYPES))
+
+
+@pytest.fixture
+def env(acl):
+    return lambda dt: Env(acl, dt)
+
+
+def dev(e, x):
+    """A device tensor of `x` and its values as stored (rounded to the dtype), float64."""
+    t = e.t(x)
+    return t, t.numpy(e.stream).astype(np.float64)
+
+
+def i64(e, x):
+    return e.acl.tensor(np.asarray(x, np.int64), dtype=cs.ACL_INT64)
+
+
+def ints(e, t):
+    return t.numpy(e.stream).astype(np.int64)
+
+
+@ALL
+def test_elementwise(env, dt):
+    """Silu and its backward, Remainder (sign of the divisor) and Fmod (sign of the dividend), tensor
+    and scalar, out-of-place and in-place; Lerp with a tensor and a scalar weight (both branches)."""
+    e = env(dt)
+    xs, x = dev(e, e.rand(3, 5, lo=-4, hi=4))
+    ys, y = dev(e, e.rand(1, 5, lo=0.5, hi=2) * np.array([1, -1, 1, -1, 1]))
+    o = e.out(3, 5)
+    e.run("Silu", xs, o)
+    sg = 1 / (1 + np.exp(-x))
+    e.check(o, x * sg)
+    gs, g = dev(e, e.rand(3, 5))
+    e.run("SiluBackward", gs, xs, o)
+    e.check(o, g * sg * (1 + x * (1 - sg)), rtol=5e-3 if dt != "float32" else 1e-5)
+    for name, fn in [("RemainderTensorTensor", np.remainder), ("FmodTensor", np.fmod)]:
+        e.run(name, xs, ys, o)
+        e.check(o, fn(x, y), err_msg=name)
+        it, _ = dev(e, x)
+        e.run("Inplace" + name, it, ys)
+        e.check(it, fn(x, y), err_msg=name)
+    for name, fn in [("RemainderTensorScalar", np.remainder), ("FmodScalar", np.fmod)]:
+        for v in (0.75, -1.5):
+            e.run(name, xs, v, o)
+            e.check(o, fn(x, v), err_msg=f"{name} {v}")
+    ends, end = dev(e, e.rand(3, 5))
+    ws_, w = dev(e, e.rand(3, 5, lo=-0.2, hi=1.2))
+    e.run("Lerp", xs, ends, ws_, o)
+    e.check(o, x + w * (end - x))
+    for v in (0.25, 0.9):
+        e.run("Lerps", xs, ends, v, o)
+        e.check(o, x + v * (end - x))
+    it, _ = dev(e, x)
+    e.run("InplaceLerps", it, ends, 0.9)
+    e.check(it, x + 0.9 * (end - x))
+
+
+@ALL
+def test_along_a_dim(env, dt):
+    """Cumsum, MaxDim/MinDim/ArgMax/ArgMin (first extreme, a NaN wins), Sort (stable; NaN last
+    ascending), Topk, Flip and Roll (per dim and flattened)."""
+    e = env(dt)
+    raw = e.rand(3, 4, 5)
+    raw[0, 1, 2], raw[1, 0, 0], raw[2, 3, 4] = np.nan, np.inf, -np.inf
+    raw[1, 2], raw[2, :, 1] = [0.5, 1.5, 1.5, -1.0, -1.0], [3.0, -3.0, 3.0, -3.0]  # tied extremes
+    xs, x = dev(e, raw)
+    for d in (0, 1, -1):
+        o = e.out(*x.shape)
+        e.run("Cumsum", xs, d, DTYPES[dt][0], o)
+        e.check(o, np.cumsum(x, axis=d), equal_nan=True, err_msg=f"cumsum {d}")
+    with pytest.raises(cs.AclError):
+        e.run("Cumsum", xs, 0, cs.ACL_INT64, e.out(*x.shape))
+    for d, keep in [(1, False), (-1, True), (0, False)]:
+        shape = tuple(1 if (k == d % 3) else n for k, n in enumerate(x.shape) if keep or k != d % 3)
+        for name, fn, amin in [("MaxDim", np.max, False), ("MinDim", np.min, True)]:
+            v, i = e.out(*shape), e.acl.tensor(shape=shape, dtype=cs.ACL_INT64)
+            e.run(name, xs, d, keep, v, i)
+            want_i = (np.argmin if amin else np.argmax)(x, axis=d)
+            want_i = np.expand_dims(want_i, d) if keep else want_i
+            np.testing.assert_array_equal(ints(e, i), want_i, err_msg=f"{name} {d}")
+            e.check(v, fn(x, axis=d, keepdims=keep), equal_nan=True, err_msg=f"{name} {d}")
+            a = e.acl.tensor(shape=shape, dtype=cs.ACL_INT64)
+            e.run(name.replace("Dim", "").replace("Max", "ArgMax").replace("Min", "ArgMin"), xs, d, keep, a)
+            np.testing.assert_array_equal(ints(e, a), want_i, err_msg=f"arg {name} {d}")
+    for d in (2, 0):
+        v, i = e.out(*x.shape), e.acl.tensor(shape=x.shape, dtype=cs.ACL_INT64)
+        e.run("Sort", xs, True, d, False, v, i)
+        want_i = np.argsort(x, axis=d, kind="stable")
+        np.testing.assert_array_equal(ints(e, i), want_i, err_msg=f"sort {d}")
+        e.check(v, np.take_along_axis(x, want_i, d), equal_nan=True)
+    fin, fv = dev(e, np.round(e.rand(4, 6) * 2) / 2)  # many ties
+    v, i = e.out(4, 6), e.acl.tensor(shape=(4, 6), dtype=cs.ACL_INT64)
+    e.run("Sort", fin, True, 1, True, v, i)
+    want_i = np.argsort(-fv, axis=1, kind="stable")
+    np.testing.assert_array_equal(ints(e, i), want_i)
+    v, i = e.out(4, 3), e.acl.tensor(shape=(4, 3), dtype=cs.ACL_INT64)
+    e.run("Topk", fin, 3, 1, True, True, v, i)
+    np.testing.assert_array_equal(ints(e, i), want_i[:, :3])
+    e.check(v, np.take_along_axis(fv, want_i[:, :3], 1))
+    e.run("Topk", fin, 3, -1, False, True, v, i)
+    np.testing.assert_array_equal(ints(e, i), np.argsort(fv, axis=1, kind="stable")[:, :3])
+    with pytest.raises(cs.AclError):
+        e.run("Topk", fin, 7, 1, True, True, e.out(4, 7), e.acl.tensor(shape=(4, 7), dtype=cs.ACL_INT64))
+    o = e.out(*x.shape)
+    for dims in ([0], [2, 1], [-1, 0, 1]):
+        e.run("Flip", xs, dims, o)
+        e.check(o, np.flip(x, axis=tuple(dims)), equal_nan=True, err_msg=f"flip {dims}")
+    for shifts, dims in [([2], [2]), ([-1, 7], [0, 1]), ([5], [])]:
+        e.run("Roll", xs, shifts, dims, o)
+        want = np.roll(x, shifts[0]) if not dims else np.roll(x, shifts, axis=tuple(dims))
+        e.check(o, want, equal_nan=True, err_msg=f"roll {shifts} {dims}")
+
+
+def scatter_ref(x, d, idx, src, reduce):
+    y = x.copy()
+    for k in np.ndindex(*idx.shape):
+        at = list(k)
+        at[d] = idx[k]
+        v = src[k] if isinstance(src, np.ndarray) else src
+        y[tuple(at)] = y[tuple(at)] + v if reduce == 1 else (y[tuple(at)] * v if reduce == 2 else v)
+    return y
+
+
+@ALL
+def test_scatter(env, dt):
+    """Scatter (replace, add, multiply), ScatterValue, ScatterAdd with repeated indices (gather's
+    backward), in-place forms; src larger than index; out-of-range index fails at the sync."""
+    e = env(dt)
+    xs, x = dev(e, e.rand(3, 5))
+    ss, s = dev(e, e.rand(3, 6))
+    idx = np.array([[4, 0], [1, 1], [2, 3]])
+    it = i64(e, idx)
+    o = e.out(3, 5)
+    for reduce in (0, 1, 2):
+        e.run("Scatter", xs, 1, it, ss, reduce, o)
+        e.check(o, scatter_ref(x, 1, idx, s, reduce), err_msg=f"reduce {reduce}")
+    idx0 = np.array([[2, 0, 0, 1, 2]])
+    e.run("ScatterAdd", xs, 0, i64(e, idx0), ss, o)
+    e.check(o, scatter_ref(x, 0, idx0, s, 1))
+    e.run("ScatterValue", xs, 0, i64(e, idx0), -2.5, 0, o)
+    e.check(o, scatter_ref(x, 0, idx0, -2.5, 0))
+    t, _ = dev(e, x)
+    e.run("InplaceScatter", t, 1, it, ss, 0)
+    e.check(t, scatter_ref(x, 1, idx, s, 0))
+    t, _ = dev(e, x)
+    e.run("InplaceScatterValue", t, 1, it, 4.0, 1)
+    e.check(t, scatter_ref(x, 1, idx, 4.0, 1))
+    with pytest.raises(cs.AclError):
+        e.run("Scatter", xs, 1, i64(e, [[5, 0], [0, 0], [0, 0]]), ss, 0, o)
+        o.numpy(e.stream)
+    with pytest.raises(cs.AclError):  # index does not fit src
+        e.run("Scatter", xs, 1, i64(e, np.zeros((4, 2))), ss, 0, o)
+
+
+@ALL
+@pytest.mark.filterwarnings("ignore:Degrees of freedom")
+@pytest.mark.filterwarnings("ignore:divide by zero")
+def test_reductions_and_mse(env, dt):
+    """VarCorrection/Std (correction 0, 1, 2; N - correction <= 0 gives inf/NaN), Prod and ProdDim,
+    LogSumExp (±inf rows), MseLoss (none/mean/sum) and its backward."""
+    e = env(dt)
+    raw = e.rand(3, 4)
+    raw[2] = [-np.inf, 1.0, 2.0, -np.inf]
+    xs, x = dev(e, raw)
+    fs, f = dev(e, e.rand(3, 4))
+    for dims, keep, shape in [([1], False, (3,)), ([0], True, (1, 4)), ([], False, ())]:
+        ax = tuple(dims) if dims else None
+        for c in (0, 1, 2):
+            o = e.out(*shape)
+            e.run("VarCorrection", fs, dims, c, keep, o)
+            e.check(o, np.var(f, axis=ax, ddof=c, keepdims=keep), err_msg=f"var {dims} {c}")
+            e.run("Std", fs, dims, c, keep, o)
+            e.check(o, np.std(f, axis=ax, ddof=c, keepdims=keep), err_msg=f"std {dims} {c}")
+        o = e.out(*shape)
+        e.run("LogSumExp", xs, dims, keep, o)
+        m = np.max(x, axis=ax, keepdims=True)
+        m = np.where(np.isinf(m), 0, m)
+        want = np.log(np.sum(np.exp(x - m), axis=ax, keepdims=True)) + m
+        want = want if keep or ax is None else np.squeeze(want, ax)
+        e.check(o, want.reshape(shape), err_msg=f"logsumexp {dims}")
+    o = e.out(3)
+    e.run("VarCorrection", fs, [1], 4, False, o)  # N - correction = 0
+    e.check(o, np.var(f, axis=1, ddof=4), equal_nan=True)
+    o = e.out(3)
+    e.run("ProdDim", fs, 1, False, DTYPES[dt][0], o)
+    e.check(o, np.prod(f, axis=1))
+    o = e.out()
+    e.run("Prod", fs, DTYPES[dt][0], o)
+    e.check(o, np.prod(f))
+    ii = i64(e, [[1, -2, 3], [4, 5, -1]])
+    io = e.acl.tensor(shape=(2,), dtype=cs.ACL_INT64)
+    e.run("ProdDim", ii, -1, False, cs.ACL_INT64, io)
+    np.testing.assert_array_equal(ints(e, io), [-6, -20])
+    ts, tg = dev(e, e.rand(1, 4))
+    for reduction, shape in [(0, (3, 4)), (1, ()), (2, ())]:
+        o = e.out(*shape)
+        e.run("MseLoss", fs, ts, reduction, o)
+        sq = (f - tg) ** 2
+        e.check(o, [sq, sq.mean(), sq.sum()][reduction], err_msg=f"mse {reduction}")
+        gs, g = dev(e, e.rand(*shape)) if reduction == 0 else dev(e, np.array(0.75))
+        gi = e.out(3, 4)
+        e.run("MseLossBackward", gs, fs, ts, reduction, gi)
+        e.check(gi, 2 * (f - tg) * g / (12 if reduction == 1 else 1), err_msg=f"mse bwd {reduction}")

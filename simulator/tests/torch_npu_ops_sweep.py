@@ -1,0 +1,99 @@
+"""The op sweep run by test_torch_npu.py::test_common_ops_match_cpu (on the simulator) and
+test_l2_torch_npu.py::test_common_ops_every_launch_captured (under L2): each op on torch_npu
+against CPU torch; prints {"bad": [names that differ], "n": count}."""
+
+import json
+
+import torch
+import torch.nn.functional as F
+import torch_npu  # noqa: F401  (registers the npu device)
+
+
+def grad_of(f, x):
+    x = x.detach().requires_grad_()
+    f(x).sum().backward()
+    return x.grad
+
+
+def vi(pair):  # values and indices in one float tensor (torch_npu has no float64)
+    return torch.cat([pair[0], pair[1].float()])
+
+
+torch.manual_seed(0)
+xc, yc, ic = torch.randn(4, 6), torch.randn(4, 6), torch.randint(-5, 5, (4, 6))
+xc[0, 0], xc[1, 1], xc[2, 2], xc[0, 1] = float("nan"), float("inf"), -float("inf"), 0.5
+ops = {
+    "eq": lambda x, y, i: x == y,
+    "eq_self": lambda x, y, i: x == x,
+    "ne_s": lambda x, y, i: x != 0.5,
+    "gt": lambda x, y, i: x > y,
+    "gt_s": lambda x, y, i: x > 0,
+    "ge_s": lambda x, y, i: x >= 0.5,
+    "lt": lambda x, y, i: x < y[0],
+    "le_s": lambda x, y, i: x <= -1,
+    "eq_int": lambda x, y, i: i == 0,
+    "where": lambda x, y, i: torch.where(x > 0, x, y),
+    "masked_fill": lambda x, y, i: x.masked_fill(x > 0, 0.0),
+    "bool_sum": lambda x, y, i: (x > 0).sum(),
+    "not": lambda x, y, i: ~(x > y),
+    "isnan": lambda x, y, i: x.isnan(),
+    "sin": lambda x, y, i: y.sin(),
+    "cos": lambda x, y, i: y.cos(),
+    "floor": lambda x, y, i: x.floor(),
+    "round": lambda x, y, i: (y * 4).round(),
+    "reciprocal": lambda x, y, i: y.reciprocal(),
+    "sign": lambda x, y, i: y.sign(),
+    "clamp": lambda x, y, i: y.clamp(-0.5, 0.5),
+    "abs": lambda x, y, i: x.abs(),
+    "exp": lambda x, y, i: y.exp(),
+    "softmax": lambda x, y, i: y.softmax(-1),
+    "maximum": lambda x, y, i: torch.maximum(x, y),
+    "minimum": lambda x, y, i: torch.minimum(x, y[0]),
+    "and": lambda x, y, i: (x > 0) & (y > 0),
+    "or": lambda x, y, i: (x > 0) | (y > 0),
+    "any": lambda x, y, i: (x > 2).any(),
+    "all": lambda x, y, i: (y > -9).all(),
+    "any_dim": lambda x, y, i: (x > 0).any(1),
+    "isfinite": lambda x, y, i: x.isfinite(),
+    "index_select": lambda x, y, i: y.index_select(1, torch.tensor([5, 0, 5], device=y.device)),
+    "gather": lambda x, y, i: y.gather(1, torch.tensor([[0, 1]] * 4, device=y.device)),
+    "remainder": lambda x, y, i: x.remainder(0.7),
+    "remainder_t": lambda x, y, i: torch.remainder(y * 3, y[0]),
+    "fmod": lambda x, y, i: torch.fmod(x, -0.7),
+    "silu": lambda x, y, i: F.silu(x),
+    "lerp": lambda x, y, i: torch.lerp(y, x, 0.3),
+    "lerp_t": lambda x, y, i: torch.lerp(y, y * 2, y.sigmoid()),
+    "cumsum": lambda x, y, i: x.cumsum(1),
+    "flip": lambda x, y, i: x.flip(0, 1),
+    "roll": lambda x, y, i: x.roll(2, 1),
+    "roll_flat": lambda x, y, i: y.roll(-3),
+    "sort": lambda x, y, i: vi(x.sort(1)),
+    "sort_desc": lambda x, y, i: x.sort(0, descending=True)[0],
+    "argsort": lambda x, y, i: y.argsort(1),
+    "topk": lambda x, y, i: vi(y.topk(3, 1)),
+    "argmax": lambda x, y, i: x.argmax(1),
+    "argmin": lambda x, y, i: y.argmin(0),
+    "max_dim": lambda x, y, i: vi(x.max(1)),
+    "min_dim": lambda x, y, i: y.min(0, keepdim=True)[0],
+    "var": lambda x, y, i: y.var(1),
+    "std": lambda x, y, i: y.std(),
+    "var_nan": lambda x, y, i: x.var(0, unbiased=False),
+    "prod": lambda x, y, i: y.prod(1),
+    "prod_all": lambda x, y, i: y.prod(),
+    "logsumexp": lambda x, y, i: x.logsumexp(1),
+    "mse": lambda x, y, i: F.mse_loss(y, y.flip(0)),
+    "mse_sum": lambda x, y, i: F.mse_loss(y, x, reduction="sum"),
+    "scatter": lambda x, y, i: y.scatter(1, torch.tensor([[5, 0]] * 4, device=y.device), x),
+    "scatter_value": lambda x, y, i: y.scatter(0, torch.tensor([[3, 0, 1]], device=y.device), 2.5),
+    "scatter_add": lambda x, y, i: y.scatter_add(1, torch.tensor([[1, 1, 4]] * 4, device=y.device), y),
+    "gather_bw": lambda x, y, i: grad_of(lambda t: t.gather(1, torch.tensor([[2, 2]] * 4, device=t.device)), y),
+    "silu_bw": lambda x, y, i: grad_of(F.silu, y),
+    "mse_bw": lambda x, y, i: grad_of(lambda t: F.mse_loss(t, y.flip(1)), y),
+}
+bad = []
+for n, f in ops.items():
+    a, b = f(xc.npu(), yc.npu(), ic.npu()).cpu(), f(xc, yc, ic)
+    if a.dtype != b.dtype or not torch.allclose(a.double(), b.double(), rtol=1e-5, atol=1e-6, equal_nan=True):
+        bad.append(n)
+torch.npu.synchronize()
+print(json.dumps({"bad": bad, "n": len(ops)}))
