@@ -99,6 +99,16 @@ class DeviceStats:
         self.fetches = 0
         self.tensors = 0
         self.failed = False
+        # Results reduced on a stream other than the fetching one must be complete before the
+        # fetch's stack reads them. Per side stream (not the device's default stream), one event,
+        # re-recorded after each reduction there; the fetch's stream waits for the events recorded
+        # since the last fetch, on the device (no host wait, and no dependency on work queued
+        # later on those streams). Results on the default stream, fetched from a side stream,
+        # make that stream wait for the default one. (torch and MindSpore streams and events
+        # share these method names: ``record(stream)``, ``wait_event``, ``wait_stream``.)
+        self.side: list[list[Any]] = []  # [stream, event, recorded since the last fetch]
+        self.default_used = False
+        self.stream_lock = threading.Lock()
         atexit.register(self._at_exit)
 
     def configure(self, config_path: Optional[str]) -> None:
@@ -125,14 +135,58 @@ class DeviceStats:
         width x len(results) contiguous float64 values)."""
         raise NotImplementedError
 
+    def _streams(self, t: Any) -> Optional[tuple[Any, Any]]:
+        """(the stream `t`'s reductions are enqueued on, its device's default stream), or None
+        when the framework has no streams to order."""
+        return None
+
+    def _new_event(self, t: Any) -> Any:  # pragma: no cover - frameworks with _streams override it
+        raise NotImplementedError
+
     def reduce_safe(self, t: Any) -> Optional[Any]:
         """`reduce`, or None (the caller takes the copy path)."""
         try:
-            return self.reduce(t)
+            res = self.reduce(t)
+            self._mark(t)
+            return res
         except Exception as e:  # an op the device cannot run: copy path from now on
             self.failed = True
             logger.warning(f"device statistics failed ({e}); device tensors are copied to the host from now on")
             return None
+
+    def _mark(self, t: Any) -> None:
+        """Notes the stream `t`'s reductions were enqueued on (see ``__init__``)."""
+        streams = self._streams(t)
+        if streams is None:
+            return
+        cur, default = streams
+        if cur == default:
+            self.default_used = True
+            return
+        with self.stream_lock:
+            entry = next((e for e in self.side if e[0] == cur), None)
+            if entry is None:
+                entry = [cur, self._new_event(t), False]
+                self.side.append(entry)
+            entry[1].record(cur)
+            entry[2] = True
+
+    def _order(self, t: Any) -> None:
+        """Makes the stream a fetch stacks on (`t`'s current one) wait, on the device, for the
+        results reduced on other streams (see ``__init__``)."""
+        streams = self._streams(t)
+        if streams is None:
+            return
+        cur, default = streams
+        with self.stream_lock:
+            events = [e[1] for e in self.side if e[2] and e[0] != cur]
+            for e in self.side:
+                e[2] = False
+            default_used, self.default_used = self.default_used, False
+        for ev in events:
+            cur.wait_event(ev)
+        if default_used and cur != default:
+            cur.wait_stream(default)
 
     def add(self, r: int, key: Optional[bytes], desc: Any, res: Any) -> bool:
         """Adds the leaf as pending with its device result `res` (True), or False: the caller

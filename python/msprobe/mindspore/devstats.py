@@ -23,7 +23,7 @@ of only NaN and ±inf holding a NaN, which six values cannot tell from an all-Na
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -84,12 +84,20 @@ class DeviceStats(_Base):
         finally:
             State.depth -= 1
 
+    def _streams(self, t: Any) -> Optional[tuple[Any, Any]]:
+        return ms.runtime.current_stream(), ms.runtime.default_stream()
+
+    def _new_event(self, t: Any) -> Any:
+        return ms.runtime.Event()
+
     def _gather(self, results: list) -> tuple[Any, int]:
-        """One stack on the device, one read to the host (asnumpy waits for the stream)."""
+        """One stack on the device (after the streams the results came from), one read to the
+        host (asnumpy waits for the stack's stream only)."""
         from ._record import State
 
         State.depth += 1
         try:
+            self._order(results[0])
             host = mint.stack(results).asnumpy()
         finally:
             State.depth -= 1

@@ -32,8 +32,7 @@ wrappers do not patch, on a detached tensor: nothing is recorded, nothing in-pla
 
 from __future__ import annotations
 
-import threading
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -55,18 +54,6 @@ class DeviceStats(_Base):
 
     width = 6  # Max, Min, Mean, Norm, then the largest and smallest finite values
 
-    def __init__(self) -> None:
-        super().__init__()
-        # Results reduced on a stream other than the fetching one must be complete before the
-        # fetch's stack reads them. Per side stream (not the device's default stream), one event,
-        # re-recorded after each reduction there; the fetch's stream waits for the events recorded
-        # since the last fetch, on the device (no host wait, and no dependency on work queued
-        # later on those streams). Results on the default stream, fetched from a side stream,
-        # make that stream wait for the default one.
-        self.side: list[list[Any]] = []  # [stream, event, recorded since the last fetch]
-        self.default_used = False
-        self.stream_lock = threading.Lock()
-
     def eligible(self, t: torch.Tensor) -> bool:
         if not self.enabled or self.failed or t.is_cpu or t.is_meta or t.is_complex():
             return False
@@ -78,11 +65,6 @@ class DeviceStats(_Base):
         """The 4 statistics as 1.1.1's get_stat_info, then the largest and smallest finite values
         (for its ``*_except_inf_nan``): six 0-d float32 device tensors, stacked only when the batch
         is fetched (one stack per batch, not one per tensor: a kernel less per tensor)."""
-        vals = self._reduce(t)
-        self._mark(t)
-        return vals
-
-    def _reduce(self, t: torch.Tensor) -> tuple:
         with torch.no_grad():
             x = t.detach()
             if x.dim() == 0:  # 1.1.1: item() for all four (the value itself, also as Norm); a copy
@@ -119,44 +101,18 @@ class DeviceStats(_Base):
             # f16/bf16 results in their own dtype (1.1.1), widened exactly to float32
             return tuple(_VF.stack(vals).to(torch.float32).unbind(0))
 
-    def _mark(self, t: torch.Tensor) -> None:
-        """Notes the stream `t`'s reductions were enqueued on (see ``__init__``)."""
+    def _streams(self, t: torch.Tensor) -> Optional[tuple[Any, Any]]:
         mod = getattr(torch, t.device.type, None)
         cur, default = _current_stream(t), getattr(mod, "default_stream", None)
-        if cur is None or default is None:
-            return
-        if cur == default(t.device):
-            self.default_used = True
-            return
-        with self.stream_lock:
-            entry = next((e for e in self.side if e[0] == cur), None)
-            if entry is None:
-                entry = [cur, mod.Event(), False]
-                self.side.append(entry)
-            entry[1].record(cur)
-            entry[2] = True
+        return None if cur is None or default is None else (cur, default(t.device))
 
-    def _order(self, cur: Any, device: Any) -> None:
-        """Makes `cur` wait, on the device, for the results reduced on other streams."""
-        mod = getattr(torch, device.type, None)
-        with self.stream_lock:
-            events = [e[1] for e in self.side if e[2] and e[0] != cur]
-            for e in self.side:
-                e[2] = False
-            default_used, self.default_used = self.default_used, False
-        for ev in events:
-            cur.wait_event(ev)
-        default = mod.default_stream(device) if mod is not None else None
-        if default_used and default is not None and cur != default:
-            cur.wait_stream(default)
+    def _new_event(self, t: torch.Tensor) -> Any:
+        return getattr(torch, t.device.type).Event()
 
     def _gather(self, results: list) -> tuple[Any, int]:
         """One stack on the device of every result's six values (after the streams they came
         from), one non-blocking copy into pinned memory, one wait on the stack's current stream."""
-        first = results[0][0]
-        cur = _current_stream(first)
-        if cur is not None:
-            self._order(cur, first.device)
+        self._order(results[0][0])
         dev = _VF.stack([v for r in results for v in r])
         try:
             host = torch.empty(dev.shape, dtype=torch.float32, pin_memory=True)

@@ -26,7 +26,14 @@ pytest.importorskip("mindspore")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from recorder_testutil import CLI, LIB, LIB64, REPO, run_counted, sim_env  # noqa: E402
-from test_device_stats_npu import check_equal_but_ambiguous, d2h, leaves, no_finite_with_nan, waits  # noqa: E402
+from test_device_stats_npu import (  # noqa: E402
+    check_equal_but_ambiguous,
+    compare,
+    d2h,
+    leaves,
+    no_finite_with_nan,
+    waits,
+)
 
 pytestmark = pytest.mark.skipif(
     not (LIB64 / "libascendcl.so").exists(), reason="the simulator's CANN tree (scripts/build.sh) is absent"
@@ -297,3 +304,46 @@ def test_hybrid_with_backward_against_exact(tmp_path):
             assert abs(h["Norm"] - norm) <= 1e-6 * norm, (name, h["Norm"], norm)
     assert reduced >= 6, reduced
     assert f"device statistics: {reduced} tensors" in log, log[-1500:]
+
+
+SIDE = r"""
+import sys
+import numpy as np
+import mindspore as ms
+from mindspore import Tensor, mint
+ms.set_context(mode=ms.PYNATIVE_MODE, device_target="Ascend")
+from msprobe.mindspore import PrecisionDebugger
+x = Tensor(np.random.default_rng(0).standard_normal((64, 48)).astype(np.float32)) * 1.0
+dbg = PrecisionDebugger(dump_path=sys.argv[1], task="statistics", level="L1")
+side = ms.runtime.Stream()
+side.wait_stream(ms.runtime.current_stream())
+dbg.start()
+if sys.argv[2] == "reduce-on-side":
+    with ms.runtime.StreamCtx(side):
+        a = mint.add(mint.mul(x, 3.0), 1.0)
+    dbg.stop()   # fetched on the default stream while the side stream still runs its delayed kernels
+else:  # reduced on the default stream, fetched on the side stream
+    a = mint.add(mint.mul(x, 3.0), 1.0)
+    with ms.runtime.StreamCtx(side):
+        dbg.stop()
+ms.runtime.current_stream().wait_stream(side)
+dbg.step()
+"""
+
+
+def test_results_of_a_side_stream_are_waited_for(tmp_path):
+    """As for torch (msprobe.core.devstats orders the streams for both): results reduced under
+    ``StreamCtx(side)`` and fetched on the default stream, and the reverse. With every simulated
+    kernel delayed, an unordered fetch read the results before they were written (Max 0.0 where
+    10.2 is right, silently). Truth: the blocking host path."""
+    src = tmp_path / "side.py"
+    src.write_text(SIDE)
+    for case in ("reduce-on-side", "fetch-on-side"):
+        got = {}
+        for name, ds in [("device", "1"), ("host", "0")]:
+            out = tmp_path / case / name
+            extra = {"MSPROBE_DEVICE_STATS": ds, "MSPROBE_ASYNC_COPY": "0", "CANNSIM_KERNEL_DELAY_US": "20000"}
+            run_counted([sys.executable, str(src), str(out), case], ms_env(**extra), tmp_path / f"{case}.{name}.json")
+            got[name] = data(out)
+        assert len(got["device"]) == 2, case
+        assert compare(got["device"], got["host"]) == [], case
