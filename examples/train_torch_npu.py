@@ -1,4 +1,4 @@
-"""An ordinary torch_npu training script: a small GPT or a small CNN, on `npu` (or `cpu` for comparison).
+"""An ordinary torch_npu training script: a small GPT, CNN or mixture of experts, on `npu` (or `cpu` for comparison).
 
 Nothing in it knows about the CANN simulator: it is what a user writes for an Ascend host
 (`import torch_npu`, `torch.npu.set_device`, `.npu()`, default optimizers). Under `torchrun` it trains
@@ -6,6 +6,7 @@ data-parallel with `torch.distributed` (backend `hccl` on npu, `gloo` on cpu).
 
     python examples/train_torch_npu.py --model gpt --steps 3            # GPT, AdamW (foreach default)
     python examples/train_torch_npu.py --model cnn --steps 3            # CNN, SGD with momentum
+    python examples/train_torch_npu.py --model moe --steps 3            # top-2 MoE, Adam (per tensor)
     torchrun --nproc-per-node 2 examples/train_torch_npu.py --model gpt # 2-rank DDP
     python examples/train_torch_npu.py --device cpu ...                 # the same on CPU torch
     python examples/train_torch_npu.py --msprobe config.json ...        # with msprobe.pytorch's usual lines
@@ -102,11 +103,46 @@ class CNN(nn.Module):
         return F.cross_entropy(self.fc(torch.flatten(self.features(x), 1)), targets)
 
 
+class Expert(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.w1, self.w2, self.w3 = nn.Linear(d, 2 * d), nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+
+    def forward(self, x):
+        return self.w3(F.silu(self.w1(x)) * self.w2(x))  # SwiGLU
+
+
+class MoE(nn.Module):
+    """A token model with what the GPT lacks: an RMS norm through `var`, a causal running mean
+    (`cumsum`), top-2 routing (`topk`) over SwiGLU experts, and a loss from `logsumexp` and `gather`
+    (whose backward scatters), plus an `mse_loss` term on a flipped copy."""
+
+    def __init__(self, vocab=64, d=32, experts=4):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.gate = nn.Linear(d, experts)
+        self.experts = nn.ModuleList([Expert(d) for _ in range(experts)])
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx, targets):
+        x = self.emb(idx)
+        x = x / (x.var(-1, keepdim=True, unbiased=False) + 1e-5).sqrt()
+        x = x + x.cumsum(1) / torch.arange(1, x.shape[1] + 1, device=x.device)[None, :, None]
+        w, top = self.gate(x).softmax(-1).topk(2, -1)
+        y = torch.zeros_like(x)
+        for k in range(2):
+            for j, expert in enumerate(self.experts):
+                y = y + (top[..., k] == j).unsqueeze(-1).float() * w[..., k : k + 1] * expert(x)
+        logits = self.head(y + x)
+        picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        return (logits.logsumexp(-1) - picked).mean() + 0.01 * F.mse_loss(logits.flip(1), logits.detach())
+
+
 def batches(model, steps, batch, rank, world, seq=16, vocab=64):
     """Deterministic synthetic data; each rank takes its slice of the global batch."""
     g = torch.Generator().manual_seed(1234)
     for _ in range(steps):
-        if model == "gpt":
+        if model in ("gpt", "moe"):
             x = torch.randint(0, vocab, (batch * world, seq), generator=g)
             y = torch.roll(x, -1, dims=1)
         else:
@@ -117,7 +153,7 @@ def batches(model, steps, batch, rank, world, seq=16, vocab=64):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", choices=["gpt", "cnn"], default="gpt")
+    ap.add_argument("--model", choices=["gpt", "cnn", "moe"], default="gpt")
     ap.add_argument("--device", choices=["npu", "cpu"], default="npu")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=4)
@@ -148,6 +184,9 @@ def main():
     if a.model == "gpt":
         model = GPT(vocab=a.vocab, block=a.seq, d=a.d_model, layers=a.layers, dropout=a.dropout)
         opt_ctor = lambda p: torch.optim.AdamW(p, lr=a.lr or 1e-3)  # noqa: E731
+    elif a.model == "moe":
+        model = MoE(vocab=a.vocab, d=a.d_model)
+        opt_ctor = lambda p: torch.optim.Adam(p, lr=a.lr or 1e-2, foreach=False)  # noqa: E731  (per-tensor lerp_)
     else:
         model = CNN()
         opt_ctor = lambda p: torch.optim.SGD(p, lr=a.lr or 0.01, momentum=0.9)  # noqa: E731

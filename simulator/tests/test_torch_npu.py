@@ -72,7 +72,7 @@ def test_import_torch_npu_sees_the_simulated_devices():
     assert float(second) == 0.0
 
 
-@pytest.mark.parametrize("model", ["gpt", "cnn"])
+@pytest.mark.parametrize("model", ["gpt", "cnn", "moe"])
 def test_script_trains_like_cpu(model, tmp_path):
     trace = tmp_path / "trace.jsonl"
     args = [EXAMPLE, "--model", model, "--steps", "3", "--dropout", "0"]
@@ -87,8 +87,11 @@ def test_script_trains_like_cpu(model, tmp_path):
     # the default optimizers run their foreach kernels, the models their own operators
     if model == "gpt":
         assert {"aclnnForeachLerpScalar", "aclnnForeachAddcmulScalarV2", "aclnnTril", "aclnnLayerNorm"} <= ops
-    else:
+    elif model == "cnn":
         assert {"aclnnConvolutionBackward", "aclnnBatchNorm", "aclnnMaxPool2dWithMask", "aclnnForeachAddListV2"} <= ops
+    else:  # Adam per tensor (lerp_), top-2 routing, SwiGLU, var, cumsum, gather's backward, logsumexp, mse_loss
+        want = {"aclnnInplaceLerps", "aclnnTopk", "aclnnSiluBackward", "aclnnVarCorrection", "aclnnCumsum"}
+        assert want | {"aclnnScatterAdd", "aclnnLogSumExp", "aclnnMseLossBackward", "aclnnFlip"} <= ops
 
 
 def test_gpt_with_default_dropout_runs_and_is_reproducible(tmp_path):

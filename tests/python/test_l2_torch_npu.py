@@ -76,15 +76,17 @@ def run(cmd, e, timeout=300):
     return p
 
 
-@pytest.mark.parametrize("model", ["gpt", "cnn"])
+@pytest.mark.parametrize("model", ["gpt", "cnn", "moe"])
 def test_one_rank_every_launch_captured_with_matching_crcs(model, tmp_path):
     trace = tmp_path / "trace.jsonl"
     run([NPU_PY, EXAMPLE, "--model", model, "--steps", "2"], env(tmp_path, str(trace)))
     ops = {t["op"] for t in check(trace, tmp_path / "dump" / "step0" / "rank")}
     if model == "gpt":
         assert {"aclnnInplaceAddcdiv", "aclnnForeachLerpScalar", "aclnnTril", "aclnnDropoutDoMask"} <= ops
-    else:
+    elif model == "cnn":
         assert {"aclnnConvolutionBackward", "aclnnBatchNorm", "aclnnMaxPool2dWithMask"} <= ops
+    else:
+        assert {"aclnnTopk", "aclnnScatterAdd", "aclnnInplaceLerps", "aclnnSiluBackward"} <= ops
 
 
 def test_common_ops_every_launch_captured(tmp_path):
