@@ -101,12 +101,14 @@ class DeviceStats:
         self.failed = False
         # Results reduced on a stream other than the fetching one must be complete before the
         # fetch's stack reads them. Per side stream (not the device's default stream), one event,
-        # re-recorded after each reduction there; the fetch's stream waits for the events recorded
-        # since the last fetch, on the device (no host wait, and no dependency on work queued
-        # later on those streams). Results on the default stream, fetched from a side stream,
-        # make that stream wait for the default one. (torch and MindSpore streams and events
-        # share these method names: ``record(stream)``, ``wait_event``, ``wait_stream``.)
-        self.side: list[list[Any]] = []  # [stream, event, recorded since the last fetch]
+        # re-recorded after each reduction there; the fetch's stream waits for every side
+        # stream's event, on the device (no host wait, and no dependency on work queued later on
+        # those streams; an event of an earlier batch has long completed). Once a result came
+        # from the default stream, a fetch on a side stream waits for the default one. Nothing is
+        # reset per fetch: a thread's reduction marked just before another thread's fetch is
+        # still waited for by its own, later fetch. (torch and MindSpore streams and events share
+        # these method names: ``record(stream)``, ``wait_event``, ``wait_stream``.)
+        self.side: list[tuple[Any, Any]] = []  # (stream, event)
         self.default_used = False
         self.stream_lock = threading.Lock()
         atexit.register(self._at_exit)
@@ -160,16 +162,15 @@ class DeviceStats:
         if streams is None:
             return
         cur, default = streams
-        if cur == default:
-            self.default_used = True
-            return
         with self.stream_lock:
+            if cur == default:
+                self.default_used = True
+                return
             entry = next((e for e in self.side if e[0] == cur), None)
             if entry is None:
-                entry = [cur, self._new_event(t), False]
+                entry = (cur, self._new_event(t))
                 self.side.append(entry)
             entry[1].record(cur)
-            entry[2] = True
 
     def _order(self, t: Any) -> None:
         """Makes the stream a fetch stacks on (`t`'s current one) wait, on the device, for the
@@ -179,10 +180,8 @@ class DeviceStats:
             return
         cur, default = streams
         with self.stream_lock:
-            events = [e[1] for e in self.side if e[2] and e[0] != cur]
-            for e in self.side:
-                e[2] = False
-            default_used, self.default_used = self.default_used, False
+            events = [e[1] for e in self.side if e[0] != cur]
+            default_used = self.default_used
         for ev in events:
             cur.wait_event(ev)
         if default_used and cur != default:
