@@ -248,6 +248,8 @@ SIGS = {
     "InplaceLerps": "TTS",
     "MseLoss": "TTlT",
     "MseLossBackward": "TTTlT",
+    "Index": "TLT",
+    "IndexPutImpl": "TLT??",
 }
 CT = {
     "T": VP,

@@ -117,6 +117,16 @@ impl DType {
             _ => self.get(b) as i64,
         }
     }
+    /// Encode one integer exactly (narrower integer dtypes keep the low bytes, as a C cast; floats
+    /// and bool through `put`).
+    pub fn put_i64(self, b: &mut [u8], v: i64) {
+        if self.is_int() {
+            let n = self.size();
+            b[..n].copy_from_slice(&v.to_le_bytes()[..n]);
+        } else {
+            self.put(b, v as f64);
+        }
+    }
     /// Encode one element (f32 values round to nearest-even for f16/bf16; ints truncate, saturating).
     pub fn put(self, b: &mut [u8], v: f64) {
         match self {

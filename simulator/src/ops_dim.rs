@@ -1,13 +1,15 @@
 //! aclnn operators that work along dimensions or mix a few tensors elementwise, as torch_npu's
 //! op-plugin launches them for common torch calls (`sort`, `topk`, `max(dim)`, `argmax`, `cumsum`,
 //! `flip`, `roll`, `scatter`/`scatter_add` (also gather's backward), `var`, `std`, `prod`,
-//! `logsumexp`, `lerp` (Adam's moment update), `mse_loss`). Without them torch_npu falls back to
+//! `logsumexp`, `lerp` (Adam's moment update), `mse_loss`, and advanced indexing `x[idx]` /
+//! `x[idx] = v`). Without them torch_npu falls back to
 //! aclop kernels the simulator does not have, and every later op of the script computes nothing.
 //!
-//! Values are read as f64 and rounded once to the out dtype on store (int64 beyond 2^53 is
-//! inexact); the orderings put NaN above every number, as torch does.
+//! Values that only move (flip, roll, sort/topk/max values, scatter and index) move as raw
+//! elements; integer sums and products are computed in i64 (wrapping); float arithmetic reads f64
+//! and rounds once to the out dtype on store. The orderings put NaN above every number, as torch.
 use crate::kernels::split_dim;
-use crate::ops_ext::{axis, float, index_dtype, inv, red_axes, reduced_shape, reduced_slots, same_shape, t};
+use crate::ops_ext::{axis, float, index_dtype, inv, l, red_axes, reduced_shape, reduced_slots, same_shape, t};
 use crate::tensor::{bview, contiguous_strides, numel, TView, SV};
 use std::cmp::Ordering;
 
@@ -48,13 +50,104 @@ pub enum DimOp {
     /// slots: self, out. The reductions of `RKind` over `dims` (all when empty).
     Reduce { kind: RKind, dims: Vec<i64>, keep: bool },
     /// slots: self, end, weight (a tensor; absent with a scalar `weight`), out (absent when `inplace`). aclnnLerp /
-    /// aclnnLerps: self + w (end - self), computed in f32 as torch (w < 0.5 from self, else from end).
+    /// aclnnLerps: self + w (end - self), computed in f32 (f64 for a float64 out) as torch (|w| < 0.5
+    /// from self, else from end).
     Lerp { weight: Option<f64>, inplace: bool },
     /// slots: self, target, out. aclnnMseLoss: (self - target)^2, reduction 0 none, 1 mean, 2 sum.
     MseLoss { reduction: i64 },
     /// slots: gradOutput, self, target, gradInput. aclnnMseLossBackward: 2 (self - target) grad
     /// (/ N for mean).
     MseLossBackward { reduction: i64 },
+    /// slots: self, indices (list), out. aclnnIndex: numpy/torch advanced indexing of self's
+    /// leading dims by int32/int64 tensors (broadcast together; negative counts from the end); an
+    /// empty index tensor, of any dtype, stands for a full slice (torch_npu's encoding of `:`). The broadcast
+    /// dims replace the indexed ones in place when those are adjacent, else come first.
+    Index,
+    /// slots: selfRef, indices (list), values. aclnnIndexPutImpl: `self[indices] = values` (values
+    /// broadcast to the indexed shape; with `accumulate`, +=, repeated positions adding up).
+    IndexPut { accumulate: bool },
+}
+
+/// An index tensor's values and shape.
+type IndexT = (Vec<i64>, Vec<i64>);
+
+/// For advanced indexing of `shape` by `idx` (per leading dim: None = full slice, else the index
+/// values and their shape): the result's shape and, per result element, the flat offset of the
+/// element of a contiguous `shape` it selects.
+fn index_plan(shape: &[i64], idx: &[Option<IndexT>]) -> Result<(Vec<i64>, Vec<usize>), i32> {
+    if idx.len() > shape.len() {
+        return Err(inv(format!("index: {} index tensors for a rank-{} self", idx.len(), shape.len())));
+    }
+    let defined: Vec<usize> = (0..idx.len()).filter(|&d| idx[d].is_some()).collect();
+    let mut b: Vec<i64> = Vec::new();
+    for (_, sh) in idx.iter().flatten() {
+        b = crate::kernels::broadcast_shape(&b, sh)
+            .ok_or_else(|| inv(format!("index: index shapes {b:?} and {sh:?} do not broadcast")))?;
+    }
+    let views: Vec<Vec<i64>> = idx
+        .iter()
+        .flatten()
+        .map(|(v, sh)| {
+            let st = contiguous_strides(sh);
+            let lead = b.len() - sh.len();
+            // each broadcast position's value
+            (0..numel(&b) as i64)
+                .map(|k| {
+                    let bst = contiguous_strides(&b);
+                    let off: i64 = (0..sh.len())
+                        .map(|q| if sh[q] == 1 { 0 } else { k / bst[lead + q] % b[lead + q] * st[q] })
+                        .sum();
+                    v[off as usize]
+                })
+                .collect()
+        })
+        .collect();
+    let adjacent = defined.windows(2).all(|w| w[1] == w[0] + 1);
+    let rest: Vec<usize> = (0..shape.len()).filter(|d| !defined.contains(d)).collect();
+    // result layout: (before, B, after) in dims of self, B a block
+    let split = if adjacent && !defined.is_empty() { rest.iter().take_while(|&&d| d < defined[0]).count() } else { 0 };
+    let mut out_shape: Vec<i64> = rest[..split].iter().map(|&d| shape[d]).collect();
+    out_shape.extend_from_slice(&b);
+    out_shape.extend(rest[split..].iter().map(|&d| shape[d]));
+    let ost = contiguous_strides(&out_shape);
+    let sst = contiguous_strides(shape);
+    let mut src = Vec::with_capacity(numel(&out_shape));
+    for k in 0..numel(&out_shape) as i64 {
+        let c: Vec<i64> = (0..out_shape.len()).map(|q| k / ost[q] % out_shape[q]).collect();
+        let bpos = {
+            let bst = contiguous_strides(&b);
+            (0..b.len()).map(|q| c[split + q] * bst[q]).sum::<i64>() as usize
+        };
+        let mut off = 0i64;
+        for (j, &d) in defined.iter().enumerate() {
+            let n = shape[d];
+            let v = views[j][bpos];
+            if v < -n || v >= n {
+                return Err(inv(format!("index: {v} out of range for dim {d} of size {n}")));
+            }
+            off += v.rem_euclid(n.max(1)) * sst[d];
+        }
+        for (j, &d) in rest.iter().enumerate() {
+            let q = if j < split { j } else { j + b.len() };
+            off += c[q] * sst[d];
+        }
+        src.push(off as usize);
+    }
+    Ok((out_shape, src))
+}
+
+/// The index tensors of slot `i` for `index_plan` (empty ones: full slices).
+fn index_list(s: &[SV], i: usize, read: bool) -> Result<Vec<Option<IndexT>>, i32> {
+    l(s, i)?
+        .iter()
+        .map(|v| {
+            if v.numel() == 0 {
+                return Ok(None); // a slice, whatever its dtype (torch_npu passes self's)
+            }
+            index_dtype(v)?;
+            Ok(Some((if read { v.read_i64()? } else { vec![0; v.numel()] }, v.shape.clone())))
+        })
+        .collect()
 }
 
 /// NaN above every number (torch's sort and max order).
@@ -138,6 +231,87 @@ fn mse_shape(s: &[SV]) -> Result<Vec<i64>, i32> {
         .ok_or_else(|| inv(format!("mse_loss: shapes {:?} and {:?} do not broadcast", a.shape, b.shape)))
 }
 
+fn reduction_ok(r: i64) -> Result<(), i32> {
+    if (0..=2).contains(&r) {
+        Ok(())
+    } else {
+        Err(inv(format!("reduction {r} must be 0 (none), 1 (mean) or 2 (sum)")))
+    }
+}
+
+/// `dst[k] = src[idx[k]]`: raw elements when the dtypes agree (exact for int64 and every float),
+/// else converted through f64.
+fn take(src: &TView, dst: &TView, idx: &[usize]) -> Result<(), i32> {
+    if src.dtype == dst.dtype {
+        let es = src.dtype.size();
+        let x = src.read_raw()?;
+        let mut y = Vec::with_capacity(idx.len() * es);
+        for &k in idx {
+            y.extend_from_slice(&x[k * es..k * es + es]);
+        }
+        dst.write_raw(&y)
+    } else {
+        let x = src.read_f64()?;
+        dst.write_f64(&idx.iter().map(|&k| x[k]).collect::<Vec<_>>())
+    }
+}
+
+/// The flat source index of each element of lanes of length `m` whose lane-local indices are `idx`.
+fn lane_src(idx: &[f64], (_, n, inn): (usize, usize, usize), m: usize) -> Vec<usize> {
+    (0..idx.len())
+        .map(|k| {
+            let (p, q) = (k / (m * inn), k % inn);
+            (p * n + idx[k] as usize) * inn + q
+        })
+        .collect()
+}
+
+/// Applies `(position, source)` updates to `a`'s values, written to `o`: integers in i64 (wrapping,
+/// exact), floats in f64. `source` None takes `value`; `reduce` 1 adds, 2 multiplies, else replaces.
+fn update(
+    a: &TView,
+    o: &TView,
+    src: Option<&TView>,
+    value: f64,
+    plan: &[(usize, usize)],
+    reduce: i64,
+) -> Result<(), i32> {
+    if a.dtype.is_int() {
+        let mut y = a.read_i64()?;
+        let sv = src.map(|t| t.read_i64()).transpose()?;
+        for &(at, from) in plan {
+            let v = sv.as_ref().map_or(value as i64, |sv| sv[from]);
+            y[at] = match reduce {
+                1 => y[at].wrapping_add(v),
+                2 => y[at].wrapping_mul(v),
+                _ => v,
+            };
+        }
+        o.write_i64(&y)
+    } else {
+        let mut y = a.read_f64()?;
+        let sv = src.map(|t| t.read_f64()).transpose()?;
+        for &(at, from) in plan {
+            let v = sv.as_ref().map_or(value, |sv| sv[from]);
+            y[at] = match reduce {
+                1 => y[at] + v,
+                2 => y[at] * v,
+                _ => v,
+            };
+        }
+        o.write_f64(&y)
+    }
+}
+
+/// torch's lerp for float64 outs.
+fn lerp64(a: f64, b: f64, w: f64) -> f64 {
+    if w.abs() < 0.5 {
+        a + w * (b - a)
+    } else {
+        b - (b - a) * (1.0 - w)
+    }
+}
+
 /// torch's lerp in f32.
 fn lerp(a: f32, b: f32, w: f32) -> f32 {
     if w.abs() < 0.5 {
@@ -158,8 +332,8 @@ impl DimOp {
             }
             DimOp::Extreme { dim, keep, values, .. } => {
                 let a = t(s, 0)?;
-                if a.numel() == 0 {
-                    return Err(inv("max/min/argmax over a dim: self is empty"));
+                if lanes(&a.shape, *dim)?.1 == 0 {
+                    return Err(inv(format!("max/min/argmax: dim {dim} of {:?} is empty", a.shape)));
                 }
                 let want = dim_reduced(&a.shape, *dim, *keep)?;
                 let i = t(s, if *values { 2 } else { 1 })?;
@@ -187,8 +361,13 @@ impl DimOp {
             }
             DimOp::Flip { dims } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
+                let mut seen = Vec::new();
                 for &d in dims {
-                    axis(d, a.shape.len())?;
+                    let k = axis(d, a.shape.len())?;
+                    if seen.contains(&k) {
+                        return Err(inv(format!("flip: dim {d} appears more than once in {dims:?}")));
+                    }
+                    seen.push(k);
                 }
                 same_shape(a, o, "out")?;
             }
@@ -200,12 +379,18 @@ impl DimOp {
                 {
                     return Err(inv(format!("roll: shifts {shifts:?} and dims {dims:?} do not pair")));
                 }
+                if a.shape.is_empty() && !dims.is_empty() {
+                    return Err(inv("roll: a 0-d tensor takes no dims"));
+                }
                 for &d in dims {
                     axis(d, a.shape.len())?;
                 }
                 same_shape(a, o, "out")?;
             }
-            DimOp::Scatter { dim, value, inplace, .. } => {
+            DimOp::Scatter { dim, value, inplace, reduce } => {
+                if !(0..=2).contains(reduce) {
+                    return Err(inv(format!("scatter: reduce {reduce} must be 0 (none), 1 (add) or 2 (multiply)")));
+                }
                 let (a, i) = (t(s, 0)?, t(s, 1)?);
                 let d = axis(*dim, a.shape.len())?;
                 index_dtype(i)?;
@@ -257,12 +442,23 @@ impl DimOp {
                 }
             }
             DimOp::MseLoss { reduction } => {
+                reduction_ok(*reduction)?;
                 let shape = mse_shape(s)?;
                 let o = t(s, 2)?;
                 float(o, "out")?;
                 want_shape(o, if *reduction == 0 { &shape } else { &[] }, "out")?;
             }
-            DimOp::MseLossBackward { .. } => {
+            DimOp::Index | DimOp::IndexPut { .. } => {
+                let (a, b) = (t(s, 0)?, t(s, 2)?);
+                let (shape, _) = index_plan(&a.shape, &index_list(s, 1, false)?)?;
+                if matches!(self, DimOp::Index) {
+                    want_shape(b, &shape, "out")?;
+                } else {
+                    bview(b, &shape)?;
+                }
+            }
+            DimOp::MseLossBackward { reduction } => {
+                reduction_ok(*reduction)?;
                 let shape = mse_shape(&s[1..])?;
                 let (g, o) = (t(s, 0)?, t(s, 3)?);
                 bview(g, &shape)?;
@@ -278,6 +474,23 @@ impl DimOp {
             DimOp::Cumsum { dim } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 let l = lanes(&a.shape, *dim)?;
+                if o.dtype.is_int() {
+                    // integers exactly (wrapping, as the device's int64 adds)
+                    let v = a.read_i64()?;
+                    let mut y = vec![0i64; v.len()];
+                    let (outer, n, inn) = l;
+                    for p in 0..outer {
+                        for q in 0..inn {
+                            let mut acc = 0i64;
+                            for j in 0..n {
+                                let k = (p * n + j) * inn + q;
+                                acc = acc.wrapping_add(v[k]);
+                                y[k] = acc;
+                            }
+                        }
+                    }
+                    return o.write_i64(&y);
+                }
                 let (y, _) = map_lanes(&a.read_f64()?, l, l.1, |x, y, _| {
                     let mut acc = 0.0;
                     for (v, out) in x.iter().zip(y.iter_mut()) {
@@ -290,7 +503,7 @@ impl DimOp {
             DimOp::Extreme { dim, min, values, .. } => {
                 let a = t(s, 0)?;
                 let l = lanes(&a.shape, *dim)?;
-                let (v, i) = map_lanes(&a.read_f64()?, l, 1, |x, v, i| {
+                let (_, i) = map_lanes(&a.read_f64()?, l, 1, |x, _, i| {
                     let mut best = 0;
                     for (j, &c) in x.iter().enumerate().skip(1) {
                         let b = x[best];
@@ -299,11 +512,10 @@ impl DimOp {
                             best = j;
                         }
                     }
-                    v[0] = x[best];
                     i[0] = best as f64;
                 });
                 if *values {
-                    t(s, 1)?.write_f64(&v)?;
+                    take(a, t(s, 1)?, &lane_src(&i, l, 1))?;
                 }
                 t(s, if *values { 2 } else { 1 })?.write_f64(&i)
             }
@@ -311,39 +523,38 @@ impl DimOp {
                 let a = t(s, 0)?;
                 let l = lanes(&a.shape, *dim)?;
                 let m = k.map_or(l.1, |k| k as usize);
-                let (v, i) = map_lanes(&a.read_f64()?, l, m, |x, v, i| {
+                let (_, i) = map_lanes(&a.read_f64()?, l, m, |x, _, i| {
                     let mut idx: Vec<usize> = (0..x.len()).collect();
                     idx.sort_by(|&p, &q| if *descending { order(x[q], x[p]) } else { order(x[p], x[q]) });
                     for j in 0..m {
-                        v[j] = x[idx[j]];
                         i[j] = idx[j] as f64;
                     }
                 });
-                t(s, 1)?.write_f64(&v)?;
+                take(a, t(s, 1)?, &lane_src(&i, l, m))?;
                 t(s, 2)?.write_f64(&i)
             }
             DimOp::Flip { dims } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
+                if a.shape.is_empty() {
+                    return take(a, o, &[0]);
+                }
                 let rank = a.shape.len();
                 let ax = dims.iter().map(|&d| axis(d, rank)).collect::<Result<Vec<_>, _>>()?;
-                let x = a.read_f64()?;
                 let shape = &a.shape;
                 let src = remap(shape, |c| {
                     for &d in &ax {
                         c[d] = shape[d] - 1 - c[d];
                     }
                 });
-                o.write_f64(&src.iter().map(|&k| x[k]).collect::<Vec<_>>())
+                take(a, o, &src)
             }
             DimOp::Roll { shifts, dims } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
-                let x = a.read_f64()?;
+                let n = a.numel();
                 if dims.is_empty() {
-                    let n = x.len() as i64;
-                    let sh = if n == 0 { 0 } else { shifts[0].rem_euclid(n) } as usize;
-                    let mut y = x[x.len() - sh..].to_vec();
-                    y.extend_from_slice(&x[..x.len() - sh]);
-                    return o.write_f64(&y);
+                    let sh = if n == 0 { 0 } else { shifts[0].rem_euclid(n as i64) as usize };
+                    let src: Vec<usize> = (0..n).map(|k| (k + n - sh) % n).collect();
+                    return take(a, o, &src);
                 }
                 let rank = a.shape.len();
                 let ax = dims.iter().map(|&d| axis(d, rank)).collect::<Result<Vec<_>, _>>()?;
@@ -353,24 +564,19 @@ impl DimOp {
                         c[d] = (c[d] - sh).rem_euclid(shape[d].max(1));
                     }
                 });
-                o.write_f64(&src.iter().map(|&k| x[k]).collect::<Vec<_>>())
+                take(a, o, &src)
             }
             DimOp::Scatter { dim, reduce, value, inplace } => {
                 let (a, i) = (t(s, 0)?, t(s, 1)?);
                 let o = if *inplace { a } else { t(s, if value.is_some() { 2 } else { 3 })? };
-                let mut y = a.read_f64()?;
                 let idx = i.read_i64()?;
-                let src = match value {
-                    Some(_) => None,
-                    None => {
-                        let sv = t(s, 2)?;
-                        Some((sv.read_f64()?, contiguous_strides(&sv.shape)))
-                    }
-                };
+                let src = if value.is_some() { None } else { Some(t(s, 2)?) };
+                let sst = src.map(|v| contiguous_strides(&v.shape));
                 let d = axis(*dim, a.shape.len())?;
                 let (ast, ist) = (contiguous_strides(&a.shape), contiguous_strides(&i.shape));
+                let n = a.shape.get(d).copied().unwrap_or(1);
+                let mut plan = Vec::with_capacity(idx.len());
                 for (k, &j) in idx.iter().enumerate() {
-                    let n = a.shape.get(d).copied().unwrap_or(1);
                     if j < 0 || j >= n {
                         return Err(inv(format!("scatter: index {j} out of range for dim {d} of size {n}")));
                     }
@@ -378,22 +584,13 @@ impl DimOp {
                     for q in 0..i.shape.len() {
                         let c = k as i64 / ist[q] % i.shape[q];
                         at += if q == d { j } else { c } * ast.get(q).copied().unwrap_or(0);
-                        if let Some((_, sst)) = &src {
+                        if let Some(sst) = &sst {
                             from += c * sst[q];
                         }
                     }
-                    let v = match &src {
-                        Some((sv, _)) => sv[from as usize],
-                        None => value.unwrap_or(0.0),
-                    };
-                    let cell = &mut y[at as usize];
-                    *cell = match reduce {
-                        1 => *cell + v,
-                        2 => *cell * v,
-                        _ => v,
-                    };
+                    plan.push((at as usize, from as usize));
                 }
-                o.write_f64(&y)
+                update(a, o, src, value.unwrap_or(0.0), &plan, *reduce)
             }
             DimOp::Reduce { kind, dims, .. } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
@@ -402,6 +599,14 @@ impl DimOp {
                 let mut groups = vec![Vec::new(); numel(&reduced_shape(&a.shape, &red, true))];
                 for (&v, &g) in a.read_f64()?.iter().zip(&slots) {
                     groups[g].push(v);
+                }
+                if *kind == RKind::Prod && o.dtype.is_int() {
+                    // integers exactly (wrapping)
+                    let mut acc = vec![1i64; groups.len()];
+                    for (&v, &g) in a.read_i64()?.iter().zip(&slots) {
+                        acc[g] = acc[g].wrapping_mul(v);
+                    }
+                    return o.write_i64(&acc);
                 }
                 let y: Vec<f64> = groups
                     .iter()
@@ -430,13 +635,21 @@ impl DimOp {
             DimOp::Lerp { weight, inplace } => {
                 let a = t(s, 0)?;
                 let o = if *inplace { a } else { t(s, if weight.is_some() { 2 } else { 3 })? };
-                let x = bview(a, &o.shape)?.read_f32()?;
-                let e = bview(t(s, 1)?, &o.shape)?.read_f32()?;
+                let x = bview(a, &o.shape)?.read_f64()?;
+                let e = bview(t(s, 1)?, &o.shape)?.read_f64()?;
                 let w = match weight {
-                    Some(w) => vec![*w as f32; x.len()],
-                    None => bview(t(s, 2)?, &o.shape)?.read_f32()?,
+                    Some(w) => vec![*w; x.len()],
+                    None => bview(t(s, 2)?, &o.shape)?.read_f64()?,
                 };
-                o.write_f32(&x.iter().zip(&e).zip(&w).map(|((&a, &b), &w)| lerp(a, b, w)).collect::<Vec<_>>())
+                let wide = o.dtype == crate::dtype::DType::F64;
+                let y = x.iter().zip(&e).zip(&w).map(|((&a, &b), &w)| {
+                    if wide {
+                        lerp64(a, b, w)
+                    } else {
+                        lerp(a as f32, b as f32, w as f32) as f64
+                    }
+                });
+                o.write_f64(&y.collect::<Vec<_>>())
             }
             DimOp::MseLoss { reduction } => {
                 let shape = mse_shape(s)?;
@@ -449,6 +662,18 @@ impl DimOp {
                     1 => o.write_f64(&[sq.iter().sum::<f64>() / sq.len() as f64]),
                     _ => o.write_f64(&[sq.iter().sum::<f64>()]),
                 }
+            }
+            DimOp::Index => {
+                let (a, o) = (t(s, 0)?, t(s, 2)?);
+                let (_, src) = index_plan(&a.shape, &index_list(s, 1, true)?)?;
+                take(a, o, &src)
+            }
+            DimOp::IndexPut { accumulate } => {
+                let a = t(s, 0)?;
+                let (shape, dst) = index_plan(&a.shape, &index_list(s, 1, true)?)?;
+                let v = bview(t(s, 2)?, &shape)?;
+                let plan: Vec<(usize, usize)> = dst.into_iter().enumerate().map(|(k, at)| (at, k)).collect();
+                update(a, a, Some(&v), 0.0, &plan, i64::from(*accumulate))
             }
             DimOp::MseLossBackward { reduction } => {
                 let o = t(s, 3)?;

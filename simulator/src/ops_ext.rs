@@ -351,7 +351,7 @@ pub(crate) fn opt(s: &[SV], i: usize) -> Option<&TView> {
         _ => None,
     }
 }
-fn l(s: &[SV], i: usize) -> Result<&Vec<TView>, i32> {
+pub(crate) fn l(s: &[SV], i: usize) -> Result<&Vec<TView>, i32> {
     match s.get(i) {
         Some(SV::L(v)) => Ok(v),
         _ => Err(fail(ACLNN_ERR_PARAM_NULLPTR, format!("tensor list argument {i} is NULL"))),

@@ -138,6 +138,31 @@ impl TView {
         }
         mem::write(a, &b)
     }
+    /// The view's elements in row-major order, as raw bytes (`dtype.size()` each).
+    pub fn read_raw(&self) -> Result<Vec<u8>, i32> {
+        let b = self.read_span()?;
+        let es = self.dtype.size();
+        Ok(self.offsets().into_iter().flat_map(|o| b[o * es..o * es + es].iter().copied()).collect())
+    }
+    /// Stores raw elements of the view's dtype in row-major order (exact for every dtype).
+    pub fn write_raw(&self, v: &[u8]) -> Result<(), i32> {
+        let (a, _) = self.byte_span();
+        let mut b = self.read_span()?;
+        let es = self.dtype.size();
+        for (k, o) in self.offsets().into_iter().enumerate() {
+            b[o * es..o * es + es].copy_from_slice(&v[k * es..k * es + es]);
+        }
+        mem::write(a, &b)
+    }
+    pub fn write_i64(&self, v: &[i64]) -> Result<(), i32> {
+        let (a, _) = self.byte_span();
+        let mut b = self.read_span()?;
+        let es = self.dtype.size();
+        for (o, x) in self.offsets().into_iter().zip(v) {
+            self.dtype.put_i64(&mut b[o * es..], *x);
+        }
+        mem::write(a, &b)
+    }
     pub fn write_f32(&self, v: &[f32]) -> Result<(), i32> {
         let (a, _) = self.byte_span();
         let mut b = self.read_span()?;

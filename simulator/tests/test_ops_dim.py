@@ -211,3 +211,120 @@ def test_reductions_and_mse(env, dt):
         gi = e.out(3, 4)
         e.run("MseLossBackward", gs, fs, ts, reduction, gi)
         e.check(gi, 2 * (f - tg) * g / (12 if reduction == 1 else 1), err_msg=f"mse bwd {reduction}")
+
+
+def index_ref(x, idx):
+    """numpy advanced indexing with None for a full slice."""
+    return x[tuple(slice(None) if i is None else i for i in idx)]
+
+
+@ALL
+def test_index_and_index_put(env, dt):
+    """aclnnIndex / aclnnIndexPutImpl (torch's `x[idx]` and `x[idx] = v`, `index_put(accumulate)`):
+    one or several int32/int64 index tensors broadcast together, negative indices, slices passed
+    as empty tensors of any dtype (adjacent index dims stay in place, separated ones go first),
+    repeated positions accumulating; out-of-range indices fail at the sync."""
+    e = env(dt)
+    xs, x = dev(e, e.rand(4, 5, 3))
+    slice_ = e.acl.tensor(shape=(0,), dtype=DTYPES[dt][0])  # torch_npu's `:` (self's dtype)
+    i0, i1 = np.array([[0, -1], [2, 2]]), np.array([4, 0])
+    i32 = e.acl.tensor(np.array([1, 3, 1], np.int32), dtype=cs.ACL_INT32)
+    cases = [
+        ([i64(e, i0)], [i0]),
+        ([i32], [np.array([1, 3, 1])]),
+        ([i64(e, i0), i64(e, i1)], [i0, i1]),  # broadcast to (2, 2), then dim 2
+        ([slice_, i64(e, i1)], [None, i1]),  # x[:, idx]
+        ([i64(e, i1 - 1), slice_, i64(e, [2, 0])], [i1 - 1, None, np.array([2, 0])]),  # separated: first
+    ]
+    for k, (handles, idx) in enumerate(cases):
+        want = index_ref(x, idx)
+        o = e.out(*want.shape)
+        e.run("Index", xs, handles, o)
+        e.check(o, want, err_msg=f"index case {k}")
+        v = e.rand(*want.shape)
+        vs, vq = dev(e, v)
+        t, _ = dev(e, x)
+        e.run("IndexPutImpl", t, handles, vs, False, False)
+        ref = x.copy()
+        ref[tuple(slice(None) if i is None else i for i in idx)] = vq
+        e.check(t, ref, err_msg=f"index_put case {k}")
+    x4s, x4 = dev(e, e.rand(2, 4, 5, 3))
+    a, b = np.array([3, 1]), np.array([[2], [0]])
+    want = index_ref(x4, [None, a, None, b])  # separated after a slice: the broadcast dims first
+    assert want.shape == (2, 2, 2, 5)
+    o = e.out(*want.shape)
+    e.run("Index", x4s, [slice_, i64(e, a), slice_, i64(e, b)], o)
+    e.check(o, want)
+    rep = np.array([0, 2, 0, 0])
+    vs, vq = dev(e, e.rand(4, 5, 3))
+    t, _ = dev(e, x)
+    e.run("IndexPutImpl", t, [i64(e, rep)], vs, True, False)
+    ref = x.copy()
+    np.add.at(ref, rep, vq)
+    e.check(t, ref, rtol=1e-2 if dt != "float32" else 1e-5)
+    t, _ = dev(e, x)
+    e.run("IndexPutImpl", t, [i64(e, i1 - 1)], e.t(np.array(7.0)), False, False)  # a 0-d value broadcast
+    ref = x.copy()
+    ref[i1 - 1] = 7.0
+    e.check(t, ref)
+    with pytest.raises(cs.AclError):
+        o = e.out(1, 5, 3)
+        e.run("Index", xs, [i64(e, [4])], o)
+        o.numpy(e.stream)
+    with pytest.raises(cs.AclError):  # float index values
+        e.run("Index", xs, [e.t(np.array([1.0]))], e.out(1, 5, 3))
+
+
+def test_integers_exact_and_edge_cases(env):
+    """int64 beyond 2^53 moves and sums exactly (flip, roll, sort, topk, max, cumsum, prod, scatter,
+    index); 0-d flip copies, 0-d roll with dims and repeated flip dims are refused; max over a dim
+    of an otherwise empty tensor gives empty results; bad reduction/reduce modes are refused; a
+    float64 lerp is computed in float64."""
+    e = env("float32")
+    big = np.array([[2**53 + 1, 3, -(2**62) + 7], [5, 2**60 + 3, 2**53 + 3]], np.int64)
+    bt = i64(e, big)
+
+    o = e.acl.tensor(shape=big.shape, dtype=cs.ACL_INT64)
+    e.run("Flip", bt, [1], o)
+    np.testing.assert_array_equal(ints(e, o), big[:, ::-1])
+    e.run("Roll", bt, [1], [0], o)
+    np.testing.assert_array_equal(ints(e, o), np.roll(big, 1, 0))
+    e.run("Cumsum", bt, 1, cs.ACL_INT64, o)
+    np.testing.assert_array_equal(ints(e, o), np.cumsum(big, 1))
+    i = e.acl.tensor(shape=big.shape, dtype=cs.ACL_INT64)
+    e.run("Sort", bt, True, 1, False, o, i)
+    np.testing.assert_array_equal(ints(e, o), np.sort(big, 1))
+    v, i = e.acl.tensor(shape=(2,), dtype=cs.ACL_INT64), e.acl.tensor(shape=(2,), dtype=cs.ACL_INT64)
+    e.run("MaxDim", bt, 1, False, v, i)
+    np.testing.assert_array_equal(ints(e, v), big.max(1))
+    p = e.acl.tensor(shape=(2,), dtype=cs.ACL_INT64)
+    e.run("ProdDim", i64(e, [[2**31, 2**31 + 1], [-3, 2**40]]), 1, False, cs.ACL_INT64, p)
+    np.testing.assert_array_equal(ints(e, p), [2**62 + 2**31, -3 * 2**40])
+    e.run("ScatterAdd", bt, 1, i64(e, [[0], [2]]), i64(e, [[1], [1]]), o)
+    np.testing.assert_array_equal(ints(e, o), big + [[1, 0, 0], [0, 0, 1]])
+    r = e.acl.tensor(shape=(1, 3), dtype=cs.ACL_INT64)
+    e.run("Index", bt, [i64(e, [1])], r)
+    np.testing.assert_array_equal(ints(e, r), big[[1]])
+    s0 = e.t(np.array(2.5))
+    o0 = e.out()
+    e.run("Flip", s0, [0], o0)
+    e.check(o0, 2.5)
+    with pytest.raises(cs.AclError):
+        e.run("Roll", s0, [1], [0], e.out())
+    xs, x = dev(e, e.rand(2, 3))
+    with pytest.raises(cs.AclError):
+        e.run("Flip", xs, [1, -1], e.out(2, 3))
+    empty = e.acl.tensor(shape=(0, 3), dtype=cs.ACL_FLOAT)
+    v, i = e.out(0), e.acl.tensor(shape=(0,), dtype=cs.ACL_INT64)
+    e.run("MaxDim", empty, 1, False, v, i)
+    with pytest.raises(cs.AclError):
+        e.run("MaxDim", empty, 0, False, e.out(3), e.acl.tensor(shape=(3,), dtype=cs.ACL_INT64))
+    with pytest.raises(cs.AclError):
+        e.run("MseLoss", xs, xs, 5, e.out())
+    with pytest.raises(cs.AclError):
+        e.run("Scatter", xs, 1, i64(e, [[0], [1]]), xs, 3, e.out(2, 3))
+    a64 = e.acl.tensor(np.array([1.0, 2.0]), dtype=cs.ACL_DOUBLE)
+    b64 = e.acl.tensor(np.array([1.0 + 1e-12, 2.0 + 1e-12]), dtype=cs.ACL_DOUBLE)
+    o64 = e.acl.tensor(shape=(2,), dtype=cs.ACL_DOUBLE)
+    e.run("Lerps", a64, b64, 0.5, o64)
+    np.testing.assert_allclose(o64.numpy(e.stream), [1.0 + 5e-13, 2.0 + 5e-13], rtol=0, atol=1e-15)

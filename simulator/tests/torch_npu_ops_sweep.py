@@ -15,6 +15,16 @@ def grad_of(f, x):
     return x.grad
 
 
+def T(v, like):  # an index (int64) or value tensor on `like`'s device
+    t = torch.tensor(v)
+    return t.to(like.device) if t.is_floating_point() else t.long().to(like.device)
+
+
+def setitem(t, idx, v):
+    t[idx] = v
+    return t
+
+
 def vi(pair):  # values and indices in one float tensor (torch_npu has no float64)
     return torch.cat([pair[0], pair[1].float()])
 
@@ -89,6 +99,14 @@ ops = {
     "gather_bw": lambda x, y, i: grad_of(lambda t: t.gather(1, torch.tensor([[2, 2]] * 4, device=t.device)), y),
     "silu_bw": lambda x, y, i: grad_of(F.silu, y),
     "mse_bw": lambda x, y, i: grad_of(lambda t: F.mse_loss(t, y.flip(1)), y),
+    "index": lambda x, y, i: y[T([0, 3, -1], y)],
+    "index2": lambda x, y, i: y[T([0, 2], y), T([5, -6], y)],
+    "index_col": lambda x, y, i: x[:, T([1, 1, 4], x)],
+    "index_int": lambda x, y, i: i[T([[1], [2]], i), T([0, 3], i)],
+    "index_put": lambda x, y, i: y.index_put((T([0, 2], y),), T(1.5, y)),
+    "index_put_acc": lambda x, y, i: y.index_put((T([0, 0, 3], y), T([1, 1, 2], y)), T([1.0, 2.0, 3.0], y), True),
+    "setitem": lambda x, y, i: setitem(y.clone(), (slice(None), T([2, 0], y)), y[:, :2] * 10),
+    "index_bw": lambda x, y, i: grad_of(lambda t: t[T([1, 1, 3], t)] * 2, y),
 }
 bad = []
 for n, f in ops.items():

@@ -90,7 +90,7 @@ def test_one_rank_every_launch_captured_with_matching_crcs(model, tmp_path):
 
 
 def test_common_ops_every_launch_captured(tmp_path):
-    """The 66-op sweep of simulator/tests/test_torch_npu.py (comparisons, where, sort/topk, scatter,
+    """The op sweep of simulator/tests/torch_npu_ops_sweep.py (comparisons, where, sort/topk, scatter, indexing,
     cumsum, var, lerp, mse_loss, backward passes...) under L2: every launch captured, CRCs equal to
     the trace, and the script's own results still equal CPU torch's (capture changes nothing)."""
     trace = tmp_path / "trace.jsonl"
@@ -98,6 +98,7 @@ def test_common_ops_every_launch_captured(tmp_path):
     assert json.loads(p.stdout.strip().splitlines()[-1])["bad"] == []
     ops = {t["op"] for t in check(trace, tmp_path / "dump" / "step0" / "rank")}
     assert {"aclnnSort", "aclnnTopk", "aclnnScatterAdd", "aclnnCumsum", "aclnnLerps", "aclnnMseLossBackward"} <= ops
+    assert {"aclnnIndex", "aclnnIndexPutImpl"} <= ops
 
 
 def free_port():

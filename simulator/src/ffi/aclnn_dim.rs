@@ -28,6 +28,9 @@ fn dims(h: H, what: &str) -> Result<Vec<i64>, i32> {
 
 /// The `dtype` argument of aclnnCumsum / aclnnProd must be out's dtype.
 fn dtype_is(dtype: i32, out: H) -> Result<(), i32> {
+    if out.is_null() {
+        return Err(fail(cann_abi::status::ACLNN_ERR_PARAM_NULLPTR, "out is NULL"));
+    }
     let o = crate::nnop::tensor(u(out)).map(|t| t.view.dtype);
     match (DType::from_acl(dtype), o) {
         (Some(d), Some(o)) if d == o => Ok(()),
@@ -63,6 +66,8 @@ crate::phase2!(
     aclnnInplaceLerps,
     aclnnMseLoss,
     aclnnMseLossBackward,
+    aclnnIndex,
+    aclnnIndexPutImpl,
 );
 
 unary!(aclnnSiluGetWorkspaceSize, "aclnnSilu", Op::Unary(UFn::Silu));
@@ -434,5 +439,33 @@ pub extern "C" fn aclnnMseLossBackwardGetWorkspaceSize(
         a.t(In, "gradOutput", u(g))?.t(In, "self", u(self_))?.t(In, "target", u(target))?;
         a.t(Out, "gradInput", u(out))?;
         Ok((dim(DimOp::MseLossBackward { reduction }), a))
+    })
+}
+
+/// `aclnnIndex(self, const aclTensorList *indices, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnIndexGetWorkspaceSize(self_: H, indices: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnIndex", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.list(In, "indices", u(indices))?.t(Out, "out", u(out))?;
+        Ok((dim(DimOp::Index), a))
+    })
+}
+
+/// `aclnnIndexPutImpl(selfRef, const aclTensorList *indices, values, bool accumulate, bool unsafe)`.
+#[no_mangle]
+pub extern "C" fn aclnnIndexPutImplGetWorkspaceSize(
+    self_ref: H,
+    indices: H,
+    values: H,
+    accumulate: bool,
+    _unsafe: bool,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnIndexPutImpl", ws, ex, || {
+        let mut a = Args::new();
+        a.t(InOut, "selfRef", u(self_ref))?.list(In, "indices", u(indices))?.t(In, "values", u(values))?;
+        Ok((dim(DimOp::IndexPut { accumulate }), a))
     })
 }
