@@ -250,6 +250,7 @@ SIGS = {
     "MseLossBackward": "TTTlT",
     "Index": "TLT",
     "IndexPutImpl": "TLT??",
+    "Nonzero": "TT",
 }
 CT = {
     "T": VP,

@@ -95,6 +95,20 @@ pub fn tensor(h: usize) -> Option<TensorObj> {
     }
 }
 
+/// Sets a live tensor's view shape (contiguous strides, offset kept): what an operator whose output
+/// shape depends on the data (aclnnNonzero) does once it has run, for `aclGetViewShape` after the
+/// client's stream sync. A tensor destroyed meanwhile is left alone (false).
+pub fn set_view_shape(h: usize, shape: &[i64]) -> bool {
+    match store().objs.get_mut(&h) {
+        Some(Obj::Tensor(t)) => {
+            t.view.strides = crate::tensor::contiguous_strides(shape);
+            t.view.shape = shape.to_vec();
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Destroy an object; lists also destroy their element tensors (as nnopbase does).
 pub fn destroy(h: usize, want: fn(&Obj) -> bool) -> i32 {
     if h == 0 {

@@ -66,6 +66,11 @@ pub enum DimOp {
     /// slots: selfRef, indices (list), values. aclnnIndexPutImpl: `self[indices] = values` (values
     /// broadcast to the indexed shape; with `accumulate`, +=, repeated positions adding up).
     IndexPut { accumulate: bool },
+    /// slots: self, out (int64, [numel, rank]: the most there can be). aclnnNonzero: the coordinates
+    /// of the non-zero elements (NaN counts) in row-major order, in out's first rows; then the
+    /// aclTensor `out_handle`'s view shape becomes [count, rank], which the client reads with
+    /// aclGetViewShape after syncing the stream (torch_npu's nonzero, and so `x[mask]`).
+    Nonzero { out_handle: usize },
 }
 
 /// An index tensor's values and shape.
@@ -457,6 +462,18 @@ impl DimOp {
                     bview(b, &shape)?;
                 }
             }
+            DimOp::Nonzero { .. } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                // [numel, rank] rows at most; a 0-d self's one row has no columns (no bytes)
+                let (n, rank) = (a.numel() as i64, a.shape.len() as i64);
+                let fits = o.shape.len() == 2 && o.shape[1] == rank && (rank == 0 || o.shape[0] >= n);
+                if !fits || !o.dtype.is_int() || o.strides != contiguous_strides(&o.shape) {
+                    return Err(inv(format!(
+                        "nonzero: out must be a contiguous integer [{n}, {rank}], got {:?}",
+                        o.shape
+                    )));
+                }
+            }
             DimOp::MseLossBackward { reduction } => {
                 reduction_ok(*reduction)?;
                 let shape = mse_shape(&s[1..])?;
@@ -674,6 +691,23 @@ impl DimOp {
                 let v = bview(t(s, 2)?, &shape)?;
                 let plan: Vec<(usize, usize)> = dst.into_iter().enumerate().map(|(k, at)| (at, k)).collect();
                 update(a, a, Some(&v), 0.0, &plan, i64::from(*accumulate))
+            }
+            DimOp::Nonzero { out_handle } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                let rank = a.shape.len();
+                let st = contiguous_strides(&a.shape);
+                let (mut coords, mut count) = (Vec::new(), 0i64);
+                for (k, v) in a.read_f64()?.iter().enumerate() {
+                    if *v != 0.0 {
+                        coords.extend((0..rank).map(|d| k as i64 / st[d] % a.shape[d]));
+                        count += 1;
+                    }
+                }
+                let shape = vec![count, rank as i64];
+                let head = TView { strides: contiguous_strides(&shape), shape, ..o.clone() };
+                head.write_i64(&coords)?;
+                crate::nnop::set_view_shape(*out_handle, &head.shape);
+                Ok(())
             }
             DimOp::MseLossBackward { reduction } => {
                 let o = t(s, 3)?;

@@ -328,3 +328,34 @@ def test_integers_exact_and_edge_cases(env):
     o64 = e.acl.tensor(shape=(2,), dtype=cs.ACL_DOUBLE)
     e.run("Lerps", a64, b64, 0.5, o64)
     np.testing.assert_allclose(o64.numpy(e.stream), [1.0 + 5e-13, 2.0 + 5e-13], rtol=0, atol=1e-15)
+
+
+def view_shape(e, t):
+    """aclGetViewShape of a DevTensor's aclTensor (the array is the caller's, as in CANN: leaked here)."""
+    import ctypes as C
+
+    dims, n = C.POINTER(C.c_int64)(), C.c_uint64()
+    f = e.acl.nn_fn("aclGetViewShape", C.c_int, [C.c_void_p, C.POINTER(C.POINTER(C.c_int64)), C.POINTER(C.c_uint64)])
+    assert f(t.handle, C.byref(dims), C.byref(n)) == 0
+    return tuple(dims[k] for k in range(n.value))
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (5,), (2, 1, 3), ()])
+def test_nonzero_and_its_view_shape(env, shape):
+    """aclnnNonzero writes the coordinates of the non-zero elements (NaN counts) in row-major order into
+    the first rows of the [numel, rank] out, and then the out aclTensor's view shape is [count, rank]
+    (what torch_npu reads with aclGetViewShape after syncing), as numpy's argwhere."""
+    e = env("float32")
+    x = np.round(e.rand(*shape)) if shape else np.array(1.0)
+    if x.size > 2:
+        x.flat[1] = np.nan
+    xs, xv = dev(e, x)
+    rank, n = len(shape), max(x.size, 1)
+    o = e.acl.tensor(shape=(n if rank else 0, rank), dtype=cs.ACL_INT64)
+    before = view_shape(e, o)
+    e.run("Nonzero", xs, o)
+    e.acl.sync(e.stream)
+    want = np.argwhere(xv != 0)
+    got = view_shape(e, o)
+    assert before == (o.shape[0], rank) and got == want.shape, (before, got, want.shape)
+    np.testing.assert_array_equal(ints(e, o).reshape(-1)[: want.size].reshape(want.shape), want)

@@ -107,6 +107,9 @@ ops = {
     "index_put_acc": lambda x, y, i: y.index_put((T([0, 0, 3], y), T([1, 1, 2], y)), T([1.0, 2.0, 3.0], y), True),
     "setitem": lambda x, y, i: setitem(y.clone(), (slice(None), T([2, 0], y)), y[:, :2] * 10),
     "index_bw": lambda x, y, i: grad_of(lambda t: t[T([1, 1, 3], t)] * 2, y),
+    "nonzero": lambda x, y, i: (x > 0).nonzero(),
+    "nonzero_0d": lambda x, y, i: y[1, 1].nonzero(),
+    "mask_set": lambda x, y, i: setitem(y.clone(), y > 0.5, 9.0),
 }
 bad = []
 for n, f in ops.items():

@@ -98,7 +98,11 @@ def test_common_ops_every_launch_captured(tmp_path):
     assert json.loads(p.stdout.strip().splitlines()[-1])["bad"] == []
     ops = {t["op"] for t in check(trace, tmp_path / "dump" / "step0" / "rank")}
     assert {"aclnnSort", "aclnnTopk", "aclnnScatterAdd", "aclnnCumsum", "aclnnLerps", "aclnnMseLossBackward"} <= ops
-    assert {"aclnnIndex", "aclnnIndexPutImpl"} <= ops
+    assert {"aclnnIndex", "aclnnIndexPutImpl", "aclnnNonzero"} <= ops
+    # nonzero's output shape is decided by its kernel: recorded at the launch-time shape, counted
+    n = sum(t["op"] == "aclnnNonzero" for t in json.loads("[" + ",".join(trace.read_text().splitlines()) + "]"))
+    line = "launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape)"
+    assert f"{line}: {n}" in p.stderr and "decides its output shape in its kernel" in p.stderr, p.stderr[-3000:]
 
 
 def free_port():

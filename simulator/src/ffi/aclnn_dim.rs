@@ -68,6 +68,7 @@ crate::phase2!(
     aclnnMseLossBackward,
     aclnnIndex,
     aclnnIndexPutImpl,
+    aclnnNonzero,
 );
 
 unary!(aclnnSiluGetWorkspaceSize, "aclnnSilu", Op::Unary(UFn::Silu));
@@ -467,5 +468,16 @@ pub extern "C" fn aclnnIndexPutImplGetWorkspaceSize(
         let mut a = Args::new();
         a.t(InOut, "selfRef", u(self_ref))?.list(In, "indices", u(indices))?.t(In, "values", u(values))?;
         Ok((dim(DimOp::IndexPut { accumulate }), a))
+    })
+}
+
+/// `aclnnNonzero(self, out)`: out is [numel, rank] int64; after the kernel its view shape is
+/// [count, rank] (aclGetViewShape, once the client has synced the stream).
+#[no_mangle]
+pub extern "C" fn aclnnNonzeroGetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnNonzero", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((dim(DimOp::Nonzero { out_handle: u(out) }), a))
     })
 }

@@ -217,6 +217,7 @@ aclnnStatus aclnnFmodTensorGetWorkspaceSize(const aclTensor *self, const aclTens
 aclnnStatus aclnnFmodScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out, P1);
 aclnnStatus aclnnInplaceFmodTensorGetWorkspaceSize(aclTensor *selfRef, const aclTensor *other, P1);
 aclnnStatus aclnnInplaceFmodScalarGetWorkspaceSize(aclTensor *selfRef, const aclScalar *other, P1);
+aclnnStatus aclnnNonzeroGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnIndexGetWorkspaceSize(const aclTensor *self, const aclTensorList *indices, aclTensor *out, P1);
 aclnnStatus aclnnIndexPutImplGetWorkspaceSize(aclTensor *selfRef, const aclTensorList *indices, const aclTensor *values, const bool accumulate, const bool unsafe, P1);
 

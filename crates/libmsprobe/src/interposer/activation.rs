@@ -267,6 +267,21 @@ static SYNC_FAILURES: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 /// Tensors recorded as null because their stream could not be synchronised.
 pub static NOT_SYNCED_TENSORS: AtomicU64 = AtomicU64::new(0);
 
+/// Launches of operators whose output shape their kernel decides (recorded at the launch-time shape).
+pub static SHAPE_BY_KERNEL: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a launch of `op`, whose output shape its kernel decides; the first one is logged.
+pub(crate) fn note_shape_by_kernel(op: &str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    SHAPE_BY_KERNEL.fetch_add(1, Relaxed);
+    ONCE.call_once(|| {
+        log::warn!(
+            "aclnn{op} decides its output shape in its kernel: L2 records its outputs at the launch-time (largest) \
+             shape, whose rows past the real count are not the op's result (counted in the run summary)"
+        )
+    });
+}
+
 /// Which side of a launch the tool's copies are for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Side {
@@ -396,6 +411,7 @@ extern "C" fn at_exit() {
                     "  stream syncs failed: {} before launches, {} after launches\n",
                     "  tensors not copied, stream not synchronised (recorded as null): {}\n",
                     "  device copies failed (recorded as null): {}\n",
+                    "  launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape): {}\n",
                     "  device statistics: {} tensors reduced on the device ({} tool kernels), {} by the copy path, {} dropped (no free result slot, recorded as null), {} with uncertain *_except_inf_nan (written as NaN), {} launches whose event failed (recorded as null), {} records journaled in planned form at the launch, device scratch peak {} bytes; async copies: {} tensors copied asynchronously, {} dropped (pinned memory full, recorded without statistics/md5/file), pinned peak {} bytes of {} allowed, {} pinned allocations ({} copies into a reused buffer)\n{}"
                 ),
                 seen(Path::Dlsym) + seen(Path::Linked),
@@ -412,6 +428,7 @@ extern "C" fn at_exit() {
                 SYNC_FAILURES[Side::After as usize].load(Relaxed),
                 NOT_SYNCED_TENSORS.load(Relaxed),
                 COPY_FAILURES.load(Relaxed),
+                SHAPE_BY_KERNEL.load(Relaxed),
                 super::devstats::DEVICE_TENSORS.load(Relaxed),
                 super::devstats::KERNELS.load(Relaxed),
                 super::devstats::FALLBACKS.load(Relaxed),

@@ -89,8 +89,17 @@ pub(crate) fn aclnn_launch(op: &str, ex: usize, stream: *mut c_void, real: impl 
         return real();
     };
     let args = resolve(&st.args);
+    if SHAPE_BY_KERNEL.contains(&op) {
+        activation::note_shape_by_kernel(op);
+    }
     record_launch(&l2, "Aclnn", op, args, stream, real)
 }
+
+/// aclnn operators (names without `aclnn`) whose output shape their kernel decides (the client allocates the largest
+/// possible output, syncs, then reads the real shape with `aclGetViewShape`). Their outputs are
+/// recorded at the launch-time (largest) shape: the rows past the real count are not the op's
+/// result. Counted and warned about, never silent.
+const SHAPE_BY_KERNEL: &[&str] = &["Nonzero", "NonzeroV2", "MaskedSelect", "Unique", "Unique2"];
 
 /// A launch of an aclop or HCCL kernel: `describe` gives the op name and its arguments (called
 /// only when the launch is to be recorded).
