@@ -89,6 +89,9 @@ pub fn get(h: usize) -> Option<Obj> {
 }
 
 pub fn tensor(h: usize) -> Option<TensorObj> {
+    if let Some(shape) = crate::tensor::take_kernel_shape(h) {
+        set_view_shape(h, &shape);
+    }
     match store().objs.get(&h) {
         Some(Obj::Tensor(t)) => Some(t.clone()),
         _ => None,
@@ -114,6 +117,7 @@ pub fn destroy(h: usize, want: fn(&Obj) -> bool) -> i32 {
     if h == 0 {
         return ACLNN_SUCCESS; // destroying NULL is a no-op
     }
+    crate::tensor::take_kernel_shape(h); // a handle reused later must not inherit it
     let mut s = store();
     match s.objs.get(&h) {
         Some(o) if want(o) => {}

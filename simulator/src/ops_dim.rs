@@ -706,7 +706,7 @@ impl DimOp {
                 let shape = vec![count, rank as i64];
                 let head = TView { strides: contiguous_strides(&shape), shape, ..o.clone() };
                 head.write_i64(&coords)?;
-                crate::nnop::set_view_shape(*out_handle, &head.shape);
+                crate::tensor::set_kernel_shape(*out_handle, head.shape.clone());
                 Ok(())
             }
             DimOp::MseLossBackward { reduction } => {

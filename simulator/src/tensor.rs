@@ -225,3 +225,22 @@ pub fn bview(v: &TView, shape: &[i64]) -> Result<TView, i32> {
     }
     Ok(TView { addr: v.addr, dtype: v.dtype, shape: shape.to_vec(), strides: st, offset: v.offset })
 }
+
+/// View shapes set by kernels whose output shape they decide (aclnnNonzero), by aclTensor handle,
+/// until the client reads them (`aclGetViewShape`) or destroys the tensor. Kept here, below
+/// `nnop`, so that the operators need not reach up into the executor store.
+static KERNEL_SHAPES: std::sync::Mutex<Vec<(usize, Vec<i64>)>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes the shape a kernel gave the output aclTensor `h`.
+pub fn set_kernel_shape(h: usize, shape: Vec<i64>) {
+    let mut v = KERNEL_SHAPES.lock().unwrap_or_else(|e| e.into_inner());
+    v.retain(|(k, _)| *k != h);
+    v.push((h, shape));
+}
+
+/// The shape a kernel gave `h` since the last call, if any.
+pub fn take_kernel_shape(h: usize) -> Option<Vec<i64>> {
+    let mut v = KERNEL_SHAPES.lock().unwrap_or_else(|e| e.into_inner());
+    let i = v.iter().position(|(k, _)| *k == h)?;
+    Some(v.swap_remove(i).1)
+}
