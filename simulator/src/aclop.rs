@@ -71,9 +71,9 @@ fn stage_inputs(ins: &[IoT]) -> Result<(Vec<IoT>, Vec<usize>), i32> {
                 }
                 let mut desc = x.desc.clone();
                 desc.const_data = None;
-                out.push(IoT { desc, addr: dev, size: b.len() });
+                out.push(IoT { desc, handle: x.handle, addr: dev, size: b.len() });
             }
-            Ok(None) => out.push(IoT { desc: x.desc.clone(), addr: x.addr, size: x.size }),
+            Ok(None) => out.push(IoT { desc: x.desc.clone(), handle: x.handle, addr: x.addr, size: x.size }),
             Err(e) => {
                 free_all(&staged);
                 return Err(e);
@@ -182,7 +182,12 @@ pub const OP_TYPES: &[&str] = &[
     "LogicalAnd",
     "LogicalOr",
     "BroadcastTo",
+    "NonZero",
+    "MaskedSelect",
 ];
+
+/// Op types whose kernel decides the output shape (CANN's "third-class" operators).
+const SHAPE_BY_KERNEL: &[&str] = &["NonZero", "MaskedSelect"];
 
 /// Build the kernel steps for an aclop op. Returns (steps, trace args).
 /// Kernel steps of an aclop execution and the tensors to trace.
@@ -195,7 +200,7 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
     let addn_ins = [ins.len().max(1)];
     let (nin, nout): (&[usize], usize) = match op_type {
         "MatMul" | "MatMulV2" | "BatchMatMul" | "BatchMatMulV2" => (&[2, 3], 1),
-        "Cast" | "Relu" | "ReduceSumD" | "SoftmaxV2" | "Identity" => (&[1], 1),
+        "Cast" | "Relu" | "ReduceSumD" | "SoftmaxV2" | "Identity" | "NonZero" => (&[1], 1),
         "Range" => (&[3], 1),
         "LpNormReduceV2" | "LpNormUpdateV2" => (&[1], 1),
         "Pack" => (&addn_ins, 1),
@@ -440,6 +445,20 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
                 }
                 steps.push((Op::Ext(Box::new(e)), sv));
             }
+            "NonZero" => {
+                // NonZero(x) -> y, attr transpose: the coordinates of x's non-zero elements, y sized for
+                // all of them ([numel, rank], or [rank, numel] transposed); the kernel sets y's desc dims to
+                // the real count, read by the client after its sync (so only the V2 entries, whose
+                // output descs the runtime may update, report it).
+                let e =
+                    crate::ops_dim::DimOp::Nonzero { out_handle: outs[0].handle, transpose: abool(attr, "transpose") };
+                steps.push((Op::Dim(Box::new(e)), vec![t(&iv[0]), t(y)]));
+            }
+            "MaskedSelect" => {
+                // MaskedSelect(x, mask) -> y: x's elements where the broadcast mask is true (shape set by the kernel)
+                let e = crate::ops_dim::DimOp::MaskedSelect { out_handle: outs[0].handle };
+                steps.push((Op::Dim(Box::new(e)), vec![t(&iv[0]), t(&iv[1]), t(y)]));
+            }
             "Range" => {
                 // Range(start, limit, delta) -> y
                 let (start, end, step) = (scalar_in(&iv[0])?, scalar_in(&iv[1])?, scalar_in(&iv[2])?);
@@ -475,15 +494,25 @@ pub fn execute(entry: &str, op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Att
         Err(e) => return e,
     };
     let staged = Staged(staged);
-    let (steps, args) = match plan(op_type, &ins, outs, attr) {
+    // The V2 entries may update their output descs: for an op whose kernel decides the output shape
+    // they return once it ran, with the descs holding the real shape (torch_npu reads them right
+    // after the call). The V1 entries take the descs as const and do not wait.
+    let v2 = entry.ends_with("V2");
+    let mut outs = outs.to_vec();
+    if !v2 {
+        outs.iter_mut().for_each(|x| x.handle = 0);
+    }
+    let (steps, args) = match plan(op_type, &ins, &outs, attr) {
         Ok(x) => x,
         Err(e) => return e,
     };
     let name = format!("{entry}:{op_type}");
     let sid = st.id;
+    let shaped: Vec<(usize, usize)> =
+        outs.iter().enumerate().filter(|(_, x)| x.handle != 0).map(|(i, x)| (ins.len() + i, x.handle)).collect();
     let r = st.submit(Box::new(move || {
         crate::stream::kernel_delay();
-        let r = crate::trace::run_traced(&name, sid, &args, || {
+        let r = crate::trace::run_traced_shaped(&name, sid, &args, &shaped, || {
             for (op, sv) in &steps {
                 op.exec(sv)?;
             }
@@ -493,6 +522,13 @@ pub fn execute(entry: &str, op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Att
         r
     }));
     match r {
+        Ok(()) if v2 && SHAPE_BY_KERNEL.contains(&op_type) => {
+            crate::stats::wait(crate::stats::Wait::Stream);
+            match st.synchronize(None) {
+                Ok(()) => ACL_SUCCESS,
+                Err(e) => fail(e, format!("{op_type}: the kernel failed (see earlier messages)")),
+            }
+        }
         Ok(()) => ACL_SUCCESS,
         Err(c) => c,
     }

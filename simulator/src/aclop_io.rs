@@ -38,8 +38,11 @@ pub enum AttrVal {
 pub type Attr = HashMap<String, AttrVal>;
 
 /// One input/output as passed to an aclop execution.
+#[derive(Clone)]
 pub struct IoT {
     pub desc: Desc,
+    /// The aclTensorDesc handle `desc` was read from (an output's dims may be set by its kernel).
+    pub handle: usize,
     pub addr: usize,
     pub size: usize,
 }

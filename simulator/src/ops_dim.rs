@@ -66,11 +66,18 @@ pub enum DimOp {
     /// slots: selfRef, indices (list), values. aclnnIndexPutImpl: `self[indices] = values` (values
     /// broadcast to the indexed shape; with `accumulate`, +=, repeated positions adding up).
     IndexPut { accumulate: bool },
-    /// slots: self, out (int64, [numel, rank]: the most there can be). aclnnNonzero: the coordinates
+    /// slots: self, out (integer, [numel, rank]: the most there can be). aclnnNonzero: the coordinates
     /// of the non-zero elements (NaN counts) in row-major order, in out's first rows; then the
     /// aclTensor `out_handle`'s view shape becomes [count, rank], which the client reads with
-    /// aclGetViewShape after syncing the stream (torch_npu's nonzero, and so `x[mask]`).
-    Nonzero { out_handle: usize },
+    /// aclGetViewShape after syncing the stream (torch_npu's nonzero, and `x[mask] = v`).
+    /// With `transpose` (aclop NonZero's attr, torch_npu's `x[mask]`), out is [rank, numel] and the
+    /// coordinates are written as a contiguous [rank, count]; `out_handle` is then the output
+    /// aclTensorDesc, whose dims the client reads after the sync (aclopExecuteV2's contract).
+    Nonzero { out_handle: usize, transpose: bool },
+    /// slots: self, mask (bool), out (self's dtype, 1-D, as long as self and mask broadcast). aclop
+    /// MaskedSelect (torch_npu's masked_select): the elements of self where the broadcast mask is
+    /// true, in row-major order, in out's head; then `out_handle`'s shape becomes [count] (as Nonzero).
+    MaskedSelect { out_handle: usize },
 }
 
 /// An index tensor's values and shape.
@@ -462,16 +469,34 @@ impl DimOp {
                     bview(b, &shape)?;
                 }
             }
-            DimOp::Nonzero { .. } => {
+            DimOp::MaskedSelect { .. } => {
+                let (a, m, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let Some(shape) = crate::kernels::broadcast_shape(&a.shape, &m.shape) else {
+                    return Err(inv(format!(
+                        "masked_select: self {:?} and mask {:?} do not broadcast",
+                        a.shape, m.shape
+                    )));
+                };
+                if m.dtype != crate::dtype::DType::Bool {
+                    return Err(inv(format!("masked_select: mask must be bool, got {:?}", m.dtype)));
+                }
+                let n = numel(&shape) as i64;
+                if o.dtype != a.dtype || o.shape.len() != 1 || o.shape[0] < n || o.strides != [1] {
+                    return Err(inv(format!(
+                        "masked_select: out must be a contiguous 1-D {:?} of at least {n} elements, got {:?} {:?}",
+                        a.dtype, o.dtype, o.shape
+                    )));
+                }
+            }
+            DimOp::Nonzero { transpose, .. } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 // [numel, rank] rows at most; a 0-d self's one row has no columns (no bytes)
                 let (n, rank) = (a.numel() as i64, a.shape.len() as i64);
-                let fits = o.shape.len() == 2 && o.shape[1] == rank && (rank == 0 || o.shape[0] >= n);
+                let (rows, cols) = if *transpose { (1, 0) } else { (0, 1) };
+                let fits = o.shape.len() == 2 && o.shape[cols] == rank && (rank == 0 || o.shape[rows] >= n);
                 if !fits || !o.dtype.is_int() || o.strides != contiguous_strides(&o.shape) {
-                    return Err(inv(format!(
-                        "nonzero: out must be a contiguous integer [{n}, {rank}], got {:?}",
-                        o.shape
-                    )));
+                    let want = if *transpose { format!("[{rank}, {n}]") } else { format!("[{n}, {rank}]") };
+                    return Err(inv(format!("nonzero: out must be a contiguous integer {want}, got {:?}", o.shape)));
                 }
             }
             DimOp::MseLossBackward { reduction } => {
@@ -692,7 +717,19 @@ impl DimOp {
                 let plan: Vec<(usize, usize)> = dst.into_iter().enumerate().map(|(k, at)| (at, k)).collect();
                 update(a, a, Some(&v), 0.0, &plan, i64::from(*accumulate))
             }
-            DimOp::Nonzero { out_handle } => {
+            DimOp::MaskedSelect { out_handle } => {
+                let (a, m, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let shape = crate::kernels::broadcast_shape(&a.shape, &m.shape).unwrap_or_default();
+                let keep = bview(m, &shape)?.read_f64()?;
+                let idx: Vec<usize> = (0..keep.len()).filter(|&k| keep[k] != 0.0).collect();
+                let head = TView { shape: vec![idx.len() as i64], strides: vec![1], ..o.clone() };
+                take(&bview(a, &shape)?, &head, &idx)?;
+                if *out_handle != 0 {
+                    crate::tensor::set_kernel_shape(*out_handle, head.shape.clone());
+                }
+                Ok(())
+            }
+            DimOp::Nonzero { out_handle, transpose } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 let rank = a.shape.len();
                 let st = contiguous_strides(&a.shape);
@@ -703,10 +740,18 @@ impl DimOp {
                         count += 1;
                     }
                 }
-                let shape = vec![count, rank as i64];
+                let shape = if *transpose {
+                    let c = count as usize;
+                    coords = (0..rank * c).map(|j| coords[(j % c) * rank + j / c]).collect();
+                    vec![rank as i64, count]
+                } else {
+                    vec![count, rank as i64]
+                };
                 let head = TView { strides: contiguous_strides(&shape), shape, ..o.clone() };
                 head.write_i64(&coords)?;
-                crate::tensor::set_kernel_shape(*out_handle, head.shape.clone());
+                if *out_handle != 0 {
+                    crate::tensor::set_kernel_shape(*out_handle, head.shape.clone());
+                }
                 Ok(())
             }
             DimOp::MseLossBackward { reduction } => {

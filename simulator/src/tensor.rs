@@ -226,8 +226,9 @@ pub fn bview(v: &TView, shape: &[i64]) -> Result<TView, i32> {
     Ok(TView { addr: v.addr, dtype: v.dtype, shape: shape.to_vec(), strides: st, offset: v.offset })
 }
 
-/// View shapes set by kernels whose output shape they decide (aclnnNonzero), by aclTensor handle,
-/// until the client reads them (`aclGetViewShape`) or destroys the tensor. Kept here, below
+/// View shapes set by kernels whose output shape they decide (aclnnNonzero, aclop NonZero), by
+/// aclTensor or aclTensorDesc handle (distinct ranges), until the client reads them
+/// (`aclGetViewShape`, `aclGetTensorDescDimV2`, ...) or destroys the tensor or descriptor. Kept here, below
 /// `nnop`, so that the operators need not reach up into the executor store.
 static KERNEL_SHAPES: std::sync::Mutex<Vec<(usize, Vec<i64>)>> = std::sync::Mutex::new(Vec::new());
 
@@ -236,6 +237,12 @@ pub fn set_kernel_shape(h: usize, shape: Vec<i64>) {
     let mut v = KERNEL_SHAPES.lock().unwrap_or_else(|e| e.into_inner());
     v.retain(|(k, _)| *k != h);
     v.push((h, shape));
+}
+
+/// The shape a kernel gave `h`, if it is still to be read (left for the client).
+pub fn kernel_shape(h: usize) -> Option<Vec<i64>> {
+    let v = KERNEL_SHAPES.lock().unwrap_or_else(|e| e.into_inner());
+    v.iter().find(|(k, _)| *k == h).map(|(_, s)| s.clone())
 }
 
 /// The shape a kernel gave `h` since the last call, if any.

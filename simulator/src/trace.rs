@@ -80,14 +80,40 @@ fn ints(v: &[i64]) -> String {
 
 /// Run `f` (the kernel) with tracing of `args` around it when tracing is enabled.
 pub fn run_traced(op: &str, stream: usize, args: &[Arg], f: impl FnOnce() -> Result<(), i32>) -> Result<(), i32> {
+    run_traced_shaped(op, stream, args, &[], f)
+}
+
+/// [`run_traced`] for a launch whose call returns the real shape of outputs the kernel sizes
+/// (aclop NonZero through a V2 entry): `shaped` pairs an argument's position with the handle the
+/// kernel sets the shape of; such an output is described, and its after-CRCs taken, at that shape.
+pub fn run_traced_shaped(
+    op: &str,
+    stream: usize,
+    args: &[Arg],
+    shaped: &[(usize, usize)],
+    f: impl FnOnce() -> Result<(), i32>,
+) -> Result<(), i32> {
     crate::stats::launch(op);
     let Some(s) = sink() else { return f() };
     let before: Vec<Option<u32>> = args.iter().map(|a| a.view.crc().ok()).collect();
     let before_view: Vec<Option<u32>> = args.iter().map(|a| a.view.crc_elements().ok()).collect();
     let r = f();
-    let after: Vec<Option<u32>> = args.iter().map(|a| if a.role.writes() { a.view.crc().ok() } else { None }).collect();
+    let views: Vec<TView> = (0..args.len())
+        .map(|i| {
+            let set = shaped.iter().find(|(j, _)| *j == i).and_then(|(_, h)| crate::tensor::kernel_shape(*h));
+            match set {
+                Some(shape) => {
+                    TView { strides: crate::tensor::contiguous_strides(&shape), shape, ..args[i].view.clone() }
+                }
+                None => args[i].view.clone(),
+            }
+        })
+        .collect();
+    let writes = |i: usize| args[i].role.writes();
+    let after: Vec<Option<u32>> =
+        views.iter().enumerate().map(|(i, v)| if writes(i) { v.crc().ok() } else { None }).collect();
     let after_view: Vec<Option<u32>> =
-        args.iter().map(|a| if a.role.writes() { a.view.crc_elements().ok() } else { None }).collect();
+        views.iter().enumerate().map(|(i, v)| if writes(i) { v.crc_elements().ok() } else { None }).collect();
     let hex = |c: Option<u32>| c.map(|c| format!("\"{c:08x}\"")).unwrap_or_else(|| "null".into());
     let mut g = s.lock().unwrap();
     let seq = g.seq;
@@ -96,7 +122,8 @@ pub fn run_traced(op: &str, stream: usize, args: &[Arg], f: impl FnOnce() -> Res
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            let (start, len) = a.view.byte_span();
+            let v = &views[i];
+            let (start, len) = v.byte_span();
             let li = a.list_index.map(|l| format!("\"list_index\":{l},")).unwrap_or_default();
             format!(
                 concat!(
@@ -108,14 +135,14 @@ pub fn run_traced(op: &str, stream: usize, args: &[Arg], f: impl FnOnce() -> Res
                 a.index,
                 li,
                 jstr(&a.name),
-                a.view.addr,
+                v.addr,
                 start,
                 len,
-                a.view.dtype.name(),
-                a.view.dtype.acl(),
-                ints(&a.view.shape),
-                ints(&a.view.strides),
-                a.view.offset,
+                v.dtype.name(),
+                v.dtype.acl(),
+                ints(&v.shape),
+                ints(&v.strides),
+                v.offset,
                 hex(before[i]),
                 hex(after[i]),
                 hex(before_view[i]),

@@ -96,11 +96,26 @@ def test_common_ops_every_launch_captured(tmp_path):
     trace = tmp_path / "trace.jsonl"
     p = run([NPU_PY, REPO / "simulator" / "tests" / "torch_npu_ops_sweep.py"], env(tmp_path, str(trace)))
     assert json.loads(p.stdout.strip().splitlines()[-1])["bad"] == []
-    ops = {t["op"] for t in check(trace, tmp_path / "dump" / "step0" / "rank")}
+    launches = check(trace, tmp_path / "dump" / "step0" / "rank")
+    ops = {t["op"] for t in launches}
     assert {"aclnnSort", "aclnnTopk", "aclnnScatterAdd", "aclnnCumsum", "aclnnLerps", "aclnnMseLossBackward"} <= ops
     assert {"aclnnIndex", "aclnnIndexPutImpl", "aclnnNonzero"} <= ops
-    # nonzero's output shape is decided by its kernel: recorded at the launch-time shape, counted
-    n = sum(t["op"] == "aclnnNonzero" for t in json.loads("[" + ",".join(trace.read_text().splitlines()) + "]"))
+    # x[mask] and masked_select run aclop NonZero / MaskedSelect, whose V2 call returns with the
+    # output desc holding the real shape: recorded at it (the trace's CRCs, checked above, are
+    # the real shape's); nonzero()'s aclnnNonzero is recorded at the launch-time shape, and counted
+    launched = [t["op"] for t in json.loads("[" + ",".join(trace.read_text().splitlines()) + "]")]
+    assert {"aclopCompileAndExecuteV2:NonZero", "aclopCompileAndExecuteV2:MaskedSelect"} <= set(launched)
+    n = launched.count("aclnnNonzero")
+    data = json.loads((tmp_path / "dump" / "step0" / "rank" / "dump.json").read_text())["data"]
+    cov, seen = coverage_module(), {}
+    for t in launches:
+        key = cov.record_of(t["op"])
+        seen[key] = seen.get(key, 0) + 1
+        if t["op"].endswith((":NonZero", ":MaskedSelect")):
+            rec = data[f"{key[0]}.{key[1]}.{seen[key] - 1}.forward"]
+            want = [x["shape"] for x in t["tensors"] if x["role"] == "output"]
+            assert [x["shape"] for x in cov.leaves(rec["output"])] == want, (t["op"], want)
+            assert all(0 in w or w[-1] < 24 for w in want)  # real counts, not the launch-time 24 (4 x 6)
     line = "launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape)"
     assert f"{line}: {n}" in p.stderr and "decides its output shape in its kernel" in p.stderr, p.stderr[-3000:]
 

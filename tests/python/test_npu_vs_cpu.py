@@ -129,17 +129,12 @@ def dumps(tmp_path_factory) -> dict[str, Path]:
     return done
 
 
-# msprobe 1.1.1 itself on the npu script. It computes statistics with torch on the tensor's device (its
-# get_stat_info runs unchanged, through torch_npu's aclnn reductions on the simulator). Only its
-# *_except_inf_nan helper is given a host copy: it selects with a boolean mask (`x[isfinite(x)]`), which
-# torch_npu runs as the aclop NonZero kernel, not in the simulator yet. Which APIs it wraps, the record
-# names, order and structure are its own.
+# msprobe 1.1.1 itself, unmodified, on the npu script. It computes statistics with torch on the tensor's
+# device: get_stat_info through torch_npu's aclnn reductions on the simulator, its *_except_inf_nan
+# helper through `x[isfinite(x)]` (aclop NonZero). Which APIs it wraps, the record names, order and
+# structure are its own.
 RUN111 = """
 import runpy, sys
-from msprobe.core.data_dump.data_processor import pytorch_processor as pp
-P = pp.PytorchDataProcessor
-ext = P.handle_tensor_extremum_nan_inf
-P.handle_tensor_extremum_nan_inf = staticmethod(lambda t, op: ext(t.detach().cpu(), op))
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """

@@ -478,6 +478,6 @@ pub extern "C" fn aclnnNonzeroGetWorkspaceSize(self_: H, out: H, ws: *mut u64, e
     p1("aclnnNonzero", ws, ex, || {
         let mut a = Args::new();
         a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((dim(DimOp::Nonzero { out_handle: u(out) }), a))
+        Ok((dim(DimOp::Nonzero { out_handle: u(out), transpose: false }), a))
     })
 }

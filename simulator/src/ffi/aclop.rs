@@ -102,12 +102,23 @@ pub extern "C" fn aclCreateTensorDesc(data_type: i32, num_dims: i32, dims: *cons
 #[no_mangle]
 pub extern "C" fn aclDestroyTensorDesc(desc: H) {
     guard((), || {
+        crate::tensor::take_kernel_shape(desc as usize); // a handle reused later must not inherit it
         reg().descs.remove(&(desc as usize));
     })
 }
 
+/// A live descriptor, with the dims its kernel set (aclop NonZero through a V2 entry) applied: the
+/// runtime updates a dynamic-shape op's output desc once the op has run.
+fn live(r: &mut Reg, desc: usize) -> Option<&mut Desc> {
+    let d = r.descs.get_mut(&desc)?;
+    if let Some(shape) = crate::tensor::take_kernel_shape(desc) {
+        d.dims = shape;
+    }
+    Some(d)
+}
+
 fn with_desc<T>(desc: H, default: T, f: impl FnOnce(&mut Desc) -> T) -> T {
-    match reg().descs.get_mut(&(desc as usize)) {
+    match live(&mut reg(), desc as usize) {
         Some(d) => f(d),
         None => default,
     }
@@ -116,7 +127,7 @@ fn with_desc<T>(desc: H, default: T, f: impl FnOnce(&mut Desc) -> T) -> T {
 /// Run a setter on a live descriptor; the failure (and its `aclGetRecentErrMsg` record) happens only
 /// when the handle is not live.
 fn with_live_desc(desc: H, f: impl FnOnce(&mut Desc) -> AclError) -> AclError {
-    match reg().descs.get_mut(&(desc as usize)) {
+    match live(&mut reg(), desc as usize) {
         Some(d) => f(d),
         None => fail(ACL_ERROR_INVALID_PARAM, "not a live aclTensorDesc"),
     }
@@ -352,21 +363,19 @@ fn collect(n: i32, descs: *const H, bufs: *const H, what: &str) -> Result<Vec<Io
         .ok_or_else(|| fail(ACL_ERROR_INVALID_PARAM, format!("{what} descriptors are NULL")))?;
     let bs = slice_to_vec(bufs, n as usize)
         .ok_or_else(|| fail(ACL_ERROR_INVALID_PARAM, format!("{what} buffers are NULL")))?;
-    let r = reg();
+    let mut r = reg();
     ds.iter()
         .zip(&bs)
         .enumerate()
         .map(|(i, (d, b))| {
-            let desc = r
-                .descs
-                .get(&(*d as usize))
-                .cloned()
+            let desc = live(&mut r, *d as usize)
+                .map(|d| d.clone())
                 .ok_or_else(|| fail(ACL_ERROR_INVALID_PARAM, format!("{what} {i}: not a live aclTensorDesc")))?;
             let &(addr, size) = r
                 .bufs
                 .get(&(*b as usize))
                 .ok_or_else(|| fail(ACL_ERROR_INVALID_PARAM, format!("{what} {i}: not a live aclDataBuffer")))?;
-            Ok(IoT { desc, addr, size })
+            Ok(IoT { desc, handle: *d as usize, addr, size })
         })
         .collect()
 }

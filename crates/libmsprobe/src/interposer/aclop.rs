@@ -129,6 +129,7 @@ fn execute(
     outputs: *const P,
     attr: P,
     stream: P,
+    v2: bool,
     real: impl FnOnce() -> i32,
 ) -> i32 {
     if !capturing() {
@@ -148,7 +149,10 @@ fn execute(
         args.extend(unsafe { tensors(n_out, out_desc, outputs, Role::Out) });
         (op, args)
     };
-    launch("Aclop", describe, stream, real)
+    // SAFETY: as above; the V2 entries' output descs are the caller's, live for the call (and
+    // updated by it with the real output shapes).
+    let refresh = || unsafe { tensors(n_out, out_desc, outputs, Role::Out) };
+    launch("Aclop", describe, stream, real, if v2 { Some(&refresh) } else { None })
 }
 
 type ExecFn = unsafe extern "C" fn(*const c_char, c_int, *const P, *const P, c_int, *const P, *const P, P, P) -> c_int;
@@ -168,7 +172,7 @@ type CompileExecFn = unsafe extern "C" fn(
 ) -> c_int;
 
 macro_rules! exec_hook {
-    ($fn:ident, $slot:ident) => {
+    ($fn:ident, $slot:ident, $v2:expr) => {
         #[allow(clippy::too_many_arguments)]
         unsafe extern "C" fn $fn(
             op: *const c_char,
@@ -184,15 +188,17 @@ macro_rules! exec_hook {
             // SAFETY: the slot holds the real function of this name (signature ExecFn).
             let f: ExecFn = unsafe { $slot.get::<ExecFn>() };
             // SAFETY: the caller's arguments, unchanged.
-            execute(op, ni, id, i, no, od, o, attr, stream, || unsafe { f(op, ni, id, i, no, od, o, attr, stream) })
+            execute(op, ni, id, i, no, od, o, attr, stream, $v2, || unsafe {
+                f(op, ni, id, i, no, od, o, attr, stream)
+            })
         }
     };
 }
-exec_hook!(execute_v1, EXECUTE);
-exec_hook!(execute_v2, EXECUTE_V2);
+exec_hook!(execute_v1, EXECUTE, false);
+exec_hook!(execute_v2, EXECUTE_V2, true);
 
 macro_rules! compile_exec_hook {
-    ($fn:ident, $slot:ident) => {
+    ($fn:ident, $slot:ident, $v2:expr) => {
         #[allow(clippy::too_many_arguments)]
         unsafe extern "C" fn $fn(
             op: *const c_char,
@@ -211,14 +217,14 @@ macro_rules! compile_exec_hook {
             // SAFETY: the slot holds the real function of this name (signature CompileExecFn).
             let f: CompileExecFn = unsafe { $slot.get::<CompileExecFn>() };
             // SAFETY: the caller's arguments, unchanged.
-            execute(op, ni, id, i, no, od, o, attr, stream, || unsafe {
+            execute(op, ni, id, i, no, od, o, attr, stream, $v2, || unsafe {
                 f(op, ni, id, i, no, od, o, attr, engine, flag, path, stream)
             })
         }
     };
 }
-compile_exec_hook!(compile_execute, COMPILE_EXECUTE);
-compile_exec_hook!(compile_execute_v2, COMPILE_EXECUTE_V2);
+compile_exec_hook!(compile_execute, COMPILE_EXECUTE, false);
+compile_exec_hook!(compile_execute_v2, COMPILE_EXECUTE_V2, true);
 
 unsafe extern "C" fn cast(src_desc: P, src: P, dst_desc: P, dst: P, truncate: u8, stream: P) -> c_int {
     type F = unsafe extern "C" fn(P, P, P, P, u8, P) -> c_int;
@@ -237,7 +243,7 @@ unsafe extern "C" fn cast(src_desc: P, src: P, dst_desc: P, dst: P, truncate: u8
         ("Cast".to_string(), args)
     };
     // SAFETY: as above.
-    launch("Aclop", describe, stream, || unsafe { f(src_desc, src, dst_desc, dst, truncate, stream) })
+    launch("Aclop", describe, stream, || unsafe { f(src_desc, src, dst_desc, dst, truncate, stream) }, None)
 }
 
 // ---- attributes ----

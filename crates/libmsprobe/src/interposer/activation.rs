@@ -270,13 +270,13 @@ pub static NOT_SYNCED_TENSORS: AtomicU64 = AtomicU64::new(0);
 /// Launches of operators whose output shape their kernel decides (recorded at the launch-time shape).
 pub static SHAPE_BY_KERNEL: AtomicU64 = AtomicU64::new(0);
 
-/// Counts a launch of `op`, whose output shape its kernel decides; the first one is logged.
+/// Counts a launch of `op` (`aclnnNonzero`, `aclop NonZero`), whose output shape its kernel decides; the first one is logged.
 pub(crate) fn note_shape_by_kernel(op: &str) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     SHAPE_BY_KERNEL.fetch_add(1, Relaxed);
     ONCE.call_once(|| {
         log::warn!(
-            "aclnn{op} decides its output shape in its kernel: L2 records its outputs at the launch-time (largest) \
+            "{op} decides its output shape in its kernel: L2 records its outputs at the launch-time (largest) \
              shape, whose rows past the real count are not the op's result (counted in the run summary)"
         )
     });

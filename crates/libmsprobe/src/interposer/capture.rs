@@ -90,9 +90,9 @@ pub(crate) fn aclnn_launch(op: &str, ex: usize, stream: *mut c_void, real: impl 
     };
     let args = resolve(&st.args);
     if SHAPE_BY_KERNEL.contains(&op) {
-        activation::note_shape_by_kernel(op);
+        activation::note_shape_by_kernel(&format!("aclnn{op}"));
     }
-    record_launch(&l2, "Aclnn", op, args, stream, real)
+    record_launch(&l2, "Aclnn", op, args, stream, real, None)
 }
 
 /// aclnn operators (names without `aclnn`) whose output shape their kernel decides (the client allocates the largest
@@ -101,13 +101,36 @@ pub(crate) fn aclnn_launch(op: &str, ex: usize, stream: *mut c_void, real: impl 
 /// result. Counted and warned about, never silent.
 const SHAPE_BY_KERNEL: &[&str] = &["Nonzero", "NonzeroV2", "MaskedSelect", "Unique", "Unique2"];
 
+/// The aclop op types of the same kind (torch_npu's `x[mask]` and `masked_select` run NonZero and
+/// MaskedSelect this way). The V2 entries return once the kernel ran, with the output descs holding
+/// the real shape (CANN's contract for them, which torch_npu relies on): their outputs are re-read
+/// from the descs after the call and recorded exactly. Through a V1 entry they are counted as above.
+const ACLOP_SHAPE_BY_KERNEL: &[&str] = &["NonZero", "MaskedSelect", "Unique", "UniqueWithCountsExt"];
+
+/// Re-reads a launch's outputs after the call returned (see [`ACLOP_SHAPE_BY_KERNEL`]).
+pub(crate) type Refresh<'a> = &'a dyn Fn() -> Vec<KArg>;
+
+/// `args` with its outputs replaced by `refresh`'s, when there is one and the launch succeeded.
+fn refreshed(args: Vec<KArg>, refresh: Option<Refresh>, rc: i32) -> Vec<KArg> {
+    let Some(f) = refresh.filter(|_| rc == 0) else { return args };
+    let out = |a: &KArg| match a {
+        KArg::Tensor(_, r) | KArg::HostTensor(_, _, r) | KArg::List(_, r) | KArg::Missing(r) => *r == Role::Out,
+        KArg::Value(_) => false,
+    };
+    let mut args: Vec<KArg> = args.into_iter().filter(|a| !out(a)).collect();
+    args.extend(f());
+    args
+}
+
 /// A launch of an aclop or HCCL kernel: `describe` gives the op name and its arguments (called
-/// only when the launch is to be recorded).
+/// only when the launch is to be recorded); `refresh`, for the aclop V2 entries, re-reads the outputs
+/// once the call returned.
 pub(crate) fn launch(
     prefix: &str,
     describe: impl FnOnce() -> (String, Vec<KArg>),
     stream: *mut c_void,
     real: impl FnOnce() -> i32,
+    refresh: Option<Refresh>,
 ) -> i32 {
     activation::note_seen();
     if nested() {
@@ -121,7 +144,11 @@ pub(crate) fn launch(
         log::warn!("internal error describing a {prefix} launch; it ran uncaptured");
         return real();
     };
-    record_launch(&l2, prefix, &op, args, stream, real)
+    let by_kernel = prefix == "Aclop" && ACLOP_SHAPE_BY_KERNEL.contains(&op.as_str());
+    if by_kernel && refresh.is_none() {
+        activation::note_shape_by_kernel(&format!("aclop {op}"));
+    }
+    record_launch(&l2, prefix, &op, args, stream, real, refresh.filter(|_| by_kernel))
 }
 
 /// A launch seen while capture is on but filtered out before its arguments are read.
@@ -261,6 +288,7 @@ pub(crate) fn record_launch(
     args: Vec<KArg>,
     stream: *mut c_void,
     real: impl FnOnce() -> i32,
+    refresh: Option<Refresh>,
 ) -> i32 {
     let rec = &l2.recorder;
     let builder = if rec.is_enabled() {
@@ -278,7 +306,7 @@ pub(crate) fn record_launch(
         return rc;
     };
     if let Some(lim) = device_limits(l2) {
-        return record_launch_device(l2, b, args, stream, real, lim);
+        return record_launch_device(l2, b, args, stream, real, refresh, lim);
     }
     let t0 = Instant::now();
     let busy = Busy::enter();
@@ -294,6 +322,7 @@ pub(crate) fn record_launch(
     let kernel_time = kernel_start.elapsed();
     let post = pre.is_ok()
         && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let args = refreshed(args, refresh, rc);
             // Outputs are copied only once the kernel is known to have run (the sync succeeded).
             if rc == 0 {
                 if matches!(b.section("output"), Ok(true)) {
@@ -643,6 +672,7 @@ fn record_launch_device(
     args: Vec<KArg>,
     stream: *mut c_void,
     real: impl FnOnce() -> i32,
+    refresh: Option<Refresh>,
     lim: devstats::Limits,
 ) -> i32 {
     let rec = &l2.recorder;
@@ -663,6 +693,7 @@ fn record_launch_device(
     let kernel_time = kernel_start.elapsed();
     let post = pre.is_ok()
         && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let args = refreshed(args, refresh, rc);
             if rc == 0 {
                 if b.section_active("output") {
                     items.push(Item::Section("output"));

@@ -40,7 +40,7 @@ macro_rules! collective {
         let f: $ty = unsafe { $slot.get::<$ty>() };
         if capturing() {
             // SAFETY: the caller's arguments, unchanged.
-            launch("Hccl", || ($op.to_string(), $args), $stream, || unsafe { f($($a),*) })
+            launch("Hccl", || ($op.to_string(), $args), $stream, || unsafe { f($($a),*) }, None)
         } else {
             // SAFETY: as above.
             unsafe { f($($a),*) }
