@@ -438,18 +438,23 @@ def test_our_npu_dump_is_what_msprobe_111_writes_on_npu(dumps, dump111):
         print(f"1.1.1 on npu, mix step {step}: {len(c.common)} records equal, max relative difference {c.max_err:.2g}")
 
 
-def test_moe_dump_is_what_msprobe_111_writes_on_npu(tmp_path):
-    """The same on a model none of the above tunes for (examples/train_torch_npu.py --model moe: top-2
-    routing, SwiGLU, var, cumsum, gather, logsumexp, mse_loss, per-tensor Adam): our mix dump on npu holds
-    the records msprobe 1.1.1 writes on npu, in its order, with its structure and statistics within TOL."""
+@pytest.mark.parametrize("model", ["moe", "cnn"])
+def test_other_models_dump_what_msprobe_111_writes_on_npu(tmp_path, model):
+    """The same on models none of the above tunes for (examples/train_torch_npu.py --model moe: top-2
+    routing, SwiGLU, var, cumsum, gather, logsumexp, mse_loss, per-tensor Adam; --model cnn: conv,
+    batch norm, max pool, SGD with momentum): our mix dump on npu holds the records msprobe 1.1.1 writes
+    on npu, in its order, with its structure and statistics within TOL."""
     if not (MS111 / ".ready").exists():
         pytest.skip("target/venv-msprobe111 is absent (bash scripts/setup-msprobe111.sh)")
-    runs = [start(tmp_path, n, "npu", "mix", ms111=n == "theirs", model="moe") for n in ("ours", "theirs")]
+    runs = [start(tmp_path, n, "npu", "mix", ms111=n == "theirs", model=model) for n in ("ours", "theirs")]
     ours, theirs = (finish(p, d) for p, d in runs)
     for step in range(STEPS):
         a, b = load(ours, step), load(theirs, step)
         assert list(a[0]) == list(b[0]), step
         c = Comparison(a, b)
         assert not c.structure and not c.over_tol and not c.construct, (c.structure, c.over_tol, c.construct)
-        assert any(k.startswith("Tensor.topk.") for k in a[0]) and any(".logsumexp." in k for k in a[0])
-        print(f"1.1.1 on the npu MoE, mix step {step}: {len(c.common)} records equal, max rel. diff. {c.max_err:.2g}")
+        want = ("Tensor.topk.", ".logsumexp.") if model == "moe" else ("Functional.conv2d.", "Functional.batch_norm.")
+        assert all(any(w in k for k in a[0]) for w in want), (want, list(a[0])[:40])
+        print(
+            f"1.1.1 on the npu {model}, mix step {step}: {len(c.common)} records equal, max rel. diff. {c.max_err:.2g}"
+        )
