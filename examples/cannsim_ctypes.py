@@ -251,6 +251,8 @@ SIGS = {
     "Index": "TLT",
     "IndexPutImpl": "TLT??",
     "Nonzero": "TT",
+    "NonzeroV2": "TT",
+    "MaskedSelect": "TTT",
 }
 CT = {
     "T": VP,

@@ -508,8 +508,11 @@ pub fn execute(entry: &str, op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Att
     };
     let name = format!("{entry}:{op_type}");
     let sid = st.id;
-    let shaped: Vec<(usize, usize)> =
-        outs.iter().enumerate().filter(|(_, x)| x.handle != 0).map(|(i, x)| (ins.len() + i, x.handle)).collect();
+    let shaped: Vec<(usize, usize)> = if SHAPE_BY_KERNEL.contains(&op_type) {
+        outs.iter().enumerate().filter(|(_, x)| x.handle != 0).map(|(i, x)| (ins.len() + i, x.handle)).collect()
+    } else {
+        Vec::new()
+    };
     let r = st.submit(Box::new(move || {
         crate::stream::kernel_delay();
         let r = crate::trace::run_traced_shaped(&name, sid, &args, &shaped, || {
@@ -524,9 +527,9 @@ pub fn execute(entry: &str, op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Att
     match r {
         Ok(()) if v2 && SHAPE_BY_KERNEL.contains(&op_type) => {
             crate::stats::wait(crate::stats::Wait::Stream);
-            match st.synchronize(None) {
+            match st.wait_done() {
                 Ok(()) => ACL_SUCCESS,
-                Err(e) => fail(e, format!("{op_type}: the kernel failed (see earlier messages)")),
+                Err(e) => fail(e, format!("{op_type}: the stream holds an error (see earlier messages)")),
             }
         }
         Ok(()) => ACL_SUCCESS,

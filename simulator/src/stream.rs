@@ -88,6 +88,21 @@ impl Stream {
         }
     }
 
+    /// Wait for all work submitted so far, leaving the sticky error in place (for the client's own
+    /// sync) and returning it: what a call that runs its kernel synchronously sees.
+    pub fn wait_done(&self) -> Result<(), i32> {
+        let mut p = self.prog.lock().unwrap();
+        let target = p.submitted;
+        while p.completed < target {
+            p = self.cv.wait(p).unwrap();
+        }
+        if p.error != 0 {
+            Err(p.error)
+        } else {
+            Ok(())
+        }
+    }
+
     /// True if every submitted task has completed.
     pub fn idle(&self) -> bool {
         let p = self.prog.lock().unwrap();

@@ -141,3 +141,6 @@ def test_masked_select(acl, x, mask):
     # a float mask, and an out of another dtype, are refused
     F = acl.tensor(mask.astype(np.float32))
     assert op.run("aclopExecuteV2", "MaskedSelect", [X, F], [Y], None, s) == 100000
+    other = cs.ACL_INT32 if dt != cs.ACL_INT64 else cs.ACL_FLOAT
+    Z = acl.tensor(shape=(n,), dtype=other)
+    assert op.run("aclopExecuteV2", "MaskedSelect", [X, M], [Z], None, s) == 100000

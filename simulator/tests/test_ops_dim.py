@@ -359,3 +359,30 @@ def test_nonzero_and_its_view_shape(env, shape):
     got = view_shape(e, o)
     assert before == (o.shape[0], rank) and got == want.shape, (before, got, want.shape)
     np.testing.assert_array_equal(ints(e, o).reshape(-1)[: want.size].reshape(want.shape), want)
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (5,), (2, 1, 3)])
+def test_nonzero_v2_and_masked_select(env, shape):
+    """aclnnNonzeroV2 (MindSpore's `x[mask]`): aclnnNonzero transposed, out [rank, numel], the view shape
+    [rank, count] after the kernel; aclnnMaskedSelect (`masked_select`): self's elements where the bool mask,
+    broadcast with self, is true, the view shape [count]. Against numpy."""
+    e = env("float32")
+    x = np.round(e.rand(*shape))
+    x.flat[0] = np.nan
+    xs, xv = dev(e, x)
+    rank, n = len(shape), x.size
+    o = e.acl.tensor(shape=(rank, n), dtype=cs.ACL_INT64)
+    e.run("NonzeroV2", xs, o)
+    e.acl.sync(e.stream)
+    want = np.argwhere(xv != 0).T
+    assert view_shape(e, o) == want.shape
+    np.testing.assert_array_equal(ints(e, o).reshape(-1)[: want.size].reshape(want.shape), want)
+    # the mask broadcasts along the leading dims: its last dim only
+    mask = np.random.default_rng(1).random(shape[-1:]) > 0.4
+    ms_ = e.acl.tensor(mask, dtype=cs.ACL_BOOL)
+    sel = e.acl.tensor(shape=(n,), dtype=cs.ACL_FLOAT)
+    e.run("MaskedSelect", xs, ms_, sel)
+    e.acl.sync(e.stream)
+    want = xv[np.broadcast_to(mask, xv.shape)]
+    assert view_shape(e, sel) == want.shape
+    np.testing.assert_array_equal(sel.numpy(e.stream)[: want.size], want.astype(np.float32))

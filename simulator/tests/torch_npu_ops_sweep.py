@@ -110,7 +110,7 @@ ops = {
     "nonzero": lambda x, y, i: (x > 0).nonzero(),
     "nonzero_0d": lambda x, y, i: y[1, 1].nonzero(),
     "mask_set": lambda x, y, i: setitem(y.clone(), y > 0.5, 9.0),
-    # x[mask] and masked_select: aclop NonZero / MaskedSelect, whose V2 call returns the real shape
+    # x[mask] and masked_select: aclnnNonzeroV2 / aclnnMaskedSelect (kernel-decided output shapes)
     "mask_read": lambda x, y, i: x[x > 0],
     "mask_read_int": lambda x, y, i: i[i < 0],
     "mask_read_bw": lambda x, y, i: grad_of(lambda t: t[t > 0.5] * 3, y),

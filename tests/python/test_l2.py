@@ -420,3 +420,55 @@ def test_preloaded_but_not_l2_says_so_once_and_stays_inert(tmp_path: Path, case:
     assert not (tmp_path / "dump").exists()
     (line,) = [line for line in p.stderr.splitlines() if "[msprobe]" in line]
     assert all(w in line for w in want) and "Capture is off" in line, line
+
+
+ACLOP_NONZERO = r"""
+import ctypes as C, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import cannsim_ctypes as cs
+VP = C.c_void_p
+acl = cs.Acl()
+s = acl.stream()
+f = acl.fn
+desc = f(acl.rt, "aclCreateTensorDesc", VP, [C.c_int, C.c_int, VP, C.c_int])
+buf = f(acl.rt, "aclCreateDataBuffer", VP, [VP, C.c_size_t])
+sig = [C.c_char_p, C.c_int, VP, VP, C.c_int, VP, VP, VP, C.c_int, C.c_int, C.c_char_p, VP]
+x = np.array([[0, 1.5, 0, -2], [3, 0, 0, 0], [0, 0, 7, 0]], np.float32)
+for entry in ("aclopCompileAndExecuteV2", "aclopCompileAndExecute"):
+    X = acl.tensor(x)
+    Y = acl.tensor(np.full((2, 12), -1, np.int64), dtype=cs.ACL_INT64)
+    io = [(desc(t.dtype, 2, (C.c_int64 * 2)(*t.shape), cs.ACL_FORMAT_ND), buf(t.ptr, t.nbytes)) for t in (X, Y)]
+    attr = f(acl.rt, "aclopCreateAttr", VP, [])()
+    f(acl.rt, "aclopSetAttrBool", C.c_int, [VP, C.c_char_p, C.c_uint8])(attr, b"transpose", 1)
+    one = lambda v: (VP * 1)(v)  # noqa: E731
+    rc = f(acl.opc, entry, C.c_int, sig)(
+        b"NonZero", 1, one(io[0][0]), one(io[0][1]), 1, one(io[1][0]), one(io[1][1]), attr, 0, 0, None, s
+    )
+    assert rc == 0, acl.errmsg()
+    acl.sync(s)
+print("done")
+"""
+
+
+@pytest.mark.parametrize("async_copy", ["1", "0"])
+def test_aclop_output_shape_set_by_the_kernel(tmp_path: Path, async_copy: str) -> None:
+    """aclop NonZero decides its output's shape in its kernel (torch_npu's fallback for `x[mask]`).
+    Through aclopCompileAndExecuteV2 the call returns with the output desc holding the real shape
+    ([2, 4] here, of a [2, 12] buffer): L2 re-reads it and records the output exactly (its CRC equals
+    the trace's, which the simulator writes at that shape). Through aclopCompileAndExecute (const
+    descs) the output stays at the launch-time shape: recorded so, counted in the run summary."""
+    src = tmp_path / "nz.py"
+    src.write_text(ACLOP_NONZERO)
+    env = {"MSPROBE_SUMMARY_MODE": "md5", "MSPROBE_L2_ASYNC_COPY": async_copy}
+    p = run([PY, str(src), str(REPO / "examples")], tmp_path, env)
+    assert p.stdout.strip().endswith("done"), p.stdout
+    (trace,) = traces(tmp_path)
+    assert [t["op"] for t in trace] == ["aclopCompileAndExecuteV2:NonZero", "aclopCompileAndExecute:NonZero"]
+    rank = tmp_path / "dump" / "step0" / "rank"
+    assert check_fidelity(trace, rank) == 2
+    data = json.loads((rank / "dump.json").read_text())["data"]
+    shapes = [data[f"Aclop.NonZero.{i}.forward"]["output"][0]["shape"] for i in range(2)]
+    assert shapes == [[2, 4], [2, 12]], shapes
+    line = "launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape)"
+    assert f"{line}: 1" in p.stderr and "aclop NonZero decides its output shape" in p.stderr, p.stderr[-3000:]

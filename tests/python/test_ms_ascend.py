@@ -218,3 +218,67 @@ def test_two_ranks_hccl_graph_capture(lib64: Path, tmp_path: Path) -> None:
     for r, steps in ranks.items():
         for i, st in enumerate(steps):
             assert check_fidelity(st, dump / f"step{i}" / f"rank{r}") == len(st)
+
+
+MASKED = r"""
+import json
+import numpy as np
+import mindspore as ms
+from mindspore import Tensor, mint, ops
+ms.set_context(mode=ms.PYNATIVE_MODE, device_target="Ascend")
+x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+t = Tensor(x)
+got = {
+    "masked_select": mint.masked_select(t, t > 0.3).asnumpy(),
+    "masked_select_row": ops.masked_select(t, Tensor(x[0] > 0)).asnumpy(),
+    "getitem": t[t < -0.5].asnumpy(),
+    "nonzero": mint.nonzero(t > 1.0).asnumpy(),
+    "none": mint.masked_select(t, t > 100).asnumpy(),
+}
+want = {
+    "masked_select": x[x > 0.3],
+    "masked_select_row": x[np.broadcast_to(x[0] > 0, x.shape)],
+    "getitem": x[x < -0.5],
+    "nonzero": np.argwhere(x > 1.0),
+    "none": x[x > 100],
+}
+print(json.dumps({k: bool(got[k].shape == want[k].shape and (got[k] == want[k]).all()) for k in want}))
+"""
+
+
+def test_masked_ops_pynative_match_numpy_and_are_counted_under_l2(lib64: Path, tmp_path: Path) -> None:
+    """MindSpore's masked_select, `x[mask]` and nonzero on the Ascend backend run aclnnMaskedSelect,
+    aclnnNonzeroV2 and aclnnNonzero, whose kernels decide the output shape (MindSpore reads it with
+    aclGetViewShape after its sync): equal to numpy on the simulator, unchanged under L2, every launch
+    captured with the trace's CRCs, and each such launch counted in the run summary (L2 records it at
+    the launch-time shape)."""
+    src = tmp_path / "masked.py"
+    src.write_text(MASKED)
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_TRACE", "LD_PRELOAD"))}
+    e.update(
+        LD_LIBRARY_PATH=str(lib64), ASCEND_HOME_PATH=str(lib64.parent), MS_ALLOC_CONF="enable_vmm:False", GLOG_v="3"
+    )
+    outs = []
+    for capture in (False, True):
+        extra = {}
+        if capture:
+            extra = dict(
+                LD_PRELOAD=str(LIB),
+                MSPROBE_LEVEL="L2",
+                MSPROBE_DUMP_PATH=str(tmp_path / "dump"),
+                MSPROBE_SUMMARY_MODE="md5",
+                CANNSIM_TRACE=str(tmp_path / "trace.jsonl"),
+            )
+        p = subprocess.run(
+            [PY, str(src)], env={**e, **extra}, capture_output=True, text=True, timeout=300, cwd=tmp_path
+        )
+        assert p.returncode == 0, p.stderr[-4000:]
+        outs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    assert outs[0] == outs[1] == {k: True for k in outs[0]} and len(outs[0]) == 5, outs
+    trace = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    ops = [t["op"] for t in trace]
+    assert {"aclnnMaskedSelect", "aclnnNonzeroV2", "aclnnNonzero"} <= set(ops), sorted(set(ops))
+    assert check_fidelity(trace, tmp_path / "dump" / "step0" / "rank") == len(trace)
+    n = sum(op in ("aclnnMaskedSelect", "aclnnNonzeroV2", "aclnnNonzero") for op in ops)
+    line = "launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape)"
+    assert f"{line}: {n}" in p.stderr, p.stderr[-3000:]

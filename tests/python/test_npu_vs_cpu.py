@@ -131,7 +131,7 @@ def dumps(tmp_path_factory) -> dict[str, Path]:
 
 # msprobe 1.1.1 itself, unmodified, on the npu script. It computes statistics with torch on the tensor's
 # device: get_stat_info through torch_npu's aclnn reductions on the simulator, its *_except_inf_nan
-# helper through `x[isfinite(x)]` (aclop NonZero). Which APIs it wraps, the record names, order and
+# helper through `x[isfinite(x)]` (aclnnNonzeroV2). Which APIs it wraps, the record names, order and
 # structure are its own.
 RUN111 = """
 import runpy, sys

@@ -69,6 +69,8 @@ crate::phase2!(
     aclnnIndex,
     aclnnIndexPutImpl,
     aclnnNonzero,
+    aclnnNonzeroV2,
+    aclnnMaskedSelect,
 );
 
 unary!(aclnnSiluGetWorkspaceSize, "aclnnSilu", Op::Unary(UFn::Silu));
@@ -471,13 +473,37 @@ pub extern "C" fn aclnnIndexPutImplGetWorkspaceSize(
     })
 }
 
+/// Phase 1 of aclnnNonzero / aclnnNonzeroV2 (`transpose`).
+fn nonzero(name: &'static str, self_: H, out: H, transpose: bool, ws: *mut u64, ex: *mut H) -> Status {
+    p1(name, ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((dim(DimOp::Nonzero { out_handle: u(out), transpose }), a))
+    })
+}
+
 /// `aclnnNonzero(self, out)`: out is [numel, rank] int64; after the kernel its view shape is
 /// [count, rank] (aclGetViewShape, once the client has synced the stream).
 #[no_mangle]
 pub extern "C" fn aclnnNonzeroGetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
-    p1("aclnnNonzero", ws, ex, || {
+    nonzero("aclnnNonzero", self_, out, false, ws, ex)
+}
+
+/// `aclnnNonzeroV2(self, out)`: as aclnnNonzero, transposed: out is [rank, numel] int64, each column
+/// a coordinate; after the kernel its view shape is [rank, count] (`x[mask]` in torch_npu and MindSpore).
+#[no_mangle]
+pub extern "C" fn aclnnNonzeroV2GetWorkspaceSize(self_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    nonzero("aclnnNonzeroV2", self_, out, true, ws, ex)
+}
+
+/// `aclnnMaskedSelect(self, mask, out)`: self's elements where the bool mask (broadcast with self) is
+/// true; out is 1-D, self's dtype, as long as the broadcast shape; after the kernel its view shape is
+/// [count] (`masked_select` in torch_npu and MindSpore).
+#[no_mangle]
+pub extern "C" fn aclnnMaskedSelectGetWorkspaceSize(self_: H, mask: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnMaskedSelect", ws, ex, || {
         let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((dim(DimOp::Nonzero { out_handle: u(out), transpose: false }), a))
+        a.t(In, "self", u(self_))?.t(In, "mask", u(mask))?.t(Out, "out", u(out))?;
+        Ok((dim(DimOp::MaskedSelect { out_handle: u(out) }), a))
     })
 }

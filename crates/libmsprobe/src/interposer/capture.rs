@@ -101,11 +101,13 @@ pub(crate) fn aclnn_launch(op: &str, ex: usize, stream: *mut c_void, real: impl 
 /// result. Counted and warned about, never silent.
 const SHAPE_BY_KERNEL: &[&str] = &["Nonzero", "NonzeroV2", "MaskedSelect", "Unique", "Unique2"];
 
-/// The aclop op types of the same kind (torch_npu's `x[mask]` and `masked_select` run NonZero and
-/// MaskedSelect this way). The V2 entries return once the kernel ran, with the output descs holding
-/// the real shape (CANN's contract for them, which torch_npu relies on): their outputs are re-read
-/// from the descs after the call and recorded exactly. Through a V1 entry they are counted as above.
-const ACLOP_SHAPE_BY_KERNEL: &[&str] = &["NonZero", "MaskedSelect", "Unique", "UniqueWithCountsExt"];
+/// The aclop op types of the same kind (torch_npu runs `x[mask]`, `masked_select`, `unique` and
+/// `unique_consecutive` this way). Through a V2 entry every aclop launch's outputs are re-read from
+/// the descs after the call: for such an op the call returns once the kernel ran, with the descs
+/// holding the real shape (CANN's contract, which torch_npu relies on), so the record is exact (for
+/// any other op the descs are unchanged). Through a V1 entry (const descs) these are counted as above.
+const ACLOP_SHAPE_BY_KERNEL: &[&str] =
+    &["NonZero", "MaskedSelect", "UniqueWithCountsAndSorting", "UniqueConsecutive", "Unique", "UniqueV2"];
 
 /// Re-reads a launch's outputs after the call returned (see [`ACLOP_SHAPE_BY_KERNEL`]).
 pub(crate) type Refresh<'a> = &'a dyn Fn() -> Vec<KArg>;
@@ -144,11 +146,10 @@ pub(crate) fn launch(
         log::warn!("internal error describing a {prefix} launch; it ran uncaptured");
         return real();
     };
-    let by_kernel = prefix == "Aclop" && ACLOP_SHAPE_BY_KERNEL.contains(&op.as_str());
-    if by_kernel && refresh.is_none() {
+    if refresh.is_none() && prefix == "Aclop" && ACLOP_SHAPE_BY_KERNEL.contains(&op.as_str()) {
         activation::note_shape_by_kernel(&format!("aclop {op}"));
     }
-    record_launch(&l2, prefix, &op, args, stream, real, refresh.filter(|_| by_kernel))
+    record_launch(&l2, prefix, &op, args, stream, real, refresh)
 }
 
 /// A launch seen while capture is on but filtered out before its arguments are read.
