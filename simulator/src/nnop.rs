@@ -371,11 +371,18 @@ pub fn launch(op_name: &str, workspace: usize, ws_size: u64, exec: usize, stream
     }
     let name = e.op_name;
     let op = e.op;
+    // an output whose shape the kernel sets is traced at that shape (the client reads it after its sync)
+    let shaped: Vec<(usize, usize)> = match &op {
+        Op::Dim(d) if d.shaped_handle() != 0 => {
+            args.iter().position(|a| a.role == Role::Output).map(|i| (i, d.shaped_handle())).into_iter().collect()
+        }
+        _ => Vec::new(),
+    };
     let ws = (workspace, e.ws as usize);
     let sid = st.id;
     let r = st.submit(Box::new(move || {
         crate::stream::kernel_delay();
-        crate::trace::run_traced(name, sid, &args, || {
+        crate::trace::run_traced_shaped(name, sid, &args, &shaped, || {
             if ws.1 > 0 {
                 crate::mem::fill(ws.0, 0xA5, ws.1)?;
             }

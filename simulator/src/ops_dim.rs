@@ -80,6 +80,16 @@ pub enum DimOp {
     MaskedSelect { out_handle: usize },
 }
 
+impl DimOp {
+    /// The handle whose shape the kernel sets (an aclTensor or aclTensorDesc; 0 for none).
+    pub fn shaped_handle(&self) -> usize {
+        match self {
+            DimOp::Nonzero { out_handle, .. } | DimOp::MaskedSelect { out_handle } => *out_handle,
+            _ => 0,
+        }
+    }
+}
+
 /// An index tensor's values and shape.
 type IndexT = (Vec<i64>, Vec<i64>);
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from recorder_testutil import LIB, REPO
-from test_l2 import check_fidelity
+from test_l2 import check_fidelity, record_of
 
 # (tests/python/mindspore is a namespace package on sys.path: check for the real, file-backed package)
 _ms = importlib.util.find_spec("mindspore")
@@ -246,12 +247,12 @@ print(json.dumps({k: bool(got[k].shape == want[k].shape and (got[k] == want[k]).
 """
 
 
-def test_masked_ops_pynative_match_numpy_and_are_counted_under_l2(lib64: Path, tmp_path: Path) -> None:
+def test_masked_ops_pynative_match_numpy_and_are_recorded_exactly_under_l2(lib64: Path, tmp_path: Path) -> None:
     """MindSpore's masked_select, `x[mask]` and nonzero on the Ascend backend run aclnnMaskedSelect,
     aclnnNonzeroV2 and aclnnNonzero, whose kernels decide the output shape (MindSpore reads it with
     aclGetViewShape after its sync): equal to numpy on the simulator, unchanged under L2, every launch
-    captured with the trace's CRCs, and each such launch counted in the run summary (L2 records it at
-    the launch-time shape)."""
+    captured with the trace's CRCs, and the outputs recorded at the real shape (none falls back to the
+    launch-time shape, which the run summary would count)."""
     src = tmp_path / "masked.py"
     src.write_text(MASKED)
     e = {k: v for k, v in os.environ.items() if not k.startswith(("MSPROBE_", "CANNSIM_TRACE", "LD_PRELOAD"))}
@@ -279,6 +280,18 @@ def test_masked_ops_pynative_match_numpy_and_are_counted_under_l2(lib64: Path, t
     ops = [t["op"] for t in trace]
     assert {"aclnnMaskedSelect", "aclnnNonzeroV2", "aclnnNonzero"} <= set(ops), sorted(set(ops))
     assert check_fidelity(trace, tmp_path / "dump" / "step0" / "rank") == len(trace)
+    # recorded at the real shapes (the trace's, whose CRCs check_fidelity compared): none fell back
+    data = json.loads((tmp_path / "dump" / "step0" / "rank" / "dump.json").read_text())["data"]
+    seen, real = {}, 0
+    for t in trace:
+        key = record_of(t["op"])
+        seen[key] = seen.get(key, 0) + 1
+        if t["op"] in ("aclnnMaskedSelect", "aclnnNonzeroV2", "aclnnNonzero"):
+            (out,) = data[f"{key[0]}.{key[1]}.{seen[key] - 1}.forward"]["output"]
+            (want,) = [x["shape"] for x in t["tensors"] if x["role"] == "output"]
+            assert out["shape"] == want, (t["op"], out["shape"], want)
+            real += math.prod(want) < 24 * len(want)  # fewer rows than all 24 elements
     n = sum(op in ("aclnnMaskedSelect", "aclnnNonzeroV2", "aclnnNonzero") for op in ops)
+    assert real == n, (real, n)  # each smaller than the launch-time, all-elements allocation
     line = "launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape)"
-    assert f"{line}: {n}" in p.stderr, p.stderr[-3000:]
+    assert f"{line}: 0" in p.stderr, p.stderr[-3000:]

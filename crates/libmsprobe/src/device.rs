@@ -158,3 +158,34 @@ fn hccl_query(slot: &Slot, comm: *mut c_void) -> Option<u32> {
     let rc = unsafe { slot.get::<F>()(comm, &mut v) };
     (rc == 0).then_some(v)
 }
+
+static GET_VIEW_SHAPE: Slot = Slot::new(c"aclGetViewShape");
+/// libstdc++'s `operator delete[](void*)`: CANN's getters return arrays made with `new[]`.
+static DELETE_ARRAY: Slot = Slot::new(c"_ZdaPv");
+
+/// The view shape the library gives aclTensor `h` now (a kernel may have set it, as aclnnNonzero's
+/// does), by the real aclGetViewShape. `None` if it cannot be read. The returned array is the
+/// caller's (CANN: `delete[]`): freed with libstdc++'s `operator delete[]`, leaked if that is not
+/// loaded.
+pub(crate) fn view_shape_now(h: usize) -> Option<Vec<i64>> {
+    let f = GET_VIEW_SHAPE.resolve();
+    if f.is_null() || h == 0 {
+        return None;
+    }
+    type F = unsafe extern "C" fn(*mut c_void, *mut *mut i64, *mut u64) -> i32;
+    let (mut dims, mut n) = (std::ptr::null_mut::<i64>(), 0u64);
+    // SAFETY: `f` is the real aclGetViewShape; `h` is an aclTensor bound to the executor being
+    // launched (the client destroys it only after the launch); the out-pointers are ours.
+    let rc = unsafe { std::mem::transmute::<*mut c_void, F>(f)(h as *mut c_void, &mut dims, &mut n) };
+    if rc != 0 || dims.is_null() {
+        return None;
+    }
+    // SAFETY: on success the library wrote `n` dims at `dims` (a rank is small: at most 8 in CANN).
+    let v = (n <= 64).then(|| unsafe { std::slice::from_raw_parts(dims, n as usize) }.to_vec());
+    let del = DELETE_ARRAY.resolve();
+    if !del.is_null() {
+        // SAFETY: `dims` came from the library's `new int64_t[]`, freed once here by `delete[]`.
+        unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_void)>(del)(dims.cast()) };
+    }
+    v
+}

@@ -267,7 +267,8 @@ static SYNC_FAILURES: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 /// Tensors recorded as null because their stream could not be synchronised.
 pub static NOT_SYNCED_TENSORS: AtomicU64 = AtomicU64::new(0);
 
-/// Launches of operators whose output shape their kernel decides (recorded at the launch-time shape).
+/// Launches of operators whose output shape their kernel decides, recorded at the launch-time shape
+/// (an aclop V1 entry, or the real shape could not be read).
 pub static SHAPE_BY_KERNEL: AtomicU64 = AtomicU64::new(0);
 
 /// Counts a launch of `op` (`aclnnNonzero`, `aclop NonZero`), whose output shape its kernel decides; the first one is logged.
@@ -276,8 +277,9 @@ pub(crate) fn note_shape_by_kernel(op: &str) {
     SHAPE_BY_KERNEL.fetch_add(1, Relaxed);
     ONCE.call_once(|| {
         log::warn!(
-            "{op} decides its output shape in its kernel: L2 records its outputs at the launch-time (largest) \
-             shape, whose rows past the real count are not the op's result (counted in the run summary)"
+            "{op} decides its output shape in its kernel and L2 could not read the real shape: it records the \
+             outputs at the launch-time (largest) shape, whose rows past the real count are not the op's result \
+             (counted in the run summary)"
         )
     });
 }

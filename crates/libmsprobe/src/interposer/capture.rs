@@ -89,16 +89,42 @@ pub(crate) fn aclnn_launch(op: &str, ex: usize, stream: *mut c_void, real: impl 
         return real();
     };
     let args = resolve(&st.args);
-    if SHAPE_BY_KERNEL.contains(&op) {
-        activation::note_shape_by_kernel(&format!("aclnn{op}"));
+    if !SHAPE_BY_KERNEL.contains(&op) {
+        return record_launch(&l2, "Aclnn", op, args, stream, real, None);
     }
-    record_launch(&l2, "Aclnn", op, args, stream, real, None)
+    let refresh = || kernel_shaped_outputs(op, &st.args, stream);
+    record_launch(&l2, "Aclnn", op, args, stream, real, Some(&refresh))
 }
 
-/// aclnn operators (names without `aclnn`) whose output shape their kernel decides (the client allocates the largest
-/// possible output, syncs, then reads the real shape with `aclGetViewShape`). Their outputs are
-/// recorded at the launch-time (largest) shape: the rows past the real count are not the op's
-/// result. Counted and warned about, never silent.
+/// The outputs of a launch of a [`SHAPE_BY_KERNEL`] operator at the shape its kernel gave them:
+/// the stream is synchronised (the client syncs there too, to read the shape) and each output's
+/// view shape read back. If either fails the launch-time outputs are kept, counted and warned about.
+fn kernel_shaped_outputs(op: &str, bound: &[Bound], stream: *mut c_void) -> Vec<KArg> {
+    let launch_time = || resolve(bound).into_iter().filter(|a| matches!(a, KArg::Tensor(_, Role::Out))).collect();
+    if device::sync_stream(stream).is_err() {
+        activation::note_shape_by_kernel(&format!("aclnn{op}"));
+        return launch_time();
+    }
+    let mut out = Vec::new();
+    for b in bound {
+        let Bound::Tensor(h, Role::Out) = b else { continue };
+        match (meta::tensor(*h), device::view_shape_now(*h)) {
+            (Some(t), Some(shape)) => out.push(KArg::Tensor(TensorMeta { shape, strides: None, ..t }, Role::Out)),
+            _ => {
+                activation::note_shape_by_kernel(&format!("aclnn{op}"));
+                return launch_time();
+            }
+        }
+    }
+    out
+}
+
+/// aclnn operators (names without `aclnn`) whose output shape their kernel decides (the client
+/// allocates the largest possible output, syncs, then reads the real shape with `aclGetViewShape`).
+/// L2 does the same after the launch (one stream sync on the launching thread, where the client
+/// waits anyway) and records the outputs at the real shape; when that fails they are recorded at
+/// the launch-time (largest) shape, whose rows past the real count are not the op's result: counted
+/// and warned about, never silent.
 const SHAPE_BY_KERNEL: &[&str] = &["Nonzero", "NonzeroV2", "MaskedSelect", "Unique", "Unique2"];
 
 /// The aclop op types of the same kind (torch_npu runs `x[mask]`, `masked_select`, `unique` and
