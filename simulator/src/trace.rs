@@ -100,7 +100,12 @@ pub fn run_traced_shaped(
     let r = f();
     let views: Vec<TView> = (0..args.len())
         .map(|i| {
-            let set = shaped.iter().find(|(j, _)| *j == i).and_then(|(_, h)| crate::tensor::kernel_shape(*h));
+            // only this launch's kernel, when it ran, set the shape (an older entry may linger)
+            let set = shaped
+                .iter()
+                .find(|(j, _)| *j == i)
+                .filter(|_| r.is_ok())
+                .and_then(|(_, h)| crate::tensor::kernel_shape(*h));
             match set {
                 Some(shape) => {
                     TView { strides: crate::tensor::contiguous_strides(&shape), shape, ..args[i].view.clone() }

@@ -122,6 +122,11 @@ def test_common_ops_every_launch_captured(tmp_path, async_copy):
     assert shaped >= 5, shaped
     line = "launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape)"
     assert f"{line}: 0" in p.stderr and "decides its output shape in its kernel" not in p.stderr, p.stderr[-3000:]
+    n = sum(t["op"] in by_kernel for t in launches)
+    assert (
+        f"launches whose outputs were re-read at the shape their kernel set (one stream sync each on the "
+        f"launching thread): {n}" in p.stderr
+    )
 
 
 def free_port():

@@ -247,7 +247,10 @@ print(json.dumps({k: bool(got[k].shape == want[k].shape and (got[k] == want[k]).
 """
 
 
-def test_masked_ops_pynative_match_numpy_and_are_recorded_exactly_under_l2(lib64: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("async_copy", ["1", "0"])  # pinned async copies / the blocking copy path
+def test_masked_ops_pynative_match_numpy_and_are_recorded_exactly_under_l2(
+    lib64: Path, tmp_path: Path, async_copy: str
+) -> None:
     """MindSpore's masked_select, `x[mask]` and nonzero on the Ascend backend run aclnnMaskedSelect,
     aclnnNonzeroV2 and aclnnNonzero, whose kernels decide the output shape (MindSpore reads it with
     aclGetViewShape after its sync): equal to numpy on the simulator, unchanged under L2, every launch
@@ -269,6 +272,7 @@ def test_masked_ops_pynative_match_numpy_and_are_recorded_exactly_under_l2(lib64
                 MSPROBE_DUMP_PATH=str(tmp_path / "dump"),
                 MSPROBE_SUMMARY_MODE="md5",
                 CANNSIM_TRACE=str(tmp_path / "trace.jsonl"),
+                MSPROBE_L2_ASYNC_COPY=async_copy,
             )
         p = subprocess.run(
             [PY, str(src)], env={**e, **extra}, capture_output=True, text=True, timeout=300, cwd=tmp_path
@@ -295,3 +299,6 @@ def test_masked_ops_pynative_match_numpy_and_are_recorded_exactly_under_l2(lib64
     assert real == n, (real, n)  # each smaller than the launch-time, all-elements allocation
     line = "launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape)"
     assert f"{line}: 0" in p.stderr, p.stderr[-3000:]
+    line = "launches whose outputs were re-read at the shape their kernel set (one stream sync each on the launching"
+    line += " thread)"
+    assert f"{line}: {n}" in p.stderr, p.stderr[-3000:]

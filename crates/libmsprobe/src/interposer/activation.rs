@@ -271,6 +271,9 @@ pub static NOT_SYNCED_TENSORS: AtomicU64 = AtomicU64::new(0);
 /// (an aclop V1 entry, or the real shape could not be read).
 pub static SHAPE_BY_KERNEL: AtomicU64 = AtomicU64::new(0);
 
+/// aclnn launches whose outputs were re-read after a stream sync at the shape their kernel set.
+pub static RESHAPED: AtomicU64 = AtomicU64::new(0);
+
 /// Counts a launch of `op` (`aclnnNonzero`, `aclop NonZero`), whose output shape its kernel decides; the first one is logged.
 pub(crate) fn note_shape_by_kernel(op: &str) {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -414,6 +417,7 @@ extern "C" fn at_exit() {
                     "  tensors not copied, stream not synchronised (recorded as null): {}\n",
                     "  device copies failed (recorded as null): {}\n",
                     "  launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape): {}\n",
+                    "  launches whose outputs were re-read at the shape their kernel set (one stream sync each on the launching thread): {}\n",
                     "  device statistics: {} tensors reduced on the device ({} tool kernels), {} by the copy path, {} dropped (no free result slot, recorded as null), {} with uncertain *_except_inf_nan (written as NaN), {} launches whose event failed (recorded as null), {} records journaled in planned form at the launch, device scratch peak {} bytes; async copies: {} tensors copied asynchronously, {} dropped (pinned memory full, recorded without statistics/md5/file), pinned peak {} bytes of {} allowed, {} pinned allocations ({} copies into a reused buffer)\n{}"
                 ),
                 seen(Path::Dlsym) + seen(Path::Linked),
@@ -431,6 +435,7 @@ extern "C" fn at_exit() {
                 NOT_SYNCED_TENSORS.load(Relaxed),
                 COPY_FAILURES.load(Relaxed),
                 SHAPE_BY_KERNEL.load(Relaxed),
+                RESHAPED.load(Relaxed),
                 super::devstats::DEVICE_TENSORS.load(Relaxed),
                 super::devstats::KERNELS.load(Relaxed),
                 super::devstats::FALLBACKS.load(Relaxed),

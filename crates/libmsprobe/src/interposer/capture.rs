@@ -98,34 +98,49 @@ pub(crate) fn aclnn_launch(op: &str, ex: usize, stream: *mut c_void, real: impl 
 
 /// The outputs of a launch of a [`SHAPE_BY_KERNEL`] operator at the shape its kernel gave them:
 /// the stream is synchronised (the client syncs there too, to read the shape) and each output's
-/// view shape read back. If either fails the launch-time outputs are kept, counted and warned about.
+/// view shape read back. If either fails, or a shape read back is not within the launch-time one's
+/// elements, the launch-time outputs are kept, counted and warned about. A NULL output stays null.
 fn kernel_shaped_outputs(op: &str, bound: &[Bound], stream: *mut c_void) -> Vec<KArg> {
-    let launch_time = || resolve(bound).into_iter().filter(|a| matches!(a, KArg::Tensor(_, Role::Out))).collect();
-    if device::sync_stream(stream).is_err() {
+    let launch_time = || {
         activation::note_shape_by_kernel(&format!("aclnn{op}"));
+        resolve(bound)
+            .into_iter()
+            .filter(|a| matches!(a, KArg::Tensor(_, Role::Out) | KArg::Missing(Role::Out)))
+            .collect()
+    };
+    if device::sync_stream(stream).is_err() {
         return launch_time();
     }
     let mut out = Vec::new();
     for b in bound {
-        let Bound::Tensor(h, Role::Out) = b else { continue };
-        match (meta::tensor(*h), device::view_shape_now(*h)) {
-            (Some(t), Some(shape)) => out.push(KArg::Tensor(TensorMeta { shape, strides: None, ..t }, Role::Out)),
-            _ => {
-                activation::note_shape_by_kernel(&format!("aclnn{op}"));
-                return launch_time();
+        match b {
+            Bound::Tensor(0, Role::Out) => out.push(KArg::Missing(Role::Out)),
+            Bound::Tensor(h, Role::Out) => {
+                let (Some(t), Some(shape)) = (meta::tensor(*h), device::view_shape_now(*h)) else {
+                    return launch_time();
+                };
+                // never read past the output: the real shape is at most the allocated one
+                let fits = shape.iter().all(|d| *d >= 0) && layout::numel(&shape) <= layout::numel(&t.shape);
+                if !fits {
+                    return launch_time();
+                }
+                out.push(KArg::Tensor(TensorMeta { shape, strides: None, ..t }, Role::Out));
             }
+            _ => {}
         }
     }
+    activation::RESHAPED.fetch_add(1, Relaxed);
     out
 }
 
 /// aclnn operators (names without `aclnn`) whose output shape their kernel decides (the client
 /// allocates the largest possible output, syncs, then reads the real shape with `aclGetViewShape`).
 /// L2 does the same after the launch (one stream sync on the launching thread, where the client
-/// waits anyway) and records the outputs at the real shape; when that fails they are recorded at
-/// the launch-time (largest) shape, whose rows past the real count are not the op's result: counted
-/// and warned about, never silent.
-const SHAPE_BY_KERNEL: &[&str] = &["Nonzero", "NonzeroV2", "MaskedSelect", "Unique", "Unique2"];
+/// waits anyway; counted in the run summary) and records the outputs at the real shape; when that
+/// fails they are recorded at the launch-time (largest) shape, whose rows past the real count are
+/// not the op's result: counted and warned about, never silent. (aclnnUnique/Unique2 have no
+/// wrapper yet: they pass through uncaptured, listed by name in the run summary.)
+const SHAPE_BY_KERNEL: &[&str] = &["Nonzero", "NonzeroV2", "MaskedSelect"];
 
 /// The aclop op types of the same kind (torch_npu runs `x[mask]`, `masked_select`, `unique` and
 /// `unique_consecutive` this way). Through a V2 entry every aclop launch's outputs are re-read from
@@ -349,10 +364,10 @@ pub(crate) fn record_launch(
     let kernel_time = kernel_start.elapsed();
     let post = pre.is_ok()
         && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let args = refreshed(args, refresh, rc);
             // Outputs are copied only once the kernel is known to have run (the sync succeeded).
             if rc == 0 {
                 if matches!(b.section("output"), Ok(true)) {
+                    let args = refreshed(args, refresh, rc);
                     let synced = sync_for(stream, Side::After, &b.name);
                     add_side(&mut b, l2, &args, Side::After, synced);
                 }
@@ -720,9 +735,9 @@ fn record_launch_device(
     let kernel_time = kernel_start.elapsed();
     let post = pre.is_ok()
         && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let args = refreshed(args, refresh, rc);
             if rc == 0 {
                 if b.section_active("output") {
+                    let args = refreshed(args, refresh, rc);
                     items.push(Item::Section("output"));
                     plan_side(&mut items, &args, Side::After, stream, &name, &lim, &mut launch);
                 }

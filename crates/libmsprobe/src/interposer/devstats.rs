@@ -2,7 +2,8 @@
 //! captured device tensor is reduced by the real aclnn kernels on the launch's own stream (inputs
 //! before the launch, outputs after it), the few result bytes travel with `aclrtMemcpyAsync` into
 //! pinned host memory, and an event recorded after the copies completes the record on the
-//! completion thread. The launching thread never synchronises a stream.
+//! completion thread. The launching thread never synchronises a stream (but for the outputs of a
+//! kernel that decides their shape: `capture::kernel_shaped_outputs`).
 //!
 //! Per tensor (f32/f16/bf16; integers and f64 first cast to f32 with aclnnCast, msprobe 1.1.1's
 //! `get_stat_info` rule): aclnnAminmaxAll (Max and Min in one kernel), aclnnMean and aclnnNorm
