@@ -253,6 +253,9 @@ SIGS = {
     "Nonzero": "TT",
     "NonzeroV2": "TT",
     "MaskedSelect": "TTT",
+    "Unique": "T??TT",
+    "Unique2": "T???TTT",
+    "UniqueConsecutive": "T??lTTT",
 }
 CT = {
     "T": VP,

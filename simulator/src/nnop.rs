@@ -373,9 +373,11 @@ pub fn launch(op_name: &str, workspace: usize, ws_size: u64, exec: usize, stream
     let op = e.op;
     // an output whose shape the kernel sets is traced at that shape (the client reads it after its sync)
     let shaped: Vec<(usize, usize)> = match &op {
-        Op::Dim(d) if d.shaped_handle() != 0 => {
-            args.iter().position(|a| a.role == Role::Output).map(|i| (i, d.shaped_handle())).into_iter().collect()
-        }
+        Op::Dim(d) => d
+            .shaped_slots()
+            .into_iter()
+            .filter_map(|(slot, h)| args.iter().position(|a| a.index == slot && a.list_index.is_none()).map(|i| (i, h)))
+            .collect(),
         _ => Vec::new(),
     };
     let ws = (workspace, e.ws as usize);

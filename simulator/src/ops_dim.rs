@@ -78,14 +78,33 @@ pub enum DimOp {
     /// MaskedSelect (torch_npu's masked_select): the elements of self where the broadcast mask is
     /// true, in row-major order, in out's head; then `out_handle`'s shape becomes [count] (as Nonzero).
     MaskedSelect { out_handle: usize },
+    /// slots: self, valueOut (self's dtype, 1-D, at least self's numel), inverseOut (int64, self's
+    /// numel; written with `inverse`), countsOut (int64, 1-D like valueOut; only aclnnUnique2, written
+    /// with `counts`). aclnnUnique / aclnnUnique2 (torch's `unique`, MindSpore's `unique`): the
+    /// distinct elements of self in ascending order (also when `sorted` is false, which lets the
+    /// kernel choose the order), each NaN distinct and above every number, as torch's CPU kernel;
+    /// inverse maps each element of self to its value's position, counts how often each value occurs.
+    /// Then valueOut's view shape (and countsOut's, with `counts`) becomes [distinct], read by the
+    /// client with aclGetViewShape after its sync (as Nonzero). With `consecutive`
+    /// (aclnnUniqueConsecutive over the flattened self), the values are the runs of equal elements
+    /// in self's order instead.
+    Unique { inverse: bool, counts: bool, consecutive: bool, value_handle: usize, counts_handle: usize },
 }
 
 impl DimOp {
-    /// The handle whose shape the kernel sets (an aclTensor or aclTensorDesc; 0 for none).
-    pub fn shaped_handle(&self) -> usize {
+    /// The outputs whose shape the kernel sets: (slot, aclTensor or aclTensorDesc handle).
+    pub fn shaped_slots(&self) -> Vec<(usize, usize)> {
         match self {
-            DimOp::Nonzero { out_handle, .. } | DimOp::MaskedSelect { out_handle } => *out_handle,
-            _ => 0,
+            DimOp::Nonzero { out_handle, .. } => vec![(1, *out_handle)],
+            DimOp::MaskedSelect { out_handle } => vec![(2, *out_handle)],
+            DimOp::Unique { counts, value_handle, counts_handle, .. } => {
+                let mut v = vec![(1, *value_handle)];
+                if *counts {
+                    v.push((3, *counts_handle));
+                }
+                v
+            }
+            _ => Vec::new(),
         }
     }
 }
@@ -180,6 +199,35 @@ fn order(a: f64, b: f64) -> Ordering {
         (false, true) => Ordering::Less,
         _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
     }
+}
+
+/// The distinct values of `a` in ascending order (NaN above every number), or with `consecutive`
+/// its runs of equal elements in order, each as the flat (row-major) positions holding it, first
+/// occurrence first. Integers compare exactly (as i64), floats as f64; every NaN is its own value
+/// and -0.0 equals 0.0, as torch's CPU unique.
+fn unique_groups(a: &TView, consecutive: bool) -> Result<Vec<Vec<usize>>, i32> {
+    let mut ix: Vec<usize> = (0..a.numel()).collect();
+    let same: Box<dyn Fn(usize, usize) -> bool> = if a.dtype.is_float() {
+        let x = a.read_f64()?;
+        if !consecutive {
+            ix.sort_by(|&p, &q| order(x[p], x[q])); // stable: first occurrence first
+        }
+        Box::new(move |p, q| x[p] == x[q])
+    } else {
+        let x = a.read_i64()?;
+        if !consecutive {
+            ix.sort_by_key(|&p| x[p]);
+        }
+        Box::new(move |p, q| x[p] == x[q])
+    };
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for p in ix {
+        match groups.last_mut() {
+            Some(g) if same(g[0], p) => g.push(p),
+            _ => groups.push(vec![p]),
+        }
+    }
+    Ok(groups)
 }
 
 /// (outer, size, inner) around `dim` (a 0-d tensor is one lane of one element).
@@ -498,6 +546,34 @@ impl DimOp {
                     )));
                 }
             }
+            DimOp::Unique { inverse, counts, .. } => {
+                let (a, v, i) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let n = a.numel() as i64;
+                let flat = |o: &TView, dtype: crate::dtype::DType| {
+                    o.dtype == dtype && o.shape.len() == 1 && o.shape[0] >= n && o.strides == [1]
+                };
+                if !flat(v, a.dtype) {
+                    return Err(inv(format!(
+                        "unique: valueOut must be a contiguous 1-D {:?} of at least {n} elements, got {:?} {:?}",
+                        a.dtype, v.dtype, v.shape
+                    )));
+                }
+                if *inverse && (i.dtype != crate::dtype::DType::I64 || i.numel() as i64 != n) {
+                    return Err(inv(format!(
+                        "unique: inverseOut must be int64 with self's {n} elements, got {:?} {:?}",
+                        i.dtype, i.shape
+                    )));
+                }
+                if *counts {
+                    let c = t(s, 3)?;
+                    if !flat(c, crate::dtype::DType::I64) {
+                        return Err(inv(format!(
+                            "unique: countsOut must be a contiguous 1-D int64 of at least {n} elements, got {:?} {:?} strides {:?}",
+                            c.dtype, c.shape, c.strides
+                        )));
+                    }
+                }
+            }
             DimOp::Nonzero { transpose, .. } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 // [numel, rank] rows at most; a 0-d self's one row has no columns (no bytes)
@@ -736,6 +812,29 @@ impl DimOp {
                 take(&bview(a, &shape)?, &head, &idx)?;
                 if *out_handle != 0 {
                     crate::tensor::set_kernel_shape(*out_handle, head.shape.clone());
+                }
+                Ok(())
+            }
+            DimOp::Unique { inverse, counts, consecutive, value_handle, counts_handle } => {
+                let a = t(s, 0)?;
+                let groups = unique_groups(a, *consecutive)?;
+                let len = vec![groups.len() as i64];
+                let head = |o: &TView| TView { shape: len.clone(), strides: vec![1], ..o.clone() };
+                take(a, &head(t(s, 1)?), &groups.iter().map(|g| g[0]).collect::<Vec<_>>())?;
+                if *inverse {
+                    let mut at = vec![0i64; a.numel()];
+                    for (k, g) in groups.iter().enumerate() {
+                        g.iter().for_each(|&e| at[e] = k as i64);
+                    }
+                    t(s, 2)?.write_i64(&at)?;
+                }
+                let mut shaped = vec![*value_handle];
+                if *counts {
+                    head(t(s, 3)?).write_i64(&groups.iter().map(|g| g.len() as i64).collect::<Vec<_>>())?;
+                    shaped.push(*counts_handle);
+                }
+                for h in shaped.into_iter().filter(|&h| h != 0) {
+                    crate::tensor::set_kernel_shape(h, len.clone());
                 }
                 Ok(())
             }

@@ -386,3 +386,76 @@ def test_nonzero_v2_and_masked_select(env, shape):
     want = xv[np.broadcast_to(mask, xv.shape)]
     assert view_shape(e, sel) == want.shape
     np.testing.assert_array_equal(sel.numpy(e.stream)[: want.size], want.astype(np.float32))
+
+
+def runs(x):
+    """numpy reference of unique_consecutive over the flattened x: run values, each element's run, run lengths."""
+    x = x.reshape(-1)
+    starts = np.flatnonzero(np.r_[True, x[1:] != x[:-1]]) if x.size else np.zeros(0, np.int64)
+    inverse = np.cumsum(np.r_[False, x[1:] != x[:-1]]) if x.size else np.zeros(0, np.int64)
+    return x[starts], inverse, np.diff(np.r_[starts, x.size])
+
+
+@pytest.mark.parametrize("case", ["int64", "float32", "empty", "0-d"])
+@pytest.mark.parametrize("op", ["Unique", "Unique2", "UniqueConsecutive"])
+def test_unique_forms_and_their_view_shapes(env, op, case):
+    """aclnnUnique / Unique2 (torch's `unique`) and aclnnUniqueConsecutive (`unique_consecutive`, dim 1000 = none):
+    the distinct values (ascending) or the runs, each element's position among them and the counts, in the head
+    of the numel-long outputs whose view shape the kernel sets to [distinct] (valueOut, and countsOut when asked
+    for); inverseOut keeps self's shape. Against numpy: int64 beyond 2^53 exactly, every NaN distinct."""
+    e = env("float32")
+    rng = np.random.default_rng(3)
+    if case == "int64":
+        x = (2**60 + rng.integers(0, 4, (3, 5))).astype(np.int64)
+        xs, dtype = i64(e, x), cs.ACL_INT64
+    else:
+        x = {"float32": np.round(rng.random((4, 3)) * 3), "empty": np.zeros((0, 2)), "0-d": np.array(2.0)}[case]
+        x = x.astype(np.float32)
+        if x.size > 4:
+            x.flat[2] = x.flat[7] = np.nan
+        xs, x = dev(e, x)
+        dtype = cs.ACL_FLOAT
+    n = x.size
+    if op == "UniqueConsecutive":
+        want_v, want_i, want_c = runs(x)
+    else:
+        want_v, want_i, want_c = np.unique(x.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False)
+    v = e.acl.tensor(shape=(n,), dtype=dtype)
+    inv = e.acl.tensor(shape=x.shape, dtype=cs.ACL_INT64)
+    cnt = e.acl.tensor(shape=(n,), dtype=cs.ACL_INT64)
+    args = {
+        "Unique": (xs, True, True, v, inv),
+        "Unique2": (xs, True, True, True, v, inv, cnt),
+        "UniqueConsecutive": (xs, True, True, 1000, v, inv, cnt),
+    }[op]
+    e.run(op, *args)
+    e.acl.sync(e.stream)
+    k = want_v.size
+    assert view_shape(e, v) == (k,) and view_shape(e, inv) == x.shape
+    got = (ints(e, v) if case == "int64" else v.numpy(e.stream).astype(np.float64)).reshape(-1)[:k]
+    np.testing.assert_array_equal(got, want_v)
+    np.testing.assert_array_equal(ints(e, inv).reshape(-1), want_i.reshape(-1))
+    if op != "Unique":
+        assert view_shape(e, cnt) == (k,)
+        np.testing.assert_array_equal(ints(e, cnt).reshape(-1)[:k], want_c)
+
+
+def test_unique_outputs_checked_and_counts_left_alone_when_not_asked_for(env):
+    """Without returnCounts/returnInverse the kernel neither writes nor reshapes those outputs (torch_npu then
+    passes [0] tensors); a too-short valueOut, a wrong dtype and a real dim of UniqueConsecutive are refused."""
+    e = env("float32")
+    xs, x = dev(e, np.array([3.0, 1.0, 3.0]))
+    v = e.acl.tensor(shape=(3,), dtype=cs.ACL_FLOAT)
+    inv, cnt = e.acl.tensor(shape=(0,), dtype=cs.ACL_INT64), e.acl.tensor(shape=(0,), dtype=cs.ACL_INT64)
+    e.run("Unique2", xs, False, False, False, v, inv, cnt)
+    e.acl.sync(e.stream)
+    assert view_shape(e, v) == (2,) and view_shape(e, cnt) == (0,) and view_shape(e, inv) == (0,)
+    np.testing.assert_array_equal(v.numpy(e.stream)[:2], [1.0, 3.0])
+    for bad in (
+        ("Unique2", xs, True, False, False, e.acl.tensor(shape=(2,), dtype=cs.ACL_FLOAT), inv, cnt),
+        ("Unique2", xs, True, False, False, e.acl.tensor(shape=(3,), dtype=cs.ACL_INT32), inv, cnt),
+        ("Unique2", xs, True, False, True, v, inv, cnt),
+        ("UniqueConsecutive", xs, False, False, 0, v, inv, cnt),
+    ):
+        with pytest.raises(cs.AclError, match="161002"):
+            e.run(*bad)

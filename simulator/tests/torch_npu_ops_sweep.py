@@ -116,6 +116,14 @@ ops = {
     "mask_read_bw": lambda x, y, i: grad_of(lambda t: t[t > 0.5] * 3, y),
     "masked_select": lambda x, y, i: torch.masked_select(y, y[0] > 0),
     "masked_select_none": lambda x, y, i: torch.masked_select(y, y > 100),
+    # unique / unique_consecutive: aclnnUnique2 / aclnnUniqueConsecutive (kernel-decided output shapes)
+    "unique_int": lambda x, y, i: i.unique(),
+    "unique_all": lambda x, y, i: torch.cat([t.flatten() for t in i.unique(return_inverse=True, return_counts=True)]),
+    "unique_nan_inf": lambda x, y, i: x.unique(),
+    "unique_consecutive": lambda x, y, i: torch.cat(torch.unique_consecutive((i > 0).long(), return_counts=True)),
+    "unique_consecutive_inv": lambda x, y, i: torch.unique_consecutive(
+        (i > 2).long() - (i < -2).long(), return_inverse=True
+    )[1],
 }
 bad = []
 for n, f in ops.items():

@@ -229,12 +229,22 @@ from mindspore import Tensor, mint, ops
 ms.set_context(mode=ms.PYNATIVE_MODE, device_target="Ascend")
 x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
 t = Tensor(x)
+r = np.round(x)  # repeated values, and runs of them
+
+
+def flat(ts):  # a tuple's tensors (values, inverse, counts) as one float64 vector
+    return np.concatenate([np.asarray(a.asnumpy() if hasattr(a, "asnumpy") else a, np.float64).ravel() for a in ts])
+
+
+runs = np.flatnonzero(np.r_[True, r.ravel()[1:] != r.ravel()[:-1]])
 got = {
     "masked_select": mint.masked_select(t, t > 0.3).asnumpy(),
     "masked_select_row": ops.masked_select(t, Tensor(x[0] > 0)).asnumpy(),
     "getitem": t[t < -0.5].asnumpy(),
     "nonzero": mint.nonzero(t > 1.0).asnumpy(),
     "none": mint.masked_select(t, t > 100).asnumpy(),
+    "unique": flat(mint.unique(Tensor(r), return_inverse=True, return_counts=True)),
+    "unique_consecutive": flat(mint.unique_consecutive(Tensor(r), return_inverse=True, return_counts=True)),
 }
 want = {
     "masked_select": x[x > 0.3],
@@ -242,6 +252,9 @@ want = {
     "getitem": x[x < -0.5],
     "nonzero": np.argwhere(x > 1.0),
     "none": x[x > 100],
+    "unique": flat(np.unique(r, return_inverse=True, return_counts=True)),
+    "unique_consecutive": flat((r.ravel()[runs], np.cumsum(np.r_[0, r.ravel()[1:] != r.ravel()[:-1]]),
+                                np.diff(np.r_[runs, r.size]))),
 }
 print(json.dumps({k: bool(got[k].shape == want[k].shape and (got[k] == want[k]).all()) for k in want}))
 """
@@ -251,8 +264,9 @@ print(json.dumps({k: bool(got[k].shape == want[k].shape and (got[k] == want[k]).
 def test_masked_ops_pynative_match_numpy_and_are_recorded_exactly_under_l2(
     lib64: Path, tmp_path: Path, async_copy: str
 ) -> None:
-    """MindSpore's masked_select, `x[mask]` and nonzero on the Ascend backend run aclnnMaskedSelect,
-    aclnnNonzeroV2 and aclnnNonzero, whose kernels decide the output shape (MindSpore reads it with
+    """MindSpore's masked_select, `x[mask]`, nonzero, unique and unique_consecutive on the Ascend backend run
+    aclnnMaskedSelect, aclnnNonzeroV2, aclnnNonzero, aclnnUnique2 and aclnnUniqueConsecutive, whose kernels
+    decide the output shape (MindSpore reads it with
     aclGetViewShape after its sync): equal to numpy on the simulator, unchanged under L2, every launch
     captured with the trace's CRCs, and the outputs recorded at the real shape (none falls back to the
     launch-time shape, which the run summary would count)."""
@@ -279,10 +293,11 @@ def test_masked_ops_pynative_match_numpy_and_are_recorded_exactly_under_l2(
         )
         assert p.returncode == 0, p.stderr[-4000:]
         outs.append(json.loads(p.stdout.strip().splitlines()[-1]))
-    assert outs[0] == outs[1] == {k: True for k in outs[0]} and len(outs[0]) == 5, outs
+    assert outs[0] == outs[1] == {k: True for k in outs[0]} and len(outs[0]) == 7, outs
     trace = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
     ops = [t["op"] for t in trace]
-    assert {"aclnnMaskedSelect", "aclnnNonzeroV2", "aclnnNonzero"} <= set(ops), sorted(set(ops))
+    by_kernel = ("aclnnMaskedSelect", "aclnnNonzeroV2", "aclnnNonzero", "aclnnUnique2", "aclnnUniqueConsecutive")
+    assert set(by_kernel) <= set(ops), sorted(set(ops))
     assert check_fidelity(trace, tmp_path / "dump" / "step0" / "rank") == len(trace)
     # recorded at the real shapes (the trace's, whose CRCs check_fidelity compared): none fell back
     data = json.loads((tmp_path / "dump" / "step0" / "rank" / "dump.json").read_text())["data"]
@@ -290,12 +305,12 @@ def test_masked_ops_pynative_match_numpy_and_are_recorded_exactly_under_l2(
     for t in trace:
         key = record_of(t["op"])
         seen[key] = seen.get(key, 0) + 1
-        if t["op"] in ("aclnnMaskedSelect", "aclnnNonzeroV2", "aclnnNonzero"):
-            (out,) = data[f"{key[0]}.{key[1]}.{seen[key] - 1}.forward"]["output"]
-            (want,) = [x["shape"] for x in t["tensors"] if x["role"] == "output"]
-            assert out["shape"] == want, (t["op"], out["shape"], want)
-            real += math.prod(want) < 24 * len(want)  # fewer rows than all 24 elements
-    n = sum(op in ("aclnnMaskedSelect", "aclnnNonzeroV2", "aclnnNonzero") for op in ops)
+        if t["op"] in by_kernel:
+            got = [o["shape"] for o in data[f"{key[0]}.{key[1]}.{seen[key] - 1}.forward"]["output"]]
+            want = [x["shape"] for x in t["tensors"] if x["role"] == "output"]
+            assert got == want, (t["op"], got, want)
+            real += math.prod(want[0]) < 24 * len(want[0])  # the shaped output: fewer rows than all 24 elements
+    n = sum(op in by_kernel for op in ops)
     assert real == n, (real, n)  # each smaller than the launch-time, all-elements allocation
     line = "launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape)"
     assert f"{line}: 0" in p.stderr, p.stderr[-3000:]

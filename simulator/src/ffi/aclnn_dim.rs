@@ -71,6 +71,9 @@ crate::phase2!(
     aclnnNonzero,
     aclnnNonzeroV2,
     aclnnMaskedSelect,
+    aclnnUnique,
+    aclnnUnique2,
+    aclnnUniqueConsecutive,
 );
 
 unary!(aclnnSiluGetWorkspaceSize, "aclnnSilu", Op::Unary(UFn::Silu));
@@ -506,4 +509,127 @@ pub extern "C" fn aclnnMaskedSelectGetWorkspaceSize(self_: H, mask: H, out: H, w
         a.t(In, "self", u(self_))?.t(In, "mask", u(mask))?.t(Out, "out", u(out))?;
         Ok((dim(DimOp::MaskedSelect { out_handle: u(out) }), a))
     })
+}
+
+/// Phase 1 of aclnnUnique / aclnnUnique2 (`counts_out` NULL for aclnnUnique, which has none).
+#[allow(clippy::too_many_arguments)]
+fn unique(
+    name: &'static str,
+    self_: H,
+    consecutive: bool,
+    return_inverse: bool,
+    return_counts: bool,
+    value_out: H,
+    inverse_out: H,
+    counts_out: Option<H>,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1(name, ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "valueOut", u(value_out))?.t(Out, "inverseOut", u(inverse_out))?;
+        if let Some(c) = counts_out {
+            a.t(Out, "countsOut", u(c))?;
+        }
+        if value_out.is_null() || inverse_out.is_null() || counts_out.is_some_and(|c| c.is_null()) {
+            return Err(fail(
+                cann_abi::status::ACLNN_ERR_PARAM_NULLPTR,
+                "valueOut, inverseOut and countsOut must not be NULL",
+            ));
+        }
+        let op = DimOp::Unique {
+            inverse: return_inverse,
+            counts: return_counts,
+            consecutive,
+            value_handle: u(value_out),
+            counts_handle: counts_out.map_or(0, u),
+        };
+        Ok((dim(op), a))
+    })
+}
+
+/// `aclnnUnique(self, bool sorted, bool returnInverse, valueOut, inverseOut)`: the distinct elements
+/// of self (always ascending: `sorted` false lets the kernel choose the order); valueOut is 1-D, self's
+/// dtype, as long as self; after the kernel its view shape is [distinct] (aclGetViewShape after the
+/// client's sync). inverseOut (int64, self's shape) is written only with returnInverse.
+#[no_mangle]
+pub extern "C" fn aclnnUniqueGetWorkspaceSize(
+    self_: H,
+    _sorted: bool,
+    return_inverse: bool,
+    value_out: H,
+    inverse_out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    unique("aclnnUnique", self_, false, return_inverse, false, value_out, inverse_out, None, ws, ex)
+}
+
+/// `aclnnUnique2(self, bool sorted, bool returnInverse, bool returnCounts, valueOut, inverseOut,
+/// countsOut)`: aclnnUnique plus countsOut (int64, 1-D as valueOut; with returnCounts, how often each
+/// value occurs, its view shape then [distinct] too). torch_npu's `torch.unique` / `_unique2`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn aclnnUnique2GetWorkspaceSize(
+    self_: H,
+    _sorted: bool,
+    return_inverse: bool,
+    return_counts: bool,
+    value_out: H,
+    inverse_out: H,
+    counts_out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    unique(
+        "aclnnUnique2",
+        self_,
+        false,
+        return_inverse,
+        return_counts,
+        value_out,
+        inverse_out,
+        Some(counts_out),
+        ws,
+        ex,
+    )
+}
+
+/// torch_npu's encoding of "no dim" for aclnnUniqueConsecutive (the flattened self).
+const NO_DIM: i64 = 1000;
+
+/// `aclnnUniqueConsecutive(self, bool returnInverse, bool returnCounts, int64_t dim, valueOut,
+/// inverseOut, countsOut)`: the runs of equal elements of the flattened self (`dim` 1000, torch_npu's
+/// "None"); the outputs as aclnnUnique2's (torch_npu reads both valueOut's and countsOut's view
+/// shape after its sync). A real `dim` (runs of equal slices) is not simulated: refused with
+/// ACLNN_ERR_PARAM_INVALID.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn aclnnUniqueConsecutiveGetWorkspaceSize(
+    self_: H,
+    return_inverse: bool,
+    return_counts: bool,
+    dim: i64,
+    value_out: H,
+    inverse_out: H,
+    counts_out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    if dim != NO_DIM {
+        let why = format!("aclnnUniqueConsecutive: dim {dim} is not simulated (only {NO_DIM}, the flattened self)");
+        return fail(ACLNN_ERR_PARAM_INVALID, why);
+    }
+    unique(
+        "aclnnUniqueConsecutive",
+        self_,
+        true,
+        return_inverse,
+        return_counts,
+        value_out,
+        inverse_out,
+        Some(counts_out),
+        ws,
+        ex,
+    )
 }

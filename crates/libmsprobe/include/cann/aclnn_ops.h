@@ -220,6 +220,9 @@ aclnnStatus aclnnInplaceFmodScalarGetWorkspaceSize(aclTensor *selfRef, const acl
 aclnnStatus aclnnNonzeroGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnNonzeroV2GetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnMaskedSelectGetWorkspaceSize(const aclTensor *self, const aclTensor *mask, aclTensor *out, P1);
+aclnnStatus aclnnUniqueGetWorkspaceSize(const aclTensor *self, bool sorted, bool returnInverse, aclTensor *valueOut, aclTensor *inverseOut, P1);
+aclnnStatus aclnnUnique2GetWorkspaceSize(const aclTensor *self, bool sorted, bool returnInverse, bool returnCounts, aclTensor *valueOut, aclTensor *inverseOut, aclTensor *countsOut, P1);
+aclnnStatus aclnnUniqueConsecutiveGetWorkspaceSize(const aclTensor *self, bool returnInverse, bool returnCounts, int64_t dim, aclTensor *valueOut, aclTensor *inverseOut, aclTensor *countsOut, P1);
 aclnnStatus aclnnIndexGetWorkspaceSize(const aclTensor *self, const aclTensorList *indices, aclTensor *out, P1);
 aclnnStatus aclnnIndexPutImplGetWorkspaceSize(aclTensor *selfRef, const aclTensorList *indices, const aclTensor *values, const bool accumulate, const bool unsafe, P1);
 

@@ -138,9 +138,9 @@ fn kernel_shaped_outputs(op: &str, bound: &[Bound], stream: *mut c_void) -> Vec<
 /// L2 does the same after the launch (one stream sync on the launching thread, where the client
 /// waits anyway; counted in the run summary) and records the outputs at the real shape; when that
 /// fails they are recorded at the launch-time (largest) shape, whose rows past the real count are
-/// not the op's result: counted and warned about, never silent. (aclnnUnique/Unique2 have no
-/// wrapper yet: they pass through uncaptured, listed by name in the run summary.)
-const SHAPE_BY_KERNEL: &[&str] = &["Nonzero", "NonzeroV2", "MaskedSelect"];
+/// not the op's result: counted and warned about, never silent. The Unique forms set the view shape of
+/// valueOut and countsOut; inverseOut keeps self's shape (re-reading it changes nothing).
+const SHAPE_BY_KERNEL: &[&str] = &["Nonzero", "NonzeroV2", "MaskedSelect", "Unique", "Unique2", "UniqueConsecutive"];
 
 /// The aclop op types of the same kind (torch_npu runs `x[mask]`, `masked_select`, `unique` and
 /// `unique_consecutive` this way). Through a V2 entry every aclop launch's outputs are re-read from
