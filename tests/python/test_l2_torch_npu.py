@@ -14,6 +14,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from recorder_testutil import LIB, LIB64, REPO, sim_env
@@ -147,3 +148,45 @@ def test_ddp_two_ranks_every_launch_captured_with_matching_crcs(tmp_path):
     for r in (0, 1):
         ops = {t["op"] for t in check(tmp_path / f"trace-rank{r}.jsonl", tmp_path / "dump" / "step0" / f"rank{r}")}
         assert any(op.startswith("Hccl") for op in ops), ops
+
+
+SHAPED_STATS = r"""
+import json, torch, torch_npu
+torch.manual_seed(0)
+x, i = torch.randn(4, 6), torch.randint(-5, 5, (4, 6))
+x[0, 0] = float("nan")
+xn, inn = x.npu(), i.npu()
+res = {
+    "Nonzero.0": [(xn > 0).nonzero()],
+    "MaskedSelect.0": [torch.masked_select(xn, xn > 0.5)],
+    "MaskedSelect.1": [torch.masked_select(xn, xn != 0.25)],  # NaN selected
+    "Unique2.0": list(torch.unique(inn, return_inverse=True, return_counts=True)),
+}
+print(json.dumps({k: [[str(t.dtype), t.cpu().double().tolist()] for t in v] for k, v in res.items()}))
+"""
+
+
+@pytest.mark.parametrize("device_stats", ["1", "0"])  # reductions on the device / the copy path
+def test_kernel_shaped_outputs_statistics_match_numpy(tmp_path, device_stats):
+    """Statistics mode: the outputs of nonzero, masked_select (one with a NaN selected) and unique, whose shape
+    their kernel decides, are reduced at the real shape, on the device and on the copy path: each record's
+    Max/Min/Mean/Norm (and *_except_inf_nan) equal numpy's over the script's own results, by msprobe 1.1.1's
+    rules (test_l2_device_stats.truth). At the launch-time shape the rows past the count would be reduced too."""
+    from test_l2_device_stats import check_leaf
+
+    src = tmp_path / "shaped.py"
+    src.write_text(SHAPED_STATS)
+    e = {**env(tmp_path, ""), "MSPROBE_SUMMARY_MODE": "statistics", "MSPROBE_L2_DEVICE_STATS": device_stats}
+    p = run([NPU_PY, src], e)
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    data = json.loads((tmp_path / "dump" / "step0" / "rank" / "dump.json").read_text())["data"]
+    cov = coverage_module()
+    for name, outs in res.items():
+        leaves = cov.leaves(data[f"Aclnn.{name}.forward"]["output"])
+        assert len(leaves) == len(outs), (name, leaves)
+        for k, (leaf, (dtype, values)) in enumerate(zip(leaves, outs)):
+            x = np.array(values, dtype=np.float64)
+            check_leaf(leaf, x, dtype.removeprefix("torch."), False, f"{name} output {k}")
+    assert math.isnan(cov.leaves(data["Aclnn.MaskedSelect.1.forward"]["output"])[0]["Max"])
+    line = "launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape)"
+    assert f"{line}: 0" in p.stderr, p.stderr[-3000:]
