@@ -79,7 +79,7 @@ pub enum DimOp {
     /// true, in row-major order, in out's head; then `out_handle`'s shape becomes [count] (as Nonzero).
     MaskedSelect { out_handle: usize },
     /// slots: self, valueOut (self's dtype, 1-D, at least self's numel), inverseOut (int64, self's
-    /// numel; written with `inverse`), countsOut (int64, 1-D like valueOut; only aclnnUnique2, written
+    /// numel; written with `inverse`, or with `counts` when it has self's numel), countsOut (int64, 1-D like valueOut; only aclnnUnique2, written
     /// with `counts`). aclnnUnique / aclnnUnique2 (torch's `unique`, MindSpore's `unique`): the
     /// distinct elements of self in ascending order (also when `sorted` is false, which lets the
     /// kernel choose the order), each NaN distinct and above every number, as torch's CPU kernel;
@@ -216,7 +216,11 @@ fn unique_groups(a: &TView, consecutive: bool) -> Result<Vec<Vec<usize>>, i32> {
     } else {
         let x = a.read_i64()?;
         if !consecutive {
-            ix.sort_by_key(|&p| x[p]);
+            if a.dtype == crate::dtype::DType::U64 {
+                ix.sort_by_key(|&p| x[p] as u64); // the bits of a uint64 (read as i64) in unsigned order
+            } else {
+                ix.sort_by_key(|&p| x[p]);
+            }
         }
         Box::new(move |p, q| x[p] == x[q])
     };
@@ -558,7 +562,8 @@ impl DimOp {
                         a.dtype, v.dtype, v.shape
                     )));
                 }
-                if *inverse && (i.dtype != crate::dtype::DType::I64 || i.numel() as i64 != n) {
+                let writes_inverse = *inverse || (*counts && i.numel() as i64 == n);
+                if writes_inverse && (i.dtype != crate::dtype::DType::I64 || i.numel() as i64 != n) {
                     return Err(inv(format!(
                         "unique: inverseOut must be int64 with self's {n} elements, got {:?} {:?}",
                         i.dtype, i.shape
@@ -821,12 +826,14 @@ impl DimOp {
                 let len = vec![groups.len() as i64];
                 let head = |o: &TView| TView { shape: len.clone(), strides: vec![1], ..o.clone() };
                 take(a, &head(t(s, 1)?), &groups.iter().map(|g| g[0]).collect::<Vec<_>>())?;
-                if *inverse {
+                // torch_npu gives a full inverseOut for returnCounts alone too: written then as well
+                let i = t(s, 2)?;
+                if *inverse || (*counts && i.numel() == a.numel()) {
                     let mut at = vec![0i64; a.numel()];
                     for (k, g) in groups.iter().enumerate() {
                         g.iter().for_each(|&e| at[e] = k as i64);
                     }
-                    t(s, 2)?.write_i64(&at)?;
+                    i.write_i64(&at)?;
                 }
                 let mut shaped = vec![*value_handle];
                 if *counts {

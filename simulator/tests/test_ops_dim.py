@@ -1,6 +1,8 @@
 """The aclnn operators of ops_dim.rs (torch_npu's sort/topk/max(dim)/cumsum/flip/roll/scatter/var/
 std/prod/logsumexp/lerp/mse_loss paths) and aclnnSilu/Remainder/Fmod, against numpy, f32/f16/bf16."""
 
+import ctypes as C
+
 import numpy as np
 import pytest
 
@@ -442,7 +444,8 @@ def test_unique_forms_and_their_view_shapes(env, op, case):
 
 def test_unique_outputs_checked_and_counts_left_alone_when_not_asked_for(env):
     """Without returnCounts/returnInverse the kernel neither writes nor reshapes those outputs (torch_npu then
-    passes [0] tensors); a too-short valueOut, a wrong dtype and a real dim of UniqueConsecutive are refused."""
+    passes [0] tensors); a too-short valueOut, a wrong dtype and a real dim of UniqueConsecutive are refused (dim 0
+    of a 1-D self is the flattened case)."""
     e = env("float32")
     xs, x = dev(e, np.array([3.0, 1.0, 3.0]))
     v = e.acl.tensor(shape=(3,), dtype=cs.ACL_FLOAT)
@@ -451,11 +454,36 @@ def test_unique_outputs_checked_and_counts_left_alone_when_not_asked_for(env):
     e.acl.sync(e.stream)
     assert view_shape(e, v) == (2,) and view_shape(e, cnt) == (0,) and view_shape(e, inv) == (0,)
     np.testing.assert_array_equal(v.numpy(e.stream)[:2], [1.0, 3.0])
+    v1 = e.acl.tensor(shape=(3,), dtype=cs.ACL_FLOAT)
+    e.run("UniqueConsecutive", xs, False, False, 0, v1, inv, cnt)
+    e.acl.sync(e.stream)
+    assert view_shape(e, v1) == (3,)
     for bad in (
         ("Unique2", xs, True, False, False, e.acl.tensor(shape=(2,), dtype=cs.ACL_FLOAT), inv, cnt),
         ("Unique2", xs, True, False, False, e.acl.tensor(shape=(3,), dtype=cs.ACL_INT32), inv, cnt),
         ("Unique2", xs, True, False, True, v, inv, cnt),
-        ("UniqueConsecutive", xs, False, False, 0, v, inv, cnt),
+        ("UniqueConsecutive", dev(e, np.ones((3, 1)))[0], False, False, 0, v, inv, cnt),  # a dim of a 2-D self
     ):
         with pytest.raises(cs.AclError, match="161002"):
             e.run(*bad)
+
+
+def test_unique_uint64_in_unsigned_order_and_counts_alone_fill_the_inverse(env):
+    """uint64 values from 2^63 up sort above the small ones (not as negative int64); with returnCounts alone and
+    an inverseOut of self's size (what torch_npu passes for `unique(return_counts=True)`) the inverse is written
+    too, so no record of it holds uninitialised memory. Against numpy."""
+    from types import SimpleNamespace
+
+    e = env("float32")
+    acl, u64 = e.acl, 10  # ACL_UINT64
+    x = np.array([2**63 + 5, 1, 2**63 + 5, 3], np.uint64)
+    xb, vb = i64(e, x.view(np.int64)), i64(e, np.zeros(4, np.int64))
+    xh, vh = acl.create_tensor((4,), u64, xb.ptr), acl.create_tensor((4,), u64, vb.ptr)
+    inv, cnt = acl.tensor(shape=(4,), dtype=cs.ACL_INT64), acl.tensor(shape=(4,), dtype=cs.ACL_INT64)
+    e.run("Unique2", C.c_void_p(xh), True, False, True, C.c_void_p(vh), inv, cnt)
+    acl.sync(e.stream)
+    want_v, want_i, want_c = np.unique(x, return_inverse=True, return_counts=True)
+    assert view_shape(e, SimpleNamespace(handle=vh)) == (3,) and view_shape(e, cnt) == (3,)
+    np.testing.assert_array_equal(np.frombuffer(acl.d2h(vb.ptr, 32).tobytes(), np.uint64)[:3], want_v)
+    np.testing.assert_array_equal(ints(e, inv), want_i)
+    np.testing.assert_array_equal(ints(e, cnt)[:3], want_c)

@@ -121,6 +121,7 @@ ops = {
     "unique_all": lambda x, y, i: torch.cat([t.flatten() for t in i.unique(return_inverse=True, return_counts=True)]),
     "unique_nan_inf": lambda x, y, i: x.unique(),
     "unique_consecutive": lambda x, y, i: torch.cat(torch.unique_consecutive((i > 0).long(), return_counts=True)),
+    "unique_consecutive_dim": lambda x, y, i: torch.cat(torch.unique_consecutive(i[0], return_counts=True, dim=0)),
     "unique_consecutive_inv": lambda x, y, i: torch.unique_consecutive(
         (i > 2).long() - (i < -2).long(), return_inverse=True
     )[1],

@@ -472,3 +472,36 @@ def test_aclop_output_shape_set_by_the_kernel(tmp_path: Path, async_copy: str) -
     assert shapes == [[2, 4], [2, 12]], shapes
     line = "launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape)"
     assert f"{line}: 1" in p.stderr and "aclop NonZero decides its output shape" in p.stderr, p.stderr[-3000:]
+
+
+UNIQUE_STRIDED = r"""
+import ctypes as C, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import cannsim_ctypes as cs
+acl = cs.Acl()
+s = acl.stream()
+x = acl.tensor(np.array([2.0, 1.0, 2.0], np.float32), dtype=cs.ACL_FLOAT)
+base = acl.tensor(np.full(6, -7, np.int64), dtype=cs.ACL_INT64)
+inv = acl.create_tensor((3,), cs.ACL_INT64, base.ptr, strides=(2,), storage=(6,))  # every other element
+v, cnt = acl.tensor(shape=(3,), dtype=cs.ACL_FLOAT), acl.tensor(shape=(3,), dtype=cs.ACL_INT64)
+acl.run("Unique2", x, True, True, True, v, C.c_void_p(inv), cnt, stream=s)
+acl.sync(s)
+print("done")
+"""
+
+
+def test_unique_outputs_reread_keep_a_strided_inverse(tmp_path: Path) -> None:
+    """aclnnUnique2's kernel sets valueOut's and countsOut's view shape ([2] of [3] here) and leaves
+    inverseOut's alone: L2 re-reads all three after the launch, records the first two at the real shape
+    and the inverse, given with stride 2, through its own strides (its CRC equals the trace's)."""
+    src = tmp_path / "uq.py"
+    src.write_text(UNIQUE_STRIDED)
+    p = run([PY, str(src), str(REPO / "examples")], tmp_path, {"MSPROBE_SUMMARY_MODE": "md5"})
+    assert p.stdout.strip().endswith("done"), p.stdout
+    (trace,) = traces(tmp_path)
+    assert [t["op"] for t in trace] == ["aclnnUnique2"]
+    rank = tmp_path / "dump" / "step0" / "rank"
+    assert check_fidelity(trace, rank) == 1
+    out = json.loads((rank / "dump.json").read_text())["data"]["Aclnn.Unique2.0.forward"]["output"]
+    assert [o["shape"] for o in out] == [[2], [3], [2]], out

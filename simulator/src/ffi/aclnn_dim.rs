@@ -601,8 +601,8 @@ const NO_DIM: i64 = 1000;
 /// `aclnnUniqueConsecutive(self, bool returnInverse, bool returnCounts, int64_t dim, valueOut,
 /// inverseOut, countsOut)`: the runs of equal elements of the flattened self (`dim` 1000, torch_npu's
 /// "None"); the outputs as aclnnUnique2's (torch_npu reads both valueOut's and countsOut's view
-/// shape after its sync). A real `dim` (runs of equal slices) is not simulated: refused with
-/// ACLNN_ERR_PARAM_INVALID.
+/// shape after its sync). A real `dim` (runs of equal slices) of a self of rank > 1 is not simulated:
+/// refused with ACLNN_ERR_PARAM_INVALID (dim 0 or -1 of a 1-D self is the flattened case).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn aclnnUniqueConsecutiveGetWorkspaceSize(
@@ -616,8 +616,11 @@ pub extern "C" fn aclnnUniqueConsecutiveGetWorkspaceSize(
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
-    if dim != NO_DIM {
-        let why = format!("aclnnUniqueConsecutive: dim {dim} is not simulated (only {NO_DIM}, the flattened self)");
+    // along the one dim of a 1-D self is the flattened case
+    let one_d = crate::nnop::tensor(u(self_)).is_some_and(|t| t.view.shape.len() == 1);
+    if dim != NO_DIM && !(one_d && (dim == 0 || dim == -1)) {
+        let why =
+            format!("aclnnUniqueConsecutive: dim {dim} is not simulated (only {NO_DIM}, or 0 / -1 of a 1-D self)");
         return fail(ACLNN_ERR_PARAM_INVALID, why);
     }
     unique(

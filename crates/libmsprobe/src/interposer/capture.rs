@@ -124,7 +124,10 @@ fn kernel_shaped_outputs(op: &str, bound: &[Bound], stream: *mut c_void) -> Vec<
                 if !fits {
                     return launch_time();
                 }
-                out.push(KArg::Tensor(TensorMeta { shape, strides: None, ..t }, Role::Out));
+                // an output the kernel did not reshape (Unique's inverseOut) keeps its own strides; a
+                // reshaped one is the contiguous head the kernel wrote
+                let t = if shape == t.shape { t } else { TensorMeta { shape, strides: None, ..t } };
+                out.push(KArg::Tensor(t, Role::Out));
             }
             _ => {}
         }
@@ -139,7 +142,8 @@ fn kernel_shaped_outputs(op: &str, bound: &[Bound], stream: *mut c_void) -> Vec<
 /// waits anyway; counted in the run summary) and records the outputs at the real shape; when that
 /// fails they are recorded at the launch-time (largest) shape, whose rows past the real count are
 /// not the op's result: counted and warned about, never silent. The Unique forms set the view shape of
-/// valueOut and countsOut; inverseOut keeps self's shape (re-reading it changes nothing).
+/// valueOut and countsOut; inverseOut keeps self's shape, and an output read back at its launch-time
+/// shape keeps its launch-time strides.
 const SHAPE_BY_KERNEL: &[&str] = &["Nonzero", "NonzeroV2", "MaskedSelect", "Unique", "Unique2", "UniqueConsecutive"];
 
 /// The aclop op types of the same kind (torch_npu runs `x[mask]`, `masked_select`, `unique` and
