@@ -89,6 +89,25 @@ fn free_all(v: &[usize]) {
     }
 }
 
+/// The `p` attr of LpNormReduceV2 / LpNormUpdateV2 (default 2). The op encodes the infinity norms as
+/// the int32 limits (torch_npu passes `float(INT32_MAX)` for inf and `float(INT32_MIN)` for -inf): as a
+/// plain exponent they would give inf, or by chance the minimum, instead of max |x| / min |x|.
+fn lp_norm_p(attr: &Attr, op: &str) -> Result<f64, i32> {
+    let p = match attr.get("p") {
+        None => 2.0,
+        Some(AttrVal::Float(p)) => *p as f64,
+        Some(AttrVal::Int(p)) => *p as f64,
+        Some(v) => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, format!("{op}: p {v:?}"))),
+    };
+    Ok(if p >= i32::MAX as f64 {
+        f64::INFINITY
+    } else if p <= i32::MIN as f64 {
+        f64::NEG_INFINITY
+    } else {
+        p
+    })
+}
+
 /// The single value of a one-element input (e.g. Fill's value, Range's bounds), as f64.
 pub(crate) fn scalar_in(v: &TView) -> Result<f64, i32> {
     if v.numel() != 1 {
@@ -329,12 +348,7 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
             }
             "LpNormReduceV2" => {
                 // LpNormReduceV2(x) -> y, attrs p (float, default 2), axes (list, empty = all), keepdim.
-                let p = match attr.get("p") {
-                    None => 2.0,
-                    Some(AttrVal::Float(p)) => *p as f64,
-                    Some(AttrVal::Int(p)) => *p as f64,
-                    Some(v) => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, format!("LpNormReduceV2: p {v:?}"))),
-                };
+                let p = lp_norm_p(attr, "LpNormReduceV2")?;
                 let dims = match attr.get("axes") {
                     None => Vec::new(),
                     Some(AttrVal::ListInt(v)) => v.clone(),
@@ -345,12 +359,7 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
             }
             "LpNormUpdateV2" => {
                 // LpNormUpdateV2(x) -> y, attr p: the root after LpNormReduceV2.
-                let p = match attr.get("p") {
-                    None => 2.0,
-                    Some(AttrVal::Float(p)) => *p as f64,
-                    Some(AttrVal::Int(p)) => *p as f64,
-                    Some(v) => return Err(fail(ACL_ERROR_OP_ATTR_NOT_MATCH, format!("LpNormUpdateV2: p {v:?}"))),
-                };
+                let p = lp_norm_p(attr, "LpNormUpdateV2")?;
                 let e = crate::ops_reduce::RedOp::LpUpdate { p };
                 steps.push((Op::Red(Box::new(e)), vec![t(&iv[0]), t(y)]));
             }
@@ -405,12 +414,15 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
                 steps.push((Op::InplaceCopy, vec![t(y), t(&iv[0])]));
             }
             "Fill" => {
-                // Fill(dims, value) -> y: y has the shape given by the dims input, every element = value.
+                // Fill(dims, value) -> y: y has the shape given by the dims input (or as many elements),
+                // every element = value.
+                // torch_npu's median() fills a 0-d y with dims [1]: the same elements, accepted as CANN does
                 let dims = ins[0].ints()?;
-                if dims != y.shape {
+                if dims != y.shape && (dims.iter().any(|d| *d < 0) || dims.iter().product::<i64>() != y.numel() as i64)
+                {
                     return Err(fail(
                         ACL_ERROR_INVALID_PARAM,
-                        format!("Fill: dims {dims:?} differ from y {:?}", y.shape),
+                        format!("Fill: dims {dims:?} differ from y {:?} in elements", y.shape),
                     ));
                 }
                 let value = scalar_in(&iv[1])?;

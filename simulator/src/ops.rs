@@ -18,6 +18,11 @@ pub enum Bin {
     Rem,
     /// aclnnFmod*: the remainder with the sign of self (C fmod, torch.fmod)
     Fmod,
+    /// aclnnFloorDivide* and aclnnDivMod* mode 2: the quotient rounded down (torch.floor_divide, `//`,
+    /// `div(rounding_mode="floor")`), by torch's formula (exact for floats: from fmod, not floor(a / b))
+    FloorDiv,
+    /// aclnnDivMod* mode 1: the quotient rounded toward zero (`div(rounding_mode="trunc")`)
+    TruncDiv,
 }
 
 impl Bin {
@@ -29,6 +34,26 @@ impl Bin {
             Bin::Div => a / b,
             Bin::Pow => a.powf(b),
             Bin::Fmod => a % b,
+            Bin::TruncDiv => (a / b).trunc(),
+            Bin::FloorDiv => {
+                if b == 0.0 {
+                    return a / b;
+                }
+                let m = a % b;
+                let mut d = (a - m) / b;
+                if m != 0.0 && (b < 0.0) != (m < 0.0) {
+                    d -= 1.0;
+                }
+                if d == 0.0 {
+                    return 0.0f64.copysign(a / b);
+                }
+                let f = d.floor();
+                if d - f > 0.5 {
+                    f + 1.0
+                } else {
+                    f
+                }
+            }
             Bin::Rem => {
                 let r = a % b;
                 if r != 0.0 && (r < 0.0) != (b < 0.0) {
@@ -101,6 +126,18 @@ impl UFn {
                 let sg = 1.0 / (1.0 + (-v).exp());
                 sg * (1.0 + v * (1.0 - sg))
             }
+        }
+    }
+    /// aclnnNeg, aclnnAbs and aclnnSign also take integer tensors (computed exactly, wrapping as the
+    /// integer type: -INT_MIN stays INT_MIN).
+    fn takes_ints(self) -> bool {
+        matches!(self, UFn::Neg | UFn::Abs | UFn::Sign)
+    }
+    fn apply_int(self, x: i64) -> i64 {
+        match self {
+            UFn::Neg => x.wrapping_neg(),
+            UFn::Abs => x.wrapping_abs(),
+            _ => x.signum(),
         }
     }
     fn apply(self, x: f32) -> f32 {
@@ -456,6 +493,14 @@ impl Op {
                 }
                 Ok(ws_for(c))
             }
+            Op::Unary(f) if f.takes_ints() && t(s, 0)?.dtype.is_int() => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                if o.dtype != a.dtype {
+                    return Err(inv(format!("out: dtype {} must be self's {}", o.dtype.name(), a.dtype.name())));
+                }
+                shape_eq(o, &a.shape, "out")?;
+                Ok(0)
+            }
             Op::Relu | Op::Gelu | Op::Unary(_) => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 float(a, "self")?;
@@ -744,6 +789,10 @@ impl Op {
                 let x = t(s, 1)?.read_f32()?;
                 let th = *threshold as f32;
                 t(s, 2)?.write_f32(&g.iter().zip(&x).map(|(&g, &x)| if x > th { g } else { 0.0 }).collect::<Vec<_>>())
+            }
+            Op::Unary(f) if t(s, 0)?.dtype.is_int() => {
+                let a = t(s, 0)?.read_i64()?;
+                t(s, 1)?.write_i64(&a.iter().map(|&x| f.apply_int(x)).collect::<Vec<_>>())
             }
             Op::Unary(f) => {
                 let a = t(s, 0)?.read_f32()?;

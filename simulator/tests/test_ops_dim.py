@@ -487,3 +487,35 @@ def test_unique_uint64_in_unsigned_order_and_counts_alone_fill_the_inverse(env):
     np.testing.assert_array_equal(np.frombuffer(acl.d2h(vb.ptr, 32).tobytes(), np.uint64)[:3], want_v)
     np.testing.assert_array_equal(ints(e, inv), want_i)
     np.testing.assert_array_equal(ints(e, cnt)[:3], want_c)
+
+
+def test_floor_and_trunc_division(env):
+    """aclnnFloorDivide(s) and aclnnDivMod(s) (mode 0 true, 1 trunc, 2 floor): torch's `//`, floor_divide and
+    div(rounding_mode=). Against numpy's floor_divide (Python's rule: the quotient from fmod, so 1 // 0.1 is 9),
+    trunc and true division, in float64 and int64 (exact); a mode outside 0-2 is refused."""
+    e = env("float32")
+    a = np.array([7.0, -7.0, 7.0, -7.0, 1.0, -0.0, 5.5, 3.0, -1.0])
+    b = np.array([2.0, 2.0, -2.0, -2.0, 0.1, 3.0, np.inf, 0.0, 0.0])
+    A, B = (e.acl.tensor(v, dtype=cs.ACL_DOUBLE) for v in (a, b))
+    out = e.acl.tensor(shape=a.shape, dtype=cs.ACL_DOUBLE)
+    s = float(np.float32(0.3))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for name, args, want in [
+            ("FloorDivide", (A, B, out), np.floor_divide(a, b)),
+            ("DivMod", (A, B, 2, out), np.floor_divide(a, b)),
+            ("DivMod", (A, B, 1, out), np.trunc(a / b)),
+            ("DivMod", (A, B, 0, out), a / b),
+            ("FloorDivides", (A, 0.3, out), np.floor_divide(a, s)),  # the aclScalar is float32
+            ("DivMods", (A, -0.3, 1, out), np.trunc(a / -s)),
+        ]:
+            e.run(name, *args)
+            got = out.numpy(e.stream)
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {args[-2]}")
+            assert list(np.signbit(got)) == list(np.signbit(want)), (name, got, want)  # -0.0 where numpy has it
+    x = np.array([2**60 + 7, -(2**60) - 7, 9, -9], np.int64)
+    X, o = i64(e, x), e.acl.tensor(shape=(4,), dtype=cs.ACL_INT64)
+    e.run("FloorDivides", X, 4, o)
+    e.acl.sync(e.stream)
+    np.testing.assert_array_equal(ints(e, o)[2:], x[2:] // 4)
+    with pytest.raises(cs.AclError, match="161002"):
+        e.run("DivMod", A, B, 3, out)

@@ -116,6 +116,22 @@ ops = {
     "mask_read_bw": lambda x, y, i: grad_of(lambda t: t[t > 0.5] * 3, y),
     "masked_select": lambda x, y, i: torch.masked_select(y, y[0] > 0),
     "masked_select_none": lambda x, y, i: torch.masked_select(y, y > 100),
+    # floor / trunc division (aclnnFloorDivide(s), aclnnDivMod(s)), integer neg/abs/sign, inf norms (aclop
+    # LpNormReduceV2's p = INT32_MAX / INT32_MIN), median of all elements (aclop Fill of a 0-d y with dims [1])
+    "floordiv_int": lambda x, y, i: i // 3,
+    "floordiv_int_t": lambda x, y, i: i // T([2, -3, 4, -1, 5, 7], i),
+    "floordiv_f": lambda x, y, i: y // 0.3,
+    "floordiv_f_t": lambda x, y, i: torch.floor_divide(y, x),
+    "div_floor": lambda x, y, i: torch.div(y, x, rounding_mode="floor"),
+    "div_trunc": lambda x, y, i: torch.div(y, -0.7, rounding_mode="trunc"),
+    "div_trunc_int": lambda x, y, i: torch.div(i, 3, rounding_mode="trunc"),
+    "ifloordiv": lambda x, y, i: y.clone().floor_divide_(0.25),
+    "neg_int": lambda x, y, i: -i,
+    "abs_int": lambda x, y, i: i.abs(),
+    "sign_int": lambda x, y, i: i.sign(),
+    "norm_inf": lambda x, y, i: torch.stack([y.norm(p=float("inf")), y.norm(p=-float("inf")), y.norm(p=3)]),
+    "norm_inf_dim": lambda x, y, i: torch.linalg.vector_norm(y, ord=float("inf"), dim=1),
+    "median_all": lambda x, y, i: y.median(),
     # unique / unique_consecutive: aclnnUnique2 / aclnnUniqueConsecutive (kernel-decided output shapes)
     "unique_int": lambda x, y, i: i.unique(),
     "unique_all": lambda x, y, i: torch.cat([t.flatten() for t in i.unique(return_inverse=True, return_counts=True)]),

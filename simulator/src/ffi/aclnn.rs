@@ -106,6 +106,14 @@ phase2!(
     aclnnFmodScalar,
     aclnnInplaceFmodTensor,
     aclnnInplaceFmodScalar,
+    aclnnFloorDivide,
+    aclnnFloorDivides,
+    aclnnInplaceFloorDivide,
+    aclnnInplaceFloorDivides,
+    aclnnDivMod,
+    aclnnDivMods,
+    aclnnInplaceDivMod,
+    aclnnInplaceDivMods,
     aclnnMm,
     aclnnMatmul,
     aclnnBatchMatMul,
@@ -174,6 +182,7 @@ bin_tensor!(aclnnMulGetWorkspaceSize, "aclnnMul", Bin::Mul);
 bin_tensor!(aclnnDivGetWorkspaceSize, "aclnnDiv", Bin::Div);
 bin_tensor!(aclnnRemainderTensorTensorGetWorkspaceSize, "aclnnRemainderTensorTensor", Bin::Rem);
 bin_tensor!(aclnnFmodTensorGetWorkspaceSize, "aclnnFmodTensor", Bin::Fmod);
+bin_tensor!(aclnnFloorDivideGetWorkspaceSize, "aclnnFloorDivide", Bin::FloorDiv);
 
 macro_rules! bin_scalar {
     ($name:ident, $p2:literal, $op:expr, alpha) => {
@@ -205,6 +214,7 @@ bin_scalar!(aclnnMulsGetWorkspaceSize, "aclnnMuls", Bin::Mul);
 bin_scalar!(aclnnDivsGetWorkspaceSize, "aclnnDivs", Bin::Div);
 bin_scalar!(aclnnRemainderTensorScalarGetWorkspaceSize, "aclnnRemainderTensorScalar", Bin::Rem);
 bin_scalar!(aclnnFmodScalarGetWorkspaceSize, "aclnnFmodScalar", Bin::Fmod);
+bin_scalar!(aclnnFloorDividesGetWorkspaceSize, "aclnnFloorDivides", Bin::FloorDiv);
 
 macro_rules! inplace_tensor {
     ($name:ident, $p2:literal, $op:expr, alpha) => {
@@ -235,6 +245,7 @@ inplace_tensor!(aclnnInplaceMulGetWorkspaceSize, "aclnnInplaceMul", Bin::Mul);
 inplace_tensor!(aclnnInplaceDivGetWorkspaceSize, "aclnnInplaceDiv", Bin::Div);
 inplace_tensor!(aclnnInplaceRemainderTensorTensorGetWorkspaceSize, "aclnnInplaceRemainderTensorTensor", Bin::Rem);
 inplace_tensor!(aclnnInplaceFmodTensorGetWorkspaceSize, "aclnnInplaceFmodTensor", Bin::Fmod);
+inplace_tensor!(aclnnInplaceFloorDivideGetWorkspaceSize, "aclnnInplaceFloorDivide", Bin::FloorDiv);
 
 macro_rules! inplace_scalar {
     ($name:ident, $p2:literal, $op:expr, alpha) => {
@@ -266,6 +277,87 @@ inplace_scalar!(aclnnInplaceMulsGetWorkspaceSize, "aclnnInplaceMuls", Bin::Mul);
 inplace_scalar!(aclnnInplaceDivsGetWorkspaceSize, "aclnnInplaceDivs", Bin::Div);
 inplace_scalar!(aclnnInplaceRemainderTensorScalarGetWorkspaceSize, "aclnnInplaceRemainderTensorScalar", Bin::Rem);
 inplace_scalar!(aclnnInplaceFmodScalarGetWorkspaceSize, "aclnnInplaceFmodScalar", Bin::Fmod);
+inplace_scalar!(aclnnInplaceFloorDividesGetWorkspaceSize, "aclnnInplaceFloorDivides", Bin::FloorDiv);
+
+/// The `mode` of aclnnDivMod*: 0 true division, 1 rounded toward zero, 2 rounded down.
+fn div_mode(mode: i32) -> Result<Bin, i32> {
+    match mode {
+        0 => Ok(Bin::Div),
+        1 => Ok(Bin::TruncDiv),
+        2 => Ok(Bin::FloorDiv),
+        _ => Err(fail(ACLNN_ERR_PARAM_INVALID, format!("mode {mode} must be 0 (none), 1 (trunc) or 2 (floor)"))),
+    }
+}
+
+/// `aclnnDivMod(self, other, int mode, out)`: self / other rounded by `mode` (torch's `div(rounding_mode=)`).
+#[no_mangle]
+pub extern "C" fn aclnnDivModGetWorkspaceSize(
+    self_: H,
+    other: H,
+    mode: i32,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnDivMod", ws, ex, || {
+        let op = div_mode(mode)?;
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(In, "other", u(other))?.t(Out, "out", u(out))?;
+        Ok((Op::Binary { op, alpha: 1.0 }, a))
+    })
+}
+
+/// `aclnnDivMods(self, const aclScalar *other, int mode, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnDivModsGetWorkspaceSize(
+    self_: H,
+    other: H,
+    mode: i32,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnDivMods", ws, ex, || {
+        let (op, other) = (div_mode(mode)?, scalar(other, "other")?);
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((Op::BinaryScalar { op, other, alpha: 1.0 }, a))
+    })
+}
+
+/// `aclnnInplaceDivMod(selfRef, other, int mode)`.
+#[no_mangle]
+pub extern "C" fn aclnnInplaceDivModGetWorkspaceSize(
+    self_ref: H,
+    other: H,
+    mode: i32,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnInplaceDivMod", ws, ex, || {
+        let op = div_mode(mode)?;
+        let mut a = Args::new();
+        a.t(InOut, "selfRef", u(self_ref))?.t(In, "other", u(other))?;
+        Ok((Op::InplaceBinary { op, alpha: 1.0 }, a))
+    })
+}
+
+/// `aclnnInplaceDivMods(selfRef, const aclScalar *other, int mode)`.
+#[no_mangle]
+pub extern "C" fn aclnnInplaceDivModsGetWorkspaceSize(
+    self_ref: H,
+    other: H,
+    mode: i32,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnInplaceDivMods", ws, ex, || {
+        let (op, other) = (div_mode(mode)?, scalar(other, "other")?);
+        let mut a = Args::new();
+        a.t(InOut, "selfRef", u(self_ref))?;
+        Ok((Op::InplaceBinaryScalar { op, other, alpha: 1.0 }, a))
+    })
+}
 
 // ---- matmul
 
