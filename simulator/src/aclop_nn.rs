@@ -51,6 +51,11 @@ pub enum Nn {
     LayerNormGrad { row: usize },
     /// slots: self, out. aclnnClamp: min(max(x, min), max) with either bound optional.
     Clamp { min: Option<f64>, max: Option<f64> },
+    /// slots: self, then a min tensor (`min` Some(None)) and a max tensor (`max` Some(None)) broadcast to
+    /// self, then out (absent when `inplace`: self is written). aclnnClampMin/Max (scalar bounds, Some(Some)),
+    /// aclnnClampTensor / ClampMinTensor / ClampMaxTensor and their in-place forms (torch's `clamp` with
+    /// tensor bounds, `clamp_min` in F.normalize). A NaN in self or in a bound gives NaN (as torch).
+    ClampBy { min: Option<Option<f64>>, max: Option<Option<f64>>, inplace: bool },
     /// slots: self, out. aclnnPermute: out = self with its dims reordered (out.shape[i] = self.shape[dims[i]]).
     Permute { dims: Vec<usize> },
     /// slots: varRef, mRef, vRef, maxGradNormOptionalRef?, grad, step. aclnnApplyAdamWV2 (torch AdamW with
@@ -108,6 +113,16 @@ impl Nn {
         };
         match self {
             Nn::Clamp { .. } => same(tv(s, 0)?, tv(s, 1)?, "out")?,
+            Nn::ClampBy { min, max, inplace } => {
+                let x = tv(s, 0)?;
+                let tensors = usize::from(matches!(min, Some(None))) + usize::from(matches!(max, Some(None)));
+                for k in 1..=tensors {
+                    crate::tensor::bview(tv(s, k)?, &x.shape)?;
+                }
+                if !*inplace {
+                    same(x, tv(s, tensors + 1)?, "out")?;
+                }
+            }
             Nn::Permute { dims } => {
                 let (x, o) = (tv(s, 0)?, tv(s, 1)?);
                 if dims.len() != x.shape.len() || dims.iter().map(|&d| x.shape[d]).collect::<Vec<_>>() != o.shape {
@@ -450,6 +465,42 @@ impl Nn {
                     })
                     .collect();
                 wr(s, 1, &y)
+            }
+            Nn::ClampBy { min, max, inplace } => {
+                let x = tv(s, 0)?;
+                let mut slot = 0;
+                let mut bound = |b: &Option<Option<f64>>| -> Result<Option<Vec<f64>>, i32> {
+                    Ok(match b {
+                        None => None,
+                        Some(Some(v)) => Some(vec![*v; x.numel()]),
+                        Some(None) => {
+                            slot += 1;
+                            Some(crate::tensor::bview(tv(s, slot)?, &x.shape)?.read_f64()?)
+                        }
+                    })
+                };
+                let (lo, hi) = (bound(min)?, bound(max)?);
+                let y: Vec<f64> = x
+                    .read_f64()?
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, mut v)| {
+                        for (b, upper) in [(&lo, false), (&hi, true)] {
+                            if let Some(b) = b {
+                                let b = b[k];
+                                v = if v.is_nan() || b.is_nan() {
+                                    f64::NAN
+                                } else if upper {
+                                    v.min(b)
+                                } else {
+                                    v.max(b)
+                                };
+                            }
+                        }
+                        v
+                    })
+                    .collect();
+                wr(s, if *inplace { 0 } else { slot + 1 }, &y)
             }
             Nn::Permute { dims } => {
                 let x = tv(s, 0)?;

@@ -519,3 +519,32 @@ def test_floor_and_trunc_division(env):
     np.testing.assert_array_equal(ints(e, o)[2:], x[2:] // 4)
     with pytest.raises(cs.AclError, match="161002"):
         e.run("DivMod", A, B, 3, out)
+
+
+def test_clamp_with_one_bound_or_tensor_bounds(env):
+    """aclnnClampMin/Max (scalar), aclnnClampTensor (either tensor bound NULL; bounds broadcast to self), the
+    in-place tensor form: min(max(x, lo), hi) as numpy, a NaN in self or in a bound giving NaN (as torch)."""
+    e = env("float32")
+    x = np.array([[-2.0, 0.5, np.nan, 3.0], [1.0, -1.0, 0.0, 9.0]], np.float32)
+    lo = np.array([0.0, 1.0, 0.0, np.nan], np.float32)
+    hi = np.array([[1.0], [0.5]], np.float32)
+    X, LO, HI = (e.acl.tensor(v) for v in (x, lo, hi))
+    out = e.acl.tensor(shape=x.shape)
+
+    def nanclip(v, a, b):
+        r = v.copy() if a is None else np.maximum(v, a)  # np.maximum propagates NaN from either side
+        return r if b is None else np.minimum(r, b)
+
+    for name, args, want in [
+        ("ClampMin", (X, 0.25, out), nanclip(x, 0.25, None)),
+        ("ClampMax", (X, 0.25, out), nanclip(x, None, np.float32(0.25))),
+        ("ClampTensor", (X, LO, HI, out), nanclip(x, lo, hi)),
+        ("ClampTensor", (X, None, HI, out), nanclip(x, None, hi)),
+        ("ClampMinTensor", (X, LO, out), nanclip(x, lo, None)),
+    ]:
+        e.run(name, *args)
+        np.testing.assert_array_equal(out.numpy(e.stream), want, err_msg=name)
+    e.run("InplaceClampMaxTensor", X, HI)
+    np.testing.assert_array_equal(X.numpy(e.stream), nanclip(x, None, hi))
+    with pytest.raises(cs.AclError):
+        e.run("ClampTensor", X, None, None, out)

@@ -132,6 +132,14 @@ ops = {
     "norm_inf": lambda x, y, i: torch.stack([y.norm(p=float("inf")), y.norm(p=-float("inf")), y.norm(p=3)]),
     "norm_inf_dim": lambda x, y, i: torch.linalg.vector_norm(y, ord=float("inf"), dim=1),
     "median_all": lambda x, y, i: y.median(),
+    # clamp with one bound or tensor bounds (aclnnClampMin/Max, aclnnClampTensor, ...): F.normalize, cosine_similarity
+    "clamp_min": lambda x, y, i: y.clamp_min(0.1),
+    "clamp_max_": lambda x, y, i: y.clone().clamp_max_(0.2),
+    "clamp_t": lambda x, y, i: torch.clamp(x, min=y[0] - 1, max=y),
+    "clamp_min_t": lambda x, y, i: torch.clamp(y, min=x),
+    "clamp_max_t_": lambda x, y, i: y.clone().clamp_max_(x[1]),
+    "normalize": lambda x, y, i: F.normalize(y, dim=1),
+    "cosine_similarity": lambda x, y, i: F.cosine_similarity(y, y.flip(0)),
     # unique / unique_consecutive: aclnnUnique2 / aclnnUniqueConsecutive (kernel-decided output shapes)
     "unique_int": lambda x, y, i: i.unique(),
     "unique_all": lambda x, y, i: torch.cat([t.flatten() for t in i.unique(return_inverse=True, return_counts=True)]),

@@ -38,6 +38,14 @@ crate::phase2!(
     aclnnGeluV2,
     aclnnGeluBackwardV2,
     aclnnClamp,
+    aclnnClampMin,
+    aclnnClampMax,
+    aclnnInplaceClampMax,
+    aclnnClampTensor,
+    aclnnClampMinTensor,
+    aclnnClampMaxTensor,
+    aclnnInplaceClampMinTensor,
+    aclnnInplaceClampMaxTensor,
     aclnnPermute,
     aclnnPowTensorTensor,
     aclnnPowTensorScalar,
@@ -287,4 +295,103 @@ pub extern "C" fn aclnnSplitWithSizeGetWorkspaceSize(
         a.t(In, "self", u(self_))?.list(Out, "out", u(out))?;
         Ok((nn(Nn::SplitWithSize { sizes, dim }), a))
     })
+}
+
+/// Phase 1 of the clamp forms with one bound or tensor bounds (`Nn::ClampBy`): `min`/`max` are
+/// None (absent), Some(Some(v)) (a scalar) or Some(None) (the tensor handle in `tensors`, in order).
+fn clamp_by(
+    name: &'static str,
+    self_: H,
+    min: Option<Option<f64>>,
+    max: Option<Option<f64>>,
+    tensors: &[(&'static str, H)],
+    out: Option<H>,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1(name, ws, ex, || {
+        let mut a = Args::new();
+        a.t(if out.is_some() { In } else { InOut }, "self", u(self_))?;
+        for (what, h) in tensors {
+            if h.is_null() {
+                return Err(fail(ACLNN_ERR_PARAM_NULLPTR, format!("{what} is NULL")));
+            }
+            a.t(In, what, u(*h))?;
+        }
+        if let Some(o) = out {
+            a.t(Out, "out", u(o))?;
+        }
+        Ok((nn(Nn::ClampBy { min, max, inplace: out.is_none() }), a))
+    })
+}
+
+/// `aclnnClampMin(self, const aclScalar *clipValueMin, out)`: max(x, min) (torch's `clamp_min`).
+#[no_mangle]
+pub extern "C" fn aclnnClampMinGetWorkspaceSize(self_: H, min: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    match scalar(min, "clipValueMin") {
+        Ok(v) => clamp_by("aclnnClampMin", self_, Some(Some(v)), None, &[], Some(out), ws, ex),
+        Err(e) => e,
+    }
+}
+
+/// `aclnnClampMax(self, const aclScalar *clipValueMax, out)`: min(x, max).
+#[no_mangle]
+pub extern "C" fn aclnnClampMaxGetWorkspaceSize(self_: H, max: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    match scalar(max, "clipValueMax") {
+        Ok(v) => clamp_by("aclnnClampMax", self_, None, Some(Some(v)), &[], Some(out), ws, ex),
+        Err(e) => e,
+    }
+}
+
+/// `aclnnInplaceClampMax(selfRef, const aclScalar *clipValueMax)`.
+#[no_mangle]
+pub extern "C" fn aclnnInplaceClampMaxGetWorkspaceSize(self_ref: H, max: H, ws: *mut u64, ex: *mut H) -> Status {
+    match scalar(max, "clipValueMax") {
+        Ok(v) => clamp_by("aclnnInplaceClampMax", self_ref, None, Some(Some(v)), &[], None, ws, ex),
+        Err(e) => e,
+    }
+}
+
+/// `aclnnClampTensor(self, const aclTensor *clipValueMin, const aclTensor *clipValueMax, out)`: either
+/// bound may be NULL, not both (torch's `clamp(min=T, max=T)`).
+#[no_mangle]
+pub extern "C" fn aclnnClampTensorGetWorkspaceSize(
+    self_: H,
+    min: H,
+    max: H,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    if min.is_null() && max.is_null() {
+        return fail(ACLNN_ERR_PARAM_NULLPTR, "aclnnClampTensor: clipValueMin and clipValueMax are both NULL");
+    }
+    let mut tensors = Vec::new();
+    let lo = (!min.is_null()).then(|| tensors.push(("clipValueMin", min))).map(|_| None);
+    let hi = (!max.is_null()).then(|| tensors.push(("clipValueMax", max))).map(|_| None);
+    clamp_by("aclnnClampTensor", self_, lo, hi, &tensors, Some(out), ws, ex)
+}
+
+/// `aclnnClampMinTensor(self, const aclTensor *clipValueMin, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnClampMinTensorGetWorkspaceSize(self_: H, min: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    clamp_by("aclnnClampMinTensor", self_, Some(None), None, &[("clipValueMin", min)], Some(out), ws, ex)
+}
+
+/// `aclnnClampMaxTensor(self, const aclTensor *clipValueMax, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnClampMaxTensorGetWorkspaceSize(self_: H, max: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    clamp_by("aclnnClampMaxTensor", self_, None, Some(None), &[("clipValueMax", max)], Some(out), ws, ex)
+}
+
+/// `aclnnInplaceClampMinTensor(selfRef, const aclTensor *clipValueMin)`.
+#[no_mangle]
+pub extern "C" fn aclnnInplaceClampMinTensorGetWorkspaceSize(self_ref: H, min: H, ws: *mut u64, ex: *mut H) -> Status {
+    clamp_by("aclnnInplaceClampMinTensor", self_ref, Some(None), None, &[("clipValueMin", min)], None, ws, ex)
+}
+
+/// `aclnnInplaceClampMaxTensor(selfRef, const aclTensor *clipValueMax)`.
+#[no_mangle]
+pub extern "C" fn aclnnInplaceClampMaxTensorGetWorkspaceSize(self_ref: H, max: H, ws: *mut u64, ex: *mut H) -> Status {
+    clamp_by("aclnnInplaceClampMaxTensor", self_ref, None, Some(None), &[("clipValueMax", max)], None, ws, ex)
 }
