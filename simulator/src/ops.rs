@@ -96,6 +96,10 @@ pub enum UFn {
     Sign,
     /// aclnnSilu: x * sigmoid(x)
     Silu,
+    /// aclnnRsqrt: 1 / sqrt(x) (hand-written RMSNorm)
+    Rsqrt,
+    /// aclnnTrunc: rounded toward zero
+    Trunc,
 }
 
 const GELU_C: f32 = 0.797_884_6; // sqrt(2/pi)
@@ -121,7 +125,8 @@ impl UFn {
             UFn::Sin => v.cos(),
             UFn::Cos => -v.sin(),
             UFn::Reciprocal => -1.0 / (v * v),
-            UFn::Floor | UFn::Round | UFn::Sign => 0.0,
+            UFn::Floor | UFn::Round | UFn::Sign | UFn::Trunc => 0.0,
+            UFn::Rsqrt => -0.5 / (v * v.sqrt()),
             UFn::Silu => {
                 let sg = 1.0 / (1.0 + (-v).exp());
                 sg * (1.0 + v * (1.0 - sg))
@@ -154,6 +159,8 @@ impl UFn {
             UFn::Sin => x.sin(),
             UFn::Cos => x.cos(),
             UFn::Floor => x.floor(),
+            UFn::Trunc => x.trunc(),
+            UFn::Rsqrt => 1.0 / x.sqrt(),
             UFn::Round => x.round_ties_even(),
             UFn::Reciprocal => 1.0 / x,
             UFn::Sign => f32::from(u8::from(x > 0.0)) - f32::from(u8::from(x < 0.0)),

@@ -84,7 +84,7 @@ pub enum ExtOp {
     /// slots: x, y, value? (one element; default 0). Constant padding with `before[d]` elements before dim d.
     PadConstant { before: Vec<i64> },
     /// slots: selfRef, mask
-    MaskedFill { value: f64 },
+    MaskedFill { value: Option<f64> },
     /// slots: self, tensor1, tensor2, out (in-place form: no out). out = self + value * t1 (/ or *) t2
     Addc { value: f64, div: bool },
     /// slots: the input lists, then the output list. `scalars` has one value per tensor (or one for all).
@@ -659,12 +659,15 @@ impl ExtOp {
                 }
                 t(s, 0).map(|_| 0)
             }
-            ExtOp::MaskedFill { .. } => {
+            ExtOp::MaskedFill { value } => {
                 let (a, m) = (t(s, 0)?, t(s, 1)?);
                 if m.dtype != crate::dtype::DType::Bool {
                     return Err(inv(format!("mask dtype {} is not bool", m.dtype.name())));
                 }
                 bview(m, &a.shape)?;
+                if value.is_none() && t(s, 2)?.numel() != 1 {
+                    return Err(inv(format!("value must hold one element, got {:?}", t(s, 2)?.shape)));
+                }
                 Ok(0)
             }
             ExtOp::Addc { .. } => {
@@ -1144,9 +1147,13 @@ impl ExtOp {
             }
             ExtOp::MaskedFill { value } => {
                 let a = t(s, 0)?;
+                let value = match value {
+                    Some(v) => *v,
+                    None => t(s, 2)?.read_f64()?[0], // a one-element device tensor, read when the kernel runs
+                };
                 let m = bview(t(s, 1)?, &a.shape)?.read_f64()?;
                 let x = a.read_f64()?;
-                a.write_f64(&x.iter().zip(&m).map(|(&v, &k)| if k != 0.0 { *value } else { v }).collect::<Vec<_>>())
+                a.write_f64(&x.iter().zip(&m).map(|(&v, &k)| if k != 0.0 { value } else { v }).collect::<Vec<_>>())
             }
             ExtOp::Addc { value, div } => {
                 let o = out_or(s, 3, 0)?;

@@ -140,6 +140,12 @@ ops = {
     "clamp_max_t_": lambda x, y, i: y.clone().clamp_max_(x[1]),
     "normalize": lambda x, y, i: F.normalize(y, dim=1),
     "cosine_similarity": lambda x, y, i: F.cosine_similarity(y, y.flip(0)),
+    # rsqrt (hand-written RMSNorm), trunc, masked_fill with a tensor value (also max()'s backward)
+    "rsqrt": lambda x, y, i: torch.rsqrt(y.abs() + 0.1),
+    "rmsnorm": lambda x, y, i: y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-6),
+    "trunc": lambda x, y, i: (y * 3).trunc(),
+    "masked_fill_t": lambda x, y, i: y.masked_fill(y > 0, y[0, 0]),
+    "max_bw": lambda x, y, i: grad_of(lambda t: t.max(), y),
     # unique / unique_consecutive: aclnnUnique2 / aclnnUniqueConsecutive (kernel-decided output shapes)
     "unique_int": lambda x, y, i: i.unique(),
     "unique_all": lambda x, y, i: torch.cat([t.flatten() for t in i.unique(return_inverse=True, return_counts=True)]),

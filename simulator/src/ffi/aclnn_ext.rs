@@ -61,6 +61,7 @@ crate::phase2!(
     aclnnInplaceLogicalNot,
     aclnnBitwiseNot,
     aclnnInplaceMaskedFillScalar,
+    aclnnInplaceMaskedFillTensor,
     aclnnInplaceFillTensor,
     aclnnAddcdiv,
     aclnnInplaceAddcdiv,
@@ -357,7 +358,24 @@ pub extern "C" fn aclnnInplaceMaskedFillScalarGetWorkspaceSize(
         let value = scalar(value, "value")?;
         let mut a = Args::new();
         a.t(InOut, "selfRef", u(self_ref))?.t(In, "mask", u(mask))?;
-        Ok((ext(ExtOp::MaskedFill { value }), a))
+        Ok((ext(ExtOp::MaskedFill { value: Some(value) }), a))
+    })
+}
+
+/// `aclnnInplaceMaskedFillTensor(selfRef, mask, const aclTensor *value)`: as the scalar form, the value a
+/// one-element tensor (torch's `masked_fill(mask, tensor)`, and max()'s backward).
+#[no_mangle]
+pub extern "C" fn aclnnInplaceMaskedFillTensorGetWorkspaceSize(
+    self_ref: H,
+    mask: H,
+    value: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnInplaceMaskedFillTensor", ws, ex, || {
+        let mut a = Args::new();
+        a.t(InOut, "selfRef", u(self_ref))?.t(In, "mask", u(mask))?.t(In, "value", u(value))?;
+        Ok((ext(ExtOp::MaskedFill { value: None }), a))
     })
 }
 

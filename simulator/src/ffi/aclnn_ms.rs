@@ -38,6 +38,8 @@ crate::phase2!(
     aclnnGeluV2,
     aclnnGeluBackwardV2,
     aclnnClamp,
+    aclnnTrunc,
+    aclnnRsqrt,
     aclnnClampMin,
     aclnnClampMax,
     aclnnInplaceClampMax,
@@ -101,6 +103,8 @@ unary!(aclnnErfGetWorkspaceSize, "aclnnErf", Op::Unary(UFn::Erf));
 unary!(aclnnSinGetWorkspaceSize, "aclnnSin", Op::Unary(UFn::Sin));
 unary!(aclnnCosGetWorkspaceSize, "aclnnCos", Op::Unary(UFn::Cos));
 unary!(aclnnFloorGetWorkspaceSize, "aclnnFloor", Op::Unary(UFn::Floor));
+unary!(aclnnTruncGetWorkspaceSize, "aclnnTrunc", Op::Unary(UFn::Trunc));
+unary!(aclnnRsqrtGetWorkspaceSize, "aclnnRsqrt", Op::Unary(UFn::Rsqrt));
 unary!(aclnnRoundGetWorkspaceSize, "aclnnRound", Op::Unary(UFn::Round));
 unary!(aclnnReciprocalGetWorkspaceSize, "aclnnReciprocal", Op::Unary(UFn::Reciprocal));
 unary!(aclnnSignGetWorkspaceSize, "aclnnSign", Op::Unary(UFn::Sign));
