@@ -425,8 +425,10 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
                         format!("Fill: dims {dims:?} differ from y {:?} in elements", y.shape),
                     ));
                 }
-                let value = scalar_in(&iv[1])?;
-                steps.push((Op::InplaceFill { value }, vec![t(y)]));
+                // the value (often a device result of the kernel before, as median()'s) is read when the
+                // kernel runs, not at enqueue: an earlier read saw the stale bytes
+                let e = crate::ops_ext::ExtOp::FillTensor;
+                steps.push((Op::Ext(Box::new(e)), vec![t(y), t(&iv[1])]));
             }
             "PadV3" => {
                 // PadV3(x, paddings, constant_values?) -> y; mode "constant" only. paddings_contiguous

@@ -51,8 +51,8 @@ pub enum Nn {
     LayerNormGrad { row: usize },
     /// slots: self, out. aclnnClamp: min(max(x, min), max) with either bound optional.
     Clamp { min: Option<f64>, max: Option<f64> },
-    /// slots: self, then a min tensor (`min` Some(None)) and a max tensor (`max` Some(None)) broadcast to
-    /// self, then out (absent when `inplace`: self is written). aclnnClampMin/Max (scalar bounds, Some(Some)),
+    /// slots: self, then a min tensor (`min` Some(None)) and a max tensor (`max` Some(None)), broadcast
+    /// with self to out's shape, then out (absent when `inplace`: self is written). aclnnClampMin/Max (scalar bounds, Some(Some)),
     /// aclnnClampTensor / ClampMinTensor / ClampMaxTensor and their in-place forms (torch's `clamp` with
     /// tensor bounds, `clamp_min` in F.normalize). A NaN in self or in a bound gives NaN (as torch).
     ClampBy { min: Option<Option<f64>>, max: Option<Option<f64>>, inplace: bool },
@@ -114,13 +114,13 @@ impl Nn {
         match self {
             Nn::Clamp { .. } => same(tv(s, 0)?, tv(s, 1)?, "out")?,
             Nn::ClampBy { min, max, inplace } => {
+                // self and the tensor bounds broadcast together to out's shape (self's, in place)
                 let x = tv(s, 0)?;
                 let tensors = usize::from(matches!(min, Some(None))) + usize::from(matches!(max, Some(None)));
+                let o = if *inplace { x } else { tv(s, tensors + 1)? };
+                crate::tensor::bview(x, &o.shape)?;
                 for k in 1..=tensors {
-                    crate::tensor::bview(tv(s, k)?, &x.shape)?;
-                }
-                if !*inplace {
-                    same(x, tv(s, tensors + 1)?, "out")?;
+                    crate::tensor::bview(tv(s, k)?, &o.shape)?;
                 }
             }
             Nn::Permute { dims } => {
@@ -467,7 +467,9 @@ impl Nn {
                 wr(s, 1, &y)
             }
             Nn::ClampBy { min, max, inplace } => {
-                let x = tv(s, 0)?;
+                let tensors = usize::from(matches!(min, Some(None))) + usize::from(matches!(max, Some(None)));
+                let shape = tv(s, if *inplace { 0 } else { tensors + 1 })?.shape.clone();
+                let x = &crate::tensor::bview(tv(s, 0)?, &shape)?;
                 let mut slot = 0;
                 let mut bound = |b: &Option<Option<f64>>| -> Result<Option<Vec<f64>>, i32> {
                     Ok(match b {
@@ -475,7 +477,7 @@ impl Nn {
                         Some(Some(v)) => Some(vec![*v; x.numel()]),
                         Some(None) => {
                             slot += 1;
-                            Some(crate::tensor::bview(tv(s, slot)?, &x.shape)?.read_f64()?)
+                            Some(crate::tensor::bview(tv(s, slot)?, &shape)?.read_f64()?)
                         }
                     })
                 };

@@ -26,6 +26,10 @@ pub enum Bin {
 }
 
 impl Bin {
+    /// The rounding divisions, computed by [`rounding_div`] (exact integers, float32 for the narrow floats).
+    fn rounds(self) -> bool {
+        matches!(self, Bin::FloorDiv | Bin::TruncDiv)
+    }
     fn apply(self, a: f64, b: f64, alpha: f64) -> f64 {
         match self {
             Bin::Add => a + alpha * b,
@@ -63,6 +67,62 @@ impl Bin {
                 }
             }
         }
+    }
+}
+
+/// FloorDiv / TruncDiv into `o` as torch computes them: integers exactly in i64 (wrapping: INT_MIN // -1
+/// is INT_MIN; by 0 gives 0, where torch's CPU kernel raises), floats in float32 for the f32/f16/bf16
+/// dtypes (torch's compute type; a scalar `other` is rounded to it too) and in f64 for float64.
+/// `b` is the other tensor (viewed at `o`'s shape) or the scalar.
+fn rounding_div(op: Bin, o: &TView, a: &TView, b: Result<&TView, f64>) -> Result<(), i32> {
+    if o.dtype.is_int() {
+        let x = a.read_i64()?;
+        let y = match b {
+            Ok(v) => v.read_i64()?,
+            Err(c) => vec![c as i64; x.len()],
+        };
+        let q = |p: i64, q: i64| {
+            if q == 0 {
+                return 0;
+            }
+            let d = p.wrapping_div(q);
+            let down = op == Bin::FloorDiv && p.wrapping_rem(q) != 0 && (p < 0) != (q < 0);
+            d - i64::from(down)
+        };
+        return o.write_i64(&x.iter().zip(&y).map(|(&p, &r)| q(p, r)).collect::<Vec<_>>());
+    }
+    let x = a.read_f64()?;
+    let y = match b {
+        Ok(v) => v.read_f64()?,
+        Err(c) => vec![c; x.len()],
+    };
+    let wide = o.dtype == DType::F64;
+    let f = |p: f64, q: f64| match (wide, op) {
+        (true, _) => op.apply(p, q, 1.0),
+        (false, Bin::TruncDiv) => ((p as f32) / (q as f32)).trunc() as f64,
+        (false, _) => floor_div32(p as f32, q as f32) as f64,
+    };
+    o.write_f64(&x.iter().zip(&y).map(|(&p, &q)| f(p, q)).collect::<Vec<_>>())
+}
+
+/// torch's floor division of floats (`div_floor_floating`) in float32: see [`Bin::FloorDiv`].
+fn floor_div32(a: f32, b: f32) -> f32 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = a % b;
+    let mut d = (a - m) / b;
+    if m != 0.0 && (b < 0.0) != (m < 0.0) {
+        d -= 1.0;
+    }
+    if d == 0.0 {
+        return 0.0f32.copysign(a / b);
+    }
+    let f = d.floor();
+    if d - f > 0.5 {
+        f + 1.0
+    } else {
+        f
     }
 }
 
@@ -749,6 +809,18 @@ impl Op {
             Op::Ext(e) => e.exec(s),
             Op::Red(e) => e.exec(s),
             Op::Dim(e) => e.exec(s),
+            Op::Binary { op, .. } if op.rounds() => {
+                let o = t(s, 2)?;
+                rounding_div(*op, o, &bview(t(s, 0)?, &o.shape)?, Ok(&bview(t(s, 1)?, &o.shape)?))
+            }
+            Op::BinaryScalar { op, other, .. } if op.rounds() => rounding_div(*op, t(s, 1)?, t(s, 0)?, Err(*other)),
+            Op::InplaceBinary { op, .. } if op.rounds() => {
+                let o = t(s, 0)?;
+                rounding_div(*op, o, o, Ok(&bview(t(s, 1)?, &o.shape)?))
+            }
+            Op::InplaceBinaryScalar { op, other, .. } if op.rounds() => {
+                rounding_div(*op, t(s, 0)?, t(s, 0)?, Err(*other))
+            }
             Op::Binary { op, alpha } => {
                 let o = t(s, 2)?;
                 let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;

@@ -492,7 +492,8 @@ def test_unique_uint64_in_unsigned_order_and_counts_alone_fill_the_inverse(env):
 def test_floor_and_trunc_division(env):
     """aclnnFloorDivide(s) and aclnnDivMod(s) (mode 0 true, 1 trunc, 2 floor): torch's `//`, floor_divide and
     div(rounding_mode=). Against numpy's floor_divide (Python's rule: the quotient from fmod, so 1 // 0.1 is 9),
-    trunc and true division, in float64 and int64 (exact); a mode outside 0-2 is refused."""
+    trunc and true division, in float64, float32 (computed in float32 as torch), int64 (exact beyond 2^53) and
+    int32 (INT_MIN // -1 wraps); a mode outside 0-2 is refused."""
     e = env("float32")
     a = np.array([7.0, -7.0, 7.0, -7.0, 1.0, -0.0, 5.5, 3.0, -1.0])
     b = np.array([2.0, 2.0, -2.0, -2.0, 0.1, 3.0, np.inf, 0.0, 0.0])
@@ -516,7 +517,30 @@ def test_floor_and_trunc_division(env):
     X, o = i64(e, x), e.acl.tensor(shape=(4,), dtype=cs.ACL_INT64)
     e.run("FloorDivides", X, 4, o)
     e.acl.sync(e.stream)
-    np.testing.assert_array_equal(ints(e, o)[2:], x[2:] // 4)
+    np.testing.assert_array_equal(ints(e, o), x // 4)  # exact beyond 2^53
+    e.run("DivMods", X, -4, 1, o)
+    np.testing.assert_array_equal(ints(e, o), -(np.abs(x) // 4) * np.sign(x))
+    # int32: INT_MIN // -1 wraps to INT_MIN (numpy and torch alike)
+    x32 = np.array([-(2**31), 7, -7, 2**31 - 1], np.int32)
+    d32 = np.array([-1, -2, 2, 3], np.int32)
+    X32, D32 = (e.acl.tensor(v, dtype=cs.ACL_INT32) for v in (x32, d32))
+    o32 = e.acl.tensor(shape=(4,), dtype=cs.ACL_INT32)
+    e.run("FloorDivide", X32, D32, o32)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(o32.numpy(e.stream), np.floor_divide(x32, d32))
+    # float32 is computed in float32, as torch (in f64, 3 / 0.1f truncates to 29 and some floors differ)
+    rng = np.random.default_rng(5)
+    f = np.concatenate([[3.0, 1.0, -7.5], rng.standard_normal(2000) * 1e4]).astype(np.float32)
+    g = np.concatenate([[0.1, 0.1, 0.3], rng.standard_normal(2000)]).astype(np.float32)
+    F, G = e.acl.tensor(f), e.acl.tensor(g)
+    of = e.acl.tensor(shape=f.shape)
+    for name, args, want in [
+        ("FloorDivide", (F, G, of), np.floor_divide(f, g)),
+        ("DivMod", (F, G, 1, of), np.trunc(f / g)),
+        ("FloorDivides", (F, 0.1, of), np.floor_divide(f, np.float32(0.1))),
+    ]:
+        e.run(name, *args)
+        np.testing.assert_array_equal(of.numpy(e.stream), want, err_msg=name)
     with pytest.raises(cs.AclError, match="161002"):
         e.run("DivMod", A, B, 3, out)
 
@@ -535,6 +559,9 @@ def test_clamp_with_one_bound_or_tensor_bounds(env):
         r = v.copy() if a is None else np.maximum(v, a)  # np.maximum propagates NaN from either side
         return r if b is None else np.minimum(r, b)
 
+    big = e.acl.tensor(shape=(3, 2, 4))  # a bound of a larger shape broadcasts self to it (torch)
+    e.run("ClampMinTensor", X, e.acl.tensor(np.zeros((3, 1, 4), np.float32)), big)
+    np.testing.assert_array_equal(big.numpy(e.stream), nanclip(np.broadcast_to(x, (3, 2, 4)), 0, None))
     for name, args, want in [
         ("ClampMin", (X, 0.25, out), nanclip(x, 0.25, None)),
         ("ClampMax", (X, 0.25, out), nanclip(x, None, np.float32(0.25))),

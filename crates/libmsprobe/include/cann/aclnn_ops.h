@@ -124,6 +124,8 @@ aclnnStatus aclnnMseLossGetWorkspaceSize(const aclTensor *self, const aclTensor 
 aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self, const aclDataType dtype, aclTensor *out, P1);
 aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, bool keepDims, aclDataType dtype, aclTensor *out, P1);
 aclnnStatus aclnnMeanGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclDataType dtype, aclTensor *out, P1);
+aclnnStatus aclnnMaxGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnMinGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnMaxDimGetWorkspaceSize(const aclTensor *self, int64_t dim, bool keepdim, aclTensor *out, aclTensor *indices, P1);
 aclnnStatus aclnnArgMaxGetWorkspaceSize(const aclTensor *self, int64_t dim, bool keepdim, aclTensor *out, P1);
 aclnnStatus aclnnPermuteGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, aclTensor *out, P1);
