@@ -226,6 +226,8 @@ SIGS = {
     "FloorDivides": "TST",
     "DivMod": "TTiT",
     "DivMods": "TSiT",
+    "InplaceDivMod": "TTi",
+    "InplaceDivMods": "TSi",
     "InplaceRemainderTensorTensor": "TT",
     "InplaceRemainderTensorScalar": "TS",
     "FmodTensor": "TTT",

@@ -39,25 +39,7 @@ impl Bin {
             Bin::Pow => a.powf(b),
             Bin::Fmod => a % b,
             Bin::TruncDiv => (a / b).trunc(),
-            Bin::FloorDiv => {
-                if b == 0.0 {
-                    return a / b;
-                }
-                let m = a % b;
-                let mut d = (a - m) / b;
-                if m != 0.0 && (b < 0.0) != (m < 0.0) {
-                    d -= 1.0;
-                }
-                if d == 0.0 {
-                    return 0.0f64.copysign(a / b);
-                }
-                let f = d.floor();
-                if d - f > 0.5 {
-                    f + 1.0
-                } else {
-                    f
-                }
-            }
+            Bin::FloorDiv => floor_div64(a, b),
             Bin::Rem => {
                 let r = a % b;
                 if r != 0.0 && (r < 0.0) != (b < 0.0) {
@@ -105,26 +87,34 @@ fn rounding_div(op: Bin, o: &TView, a: &TView, b: Result<&TView, f64>) -> Result
     o.write_f64(&x.iter().zip(&y).map(|(&p, &q)| f(p, q)).collect::<Vec<_>>())
 }
 
-/// torch's floor division of floats (`div_floor_floating`) in float32: see [`Bin::FloorDiv`].
-fn floor_div32(a: f32, b: f32) -> f32 {
-    if b == 0.0 {
-        return a / b;
-    }
-    let m = a % b;
-    let mut d = (a - m) / b;
-    if m != 0.0 && (b < 0.0) != (m < 0.0) {
-        d -= 1.0;
-    }
-    if d == 0.0 {
-        return 0.0f32.copysign(a / b);
-    }
-    let f = d.floor();
-    if d - f > 0.5 {
-        f + 1.0
-    } else {
-        f
-    }
+/// torch's floor division of floats (`div_floor_floating`), in the type computed in: the quotient from fmod,
+/// one less when the remainder's sign differs from the divisor's, then rounded to the nearest integer (so
+/// 1 // 0.1 is 9, where floor(1 / 0.1) is 10); a zero divisor gives a / b, a zero quotient keeps its sign.
+macro_rules! floor_div {
+    ($name:ident, $t:ty) => {
+        fn $name(a: $t, b: $t) -> $t {
+            if b == 0.0 {
+                return a / b;
+            }
+            let m = a % b;
+            let mut d = (a - m) / b;
+            if m != 0.0 && (b < 0.0) != (m < 0.0) {
+                d -= 1.0;
+            }
+            if d == 0.0 {
+                return (0.0 as $t).copysign(a / b);
+            }
+            let f = d.floor();
+            if d - f > 0.5 {
+                f + 1.0
+            } else {
+                f
+            }
+        }
+    };
 }
+floor_div!(floor_div64, f64);
+floor_div!(floor_div32, f32);
 
 /// Elementwise unary math functions (aclnnLog, aclnnExp, aclnnNeg, aclnnSqrt, aclnnAbs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

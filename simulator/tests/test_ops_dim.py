@@ -541,6 +541,11 @@ def test_floor_and_trunc_division(env):
     ]:
         e.run(name, *args)
         np.testing.assert_array_equal(of.numpy(e.stream), want, err_msg=name)
+    # the in-place forms write self
+    e.run("InplaceDivMod", F, G, 2)
+    np.testing.assert_array_equal(F.numpy(e.stream), np.floor_divide(f, g))
+    e.run("InplaceDivMods", X, 4, 1)
+    np.testing.assert_array_equal(ints(e, X), (np.abs(x) // 4) * np.sign(x))
     with pytest.raises(cs.AclError, match="161002"):
         e.run("DivMod", A, B, 3, out)
 

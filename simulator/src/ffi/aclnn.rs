@@ -289,74 +289,67 @@ fn div_mode(mode: i32) -> Result<Bin, i32> {
     }
 }
 
-/// `aclnnDivMod(self, other, int mode, out)`: self / other rounded by `mode` (torch's `div(rounding_mode=)`).
-#[no_mangle]
-pub extern "C" fn aclnnDivModGetWorkspaceSize(
+/// Phase 1 of the aclnnDivMod forms: `other` a tensor, or with `scalar_other` an aclScalar; `out` None
+/// for the in-place forms (self is written).
+#[allow(clippy::too_many_arguments)]
+fn div_mod(
+    name: &'static str,
     self_: H,
     other: H,
+    scalar_other: bool,
     mode: i32,
-    out: H,
+    out: Option<H>,
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
-    p1("aclnnDivMod", ws, ex, || {
+    p1(name, ws, ex, || {
         let op = div_mode(mode)?;
         let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(In, "other", u(other))?.t(Out, "out", u(out))?;
-        Ok((Op::Binary { op, alpha: 1.0 }, a))
+        match out {
+            Some(_) => a.t(In, "self", u(self_))?,
+            None => a.t(InOut, "selfRef", u(self_))?,
+        };
+        let op = match (scalar_other, out.is_some()) {
+            (true, true) => Op::BinaryScalar { op, other: scalar(other, "other")?, alpha: 1.0 },
+            (true, false) => Op::InplaceBinaryScalar { op, other: scalar(other, "other")?, alpha: 1.0 },
+            (false, has_out) => {
+                a.t(In, "other", u(other))?;
+                if has_out {
+                    Op::Binary { op, alpha: 1.0 }
+                } else {
+                    Op::InplaceBinary { op, alpha: 1.0 }
+                }
+            }
+        };
+        if let Some(o) = out {
+            a.t(Out, "out", u(o))?;
+        }
+        Ok((op, a))
     })
+}
+
+/// `aclnnDivMod(self, other, int mode, out)`: self / other rounded by `mode` (torch's `div(rounding_mode=)`).
+#[no_mangle]
+pub extern "C" fn aclnnDivModGetWorkspaceSize(s: H, other: H, mode: i32, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    div_mod("aclnnDivMod", s, other, false, mode, Some(out), ws, ex)
 }
 
 /// `aclnnDivMods(self, const aclScalar *other, int mode, out)`.
 #[no_mangle]
-pub extern "C" fn aclnnDivModsGetWorkspaceSize(
-    self_: H,
-    other: H,
-    mode: i32,
-    out: H,
-    ws: *mut u64,
-    ex: *mut H,
-) -> Status {
-    p1("aclnnDivMods", ws, ex, || {
-        let (op, other) = (div_mode(mode)?, scalar(other, "other")?);
-        let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((Op::BinaryScalar { op, other, alpha: 1.0 }, a))
-    })
+pub extern "C" fn aclnnDivModsGetWorkspaceSize(s: H, other: H, mode: i32, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    div_mod("aclnnDivMods", s, other, true, mode, Some(out), ws, ex)
 }
 
 /// `aclnnInplaceDivMod(selfRef, other, int mode)`.
 #[no_mangle]
-pub extern "C" fn aclnnInplaceDivModGetWorkspaceSize(
-    self_ref: H,
-    other: H,
-    mode: i32,
-    ws: *mut u64,
-    ex: *mut H,
-) -> Status {
-    p1("aclnnInplaceDivMod", ws, ex, || {
-        let op = div_mode(mode)?;
-        let mut a = Args::new();
-        a.t(InOut, "selfRef", u(self_ref))?.t(In, "other", u(other))?;
-        Ok((Op::InplaceBinary { op, alpha: 1.0 }, a))
-    })
+pub extern "C" fn aclnnInplaceDivModGetWorkspaceSize(s: H, other: H, mode: i32, ws: *mut u64, ex: *mut H) -> Status {
+    div_mod("aclnnInplaceDivMod", s, other, false, mode, None, ws, ex)
 }
 
 /// `aclnnInplaceDivMods(selfRef, const aclScalar *other, int mode)`.
 #[no_mangle]
-pub extern "C" fn aclnnInplaceDivModsGetWorkspaceSize(
-    self_ref: H,
-    other: H,
-    mode: i32,
-    ws: *mut u64,
-    ex: *mut H,
-) -> Status {
-    p1("aclnnInplaceDivMods", ws, ex, || {
-        let (op, other) = (div_mode(mode)?, scalar(other, "other")?);
-        let mut a = Args::new();
-        a.t(InOut, "selfRef", u(self_ref))?;
-        Ok((Op::InplaceBinaryScalar { op, other, alpha: 1.0 }, a))
-    })
+pub extern "C" fn aclnnInplaceDivModsGetWorkspaceSize(s: H, other: H, mode: i32, ws: *mut u64, ex: *mut H) -> Status {
+    div_mod("aclnnInplaceDivMods", s, other, true, mode, None, ws, ex)
 }
 
 // ---- matmul
