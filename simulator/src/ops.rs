@@ -117,7 +117,7 @@ floor_div!(floor_div64, f64);
 floor_div!(floor_div32, f32);
 
 /// Elementwise unary math functions (aclnnLog, aclnnExp, aclnnNeg, aclnnSqrt, aclnnAbs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum UFn {
     Log,
     Exp,
@@ -150,6 +150,51 @@ pub enum UFn {
     Rsqrt,
     /// aclnnTrunc: rounded toward zero
     Trunc,
+    /// aclnnExpm1: e^x - 1
+    Expm1,
+    /// aclnnLog1p: ln(1 + x)
+    Log1p,
+    /// aclnnLog2
+    Log2,
+    /// aclnnLog10
+    Log10,
+    /// aclnnCeil
+    Ceil,
+    /// aclnnTan
+    Tan,
+    /// aclnnAtan
+    Atan,
+    /// aclnnAsin
+    Asin,
+    /// aclnnAcos
+    Acos,
+    /// aclnnSinh
+    Sinh,
+    /// aclnnCosh
+    Cosh,
+    /// aclnnHardswish: x · min(max(x + 3, 0), 6) / 6; the gradient as aclnnHardswishBackward (V1)
+    Hardswish,
+    /// aclnnMish: x · tanh(ln(1 + e^x))
+    Mish,
+    /// aclnnLogSigmoid: min(x, 0) - ln(1 + e^-|x|), as torch computes it
+    LogSigmoid,
+    /// aclnnLeakyRelu(negativeSlope): x where x > 0, else slope · x; the gradient as torch's
+    /// `leaky_relu_backward` (slope where x <= 0 or NaN)
+    LeakyRelu(f32),
+    /// aclnnHardtanh(min, max) (torch's relu6 is hardtanh(0, 6)): x clamped, NaN kept; the gradient 0 where
+    /// x < min or x > max, else 1: CANN's aclnnHardtanhBackward formula, where the bounds themselves pass (torch's
+    /// CPU kernel gives 0 there)
+    Hardtanh(f32, f32),
+    /// aclnnSoftplus(beta, threshold): x where beta · x > threshold, else ln(1 + e^(beta · x)) / beta
+    Softplus(f32, f32),
+    /// aclnnElu(alpha, scale, inputScale): scale · x where x > 0, else alpha · scale · (e^(inputScale · x) - 1);
+    /// `from_result` (aclnnEluBackward's isResult) takes the gradient from the output instead of the input
+    Elu {
+        alpha: f32,
+        scale: f32,
+        input_scale: f32,
+        from_result: bool,
+    },
 }
 
 const GELU_C: f32 = 0.797_884_6; // sqrt(2/pi)
@@ -175,8 +220,64 @@ impl UFn {
             UFn::Sin => v.cos(),
             UFn::Cos => -v.sin(),
             UFn::Reciprocal => -1.0 / (v * v),
-            UFn::Floor | UFn::Round | UFn::Sign | UFn::Trunc => 0.0,
+            UFn::Floor | UFn::Round | UFn::Sign | UFn::Trunc | UFn::Ceil => 0.0,
             UFn::Rsqrt => -0.5 / (v * v.sqrt()),
+            UFn::Expm1 => v.exp(),
+            UFn::Log1p => 1.0 / (1.0 + v),
+            UFn::Log2 => 1.0 / (v * std::f32::consts::LN_2),
+            UFn::Log10 => 1.0 / (v * std::f32::consts::LN_10),
+            UFn::Tan => 1.0 + v.tan() * v.tan(),
+            UFn::Atan => 1.0 / (1.0 + v * v),
+            UFn::Asin => 1.0 / (1.0 - v * v).sqrt(),
+            UFn::Acos => -1.0 / (1.0 - v * v).sqrt(),
+            UFn::Sinh => v.cosh(),
+            UFn::Cosh => v.sinh(),
+            // aclnnHardswishBackward (V1) as CANN documents it: 0 below -3, x / 3 + 0.5 on [-3, 3], else 1; torch
+            // (>= 2.8) gives 0 and 1 at ±3, and torch_npu patches those two points after V1
+            UFn::Hardswish if v < -3.0 => 0.0,
+            UFn::Hardswish if v <= 3.0 => v / 3.0 + 0.5,
+            UFn::Hardswish => 1.0,
+            UFn::Mish => {
+                let (sg, th) = (1.0 / (1.0 + (-v).exp()), v.exp().ln_1p().tanh());
+                th + v * sg * (1.0 - th * th)
+            }
+            // torch's log_sigmoid_backward: (x < 0) - sign · z / (1 + z) with z = e^-|x|
+            UFn::LogSigmoid => {
+                let z = (-v.abs()).exp();
+                if v < 0.0 {
+                    1.0 - z / (1.0 + z)
+                } else {
+                    z / (1.0 + z)
+                }
+            }
+            UFn::LeakyRelu(slope) => {
+                if v > 0.0 {
+                    1.0
+                } else {
+                    slope
+                }
+            }
+            UFn::Hardtanh(lo, hi) => {
+                if v < lo || v > hi {
+                    0.0
+                } else {
+                    1.0
+                }
+            }
+            UFn::Softplus(beta, threshold) => {
+                let z = (v * beta).exp();
+                if v * beta > threshold {
+                    1.0
+                } else {
+                    z / (z + 1.0)
+                }
+            }
+            // torch tests x <= 0 (so NaN takes the positive branch: the gradient is scale, not NaN)
+            UFn::Elu { alpha, scale, input_scale, from_result: true } if v <= 0.0 => input_scale * (v + alpha * scale),
+            UFn::Elu { alpha, scale, input_scale, .. } if v <= 0.0 => {
+                input_scale * alpha * scale * (v * input_scale).exp()
+            }
+            UFn::Elu { scale, .. } => scale,
             UFn::Silu => {
                 let sg = 1.0 / (1.0 + (-v).exp());
                 sg * (1.0 + v * (1.0 - sg))
@@ -215,6 +316,43 @@ impl UFn {
             UFn::Reciprocal => 1.0 / x,
             UFn::Sign => f32::from(u8::from(x > 0.0)) - f32::from(u8::from(x < 0.0)),
             UFn::Silu => x / (1.0 + (-x).exp()),
+            UFn::Expm1 => x.exp_m1(),
+            UFn::Log1p => x.ln_1p(),
+            UFn::Log2 => x.log2(),
+            UFn::Log10 => x.log10(),
+            UFn::Ceil => x.ceil(),
+            UFn::Tan => x.tan(),
+            UFn::Atan => x.atan(),
+            UFn::Asin => x.asin(),
+            UFn::Acos => x.acos(),
+            UFn::Sinh => x.sinh(),
+            UFn::Cosh => x.cosh(),
+            UFn::Hardswish => x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
+            UFn::Mish => x * x.exp().ln_1p().tanh(),
+            UFn::LogSigmoid => x.min(0.0) - (-x.abs()).exp().ln_1p(),
+            UFn::LeakyRelu(slope) => {
+                if x > 0.0 {
+                    x
+                } else {
+                    x * slope
+                }
+            }
+            UFn::Hardtanh(lo, hi) => {
+                if x.is_nan() {
+                    x
+                } else {
+                    x.max(lo).min(hi)
+                }
+            }
+            UFn::Softplus(beta, threshold) => {
+                if x * beta > threshold {
+                    x
+                } else {
+                    (x * beta).exp().ln_1p() / beta
+                }
+            }
+            UFn::Elu { alpha, scale, input_scale, .. } if x <= 0.0 => (x * input_scale).exp_m1() * alpha * scale,
+            UFn::Elu { scale, .. } => x * scale,
         }
     }
 }

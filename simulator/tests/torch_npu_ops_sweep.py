@@ -155,6 +155,38 @@ ops = {
     "unique_consecutive_inv": lambda x, y, i: torch.unique_consecutive(
         (i > 2).long() - (i < -2).long(), return_inverse=True
     )[1],
+    "expm1": lambda x, y, i: x.expm1(),
+    "log1p": lambda x, y, i: y.abs().log1p(),
+    "log2": lambda x, y, i: x.log2(),
+    "log10": lambda x, y, i: y.abs().log10(),
+    "ceil": lambda x, y, i: (x * 3).ceil(),
+    "tan": lambda x, y, i: y.tan(),
+    "atan": lambda x, y, i: x.atan(),
+    "asin": lambda x, y, i: (y / 3).asin(),
+    "acos": lambda x, y, i: (y / 3).acos(),
+    "sinh": lambda x, y, i: y.sinh(),
+    "cosh": lambda x, y, i: y.cosh(),
+    "expm1_bw": lambda x, y, i: grad_of(torch.expm1, y),
+    "hardswish": lambda x, y, i: F.hardswish(x * 3),
+    "hardswish_bw": lambda x, y, i: grad_of(F.hardswish, y * 3),
+    "mish": lambda x, y, i: F.mish(x),
+    "mish_bw": lambda x, y, i: grad_of(F.mish, y),
+    "logsigmoid": lambda x, y, i: F.logsigmoid(x),
+    "logsigmoid_bw": lambda x, y, i: grad_of(F.logsigmoid, y * 3),
+    "leaky_relu": lambda x, y, i: F.leaky_relu(x, 0.1),
+    "leaky_relu_bw": lambda x, y, i: grad_of(lambda t: F.leaky_relu(t, 0.3), x),
+    "relu6": lambda x, y, i: F.relu6(x * 4),
+    # not on x: CPU torch's hardtanh_backward gives NaN 0 in its vector loop and 1 in its scalar tail
+    "relu6_bw": lambda x, y, i: grad_of(F.relu6, y * 4),
+    "hardtanh": lambda x, y, i: F.hardtanh(x, -0.5, 0.25),
+    "hardtanh_bw": lambda x, y, i: grad_of(lambda t: F.hardtanh(t, -0.5, 0.25), y),
+    "softplus": lambda x, y, i: F.softplus(x),
+    "softplus_beta": lambda x, y, i: F.softplus(y * 3, beta=2, threshold=3),
+    "softplus_bw": lambda x, y, i: grad_of(lambda t: F.softplus(t, 2, 3), y * 3),
+    "elu": lambda x, y, i: F.elu(x),
+    "elu_bw": lambda x, y, i: grad_of(F.elu, x),
+    "selu": lambda x, y, i: F.selu(y),
+    "selu_bw": lambda x, y, i: grad_of(F.selu, y),
 }
 bad = []
 for n, f in ops.items():

@@ -8,6 +8,7 @@
 #![allow(clippy::too_many_arguments)]
 
 pub mod aclnn;
+pub mod aclnn_act;
 pub mod aclnn_dim;
 pub mod aclnn_ext;
 pub mod aclnn_ms;

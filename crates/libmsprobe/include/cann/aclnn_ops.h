@@ -244,6 +244,33 @@ aclnnStatus aclnnMaskedSelectGetWorkspaceSize(const aclTensor *self, const aclTe
 aclnnStatus aclnnUniqueGetWorkspaceSize(const aclTensor *self, bool sorted, bool returnInverse, aclTensor *valueOut, aclTensor *inverseOut, P1);
 aclnnStatus aclnnUnique2GetWorkspaceSize(const aclTensor *self, bool sorted, bool returnInverse, bool returnCounts, aclTensor *valueOut, aclTensor *inverseOut, aclTensor *countsOut, P1);
 aclnnStatus aclnnUniqueConsecutiveGetWorkspaceSize(const aclTensor *self, bool returnInverse, bool returnCounts, int64_t dim, aclTensor *valueOut, aclTensor *inverseOut, aclTensor *countsOut, P1);
+/* math and activations from a probe of common torch ops on torch_npu (expm1 … elu and their backward kernels) */
+aclnnStatus aclnnExpm1GetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnLog1pGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnLog2GetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnLog10GetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnCeilGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnTanGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnAtanGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnAsinGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnAcosGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnSinhGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnCoshGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnHardswishGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnMishGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnLogSigmoidGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnHardswishBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnMishBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, aclTensor *gradInput, P1);
+aclnnStatus aclnnLogSigmoidForwardGetWorkspaceSize(const aclTensor *self, aclTensor *out, aclTensor *buffer, P1);
+aclnnStatus aclnnLogSigmoidBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, const aclTensor *buffer, aclTensor *gradInput, P1);
+aclnnStatus aclnnLeakyReluGetWorkspaceSize(const aclTensor *self, const aclScalar *negativeSlope, aclTensor *out, P1);
+aclnnStatus aclnnLeakyReluBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, const aclScalar *negativeSlope, bool selfIsResult, aclTensor *out, P1);
+aclnnStatus aclnnHardtanhGetWorkspaceSize(const aclTensor *self, const aclScalar *clipValueMin, const aclScalar *clipValueMax, aclTensor *out, P1);
+aclnnStatus aclnnHardtanhBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, const aclScalar *min, const aclScalar *max, aclTensor *out, P1);
+aclnnStatus aclnnSoftplusGetWorkspaceSize(const aclTensor *self, const aclScalar *beta, const aclScalar *threshold, aclTensor *out, P1);
+aclnnStatus aclnnSoftplusBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, const aclScalar *beta, const aclScalar *threshold, aclTensor *gradInput, P1);
+aclnnStatus aclnnEluGetWorkspaceSize(const aclTensor *self, const aclScalar *alpha, const aclScalar *scale, const aclScalar *inputScale, aclTensor *out, P1);
+aclnnStatus aclnnEluBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclScalar *alpha, const aclScalar *scale, const aclScalar *inputScale, bool isResult, const aclTensor *selfOrResult, aclTensor *gradInput, P1);
 aclnnStatus aclnnIndexGetWorkspaceSize(const aclTensor *self, const aclTensorList *indices, aclTensor *out, P1);
 aclnnStatus aclnnIndexPutImplGetWorkspaceSize(aclTensor *selfRef, const aclTensorList *indices, const aclTensor *values, const bool accumulate, const bool unsafe, P1);
 
