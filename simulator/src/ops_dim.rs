@@ -234,6 +234,21 @@ fn unique_groups(a: &TView, consecutive: bool) -> Result<Vec<Vec<usize>>, i32> {
     Ok(groups)
 }
 
+/// Keys that order `a`'s elements as their values do, for the comparison kernels (sort, topk, max/min
+/// with a dim): floats as f64 (NaN handled by the callers), integers by their exact rank among the
+/// tensor's distinct values (int64 beyond 2^53 would collide as f64; uint64 in unsigned order).
+fn order_keys(a: &TView) -> Result<Vec<f64>, i32> {
+    if a.dtype.is_float() {
+        return a.read_f64();
+    }
+    let x = a.read_i64()?;
+    let key = |v: i64| if a.dtype == crate::dtype::DType::U64 { i128::from(v as u64) } else { i128::from(v) };
+    let mut distinct: Vec<i128> = x.iter().map(|&v| key(v)).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    Ok(x.iter().map(|&v| distinct.partition_point(|&d| d < key(v)) as f64).collect())
+}
+
 /// (outer, size, inner) around `dim` (a 0-d tensor is one lane of one element).
 fn lanes(shape: &[i64], dim: i64) -> Result<(usize, usize, usize), i32> {
     let d = axis(dim, shape.len())?;
@@ -636,7 +651,7 @@ impl DimOp {
             DimOp::Extreme { dim, min, values, .. } => {
                 let a = t(s, 0)?;
                 let l = lanes(&a.shape, *dim)?;
-                let (_, i) = map_lanes(&a.read_f64()?, l, 1, |x, _, i| {
+                let (_, i) = map_lanes(&order_keys(a)?, l, 1, |x, _, i| {
                     let mut best = 0;
                     for (j, &c) in x.iter().enumerate().skip(1) {
                         let b = x[best];
@@ -656,7 +671,7 @@ impl DimOp {
                 let a = t(s, 0)?;
                 let l = lanes(&a.shape, *dim)?;
                 let m = k.map_or(l.1, |k| k as usize);
-                let (_, i) = map_lanes(&a.read_f64()?, l, m, |x, _, i| {
+                let (_, i) = map_lanes(&order_keys(a)?, l, m, |x, _, i| {
                     let mut idx: Vec<usize> = (0..x.len()).collect();
                     idx.sort_by(|&p, &q| if *descending { order(x[q], x[p]) } else { order(x[p], x[q]) });
                     for j in 0..m {

@@ -580,3 +580,37 @@ def test_clamp_with_one_bound_or_tensor_bounds(env):
     np.testing.assert_array_equal(X.numpy(e.stream), nanclip(x, None, hi))
     with pytest.raises(cs.AclError):
         e.run("ClampTensor", X, None, None, out)
+
+
+def test_sort_and_extremes_order_integers_exactly(env):
+    """Sort, Topk, MaxDim/ArgMax and MinDim order int64 values that are equal as float64 (2^53 and 2^53 + 1)
+    by their integer value, and uint64 from 2^63 up above the small ones: against numpy (they were compared
+    through float64, so the stable sort kept the input order of such values)."""
+    e = env("float32")
+    big = np.array([[2**53 + 1, 2**53, 2**53 + 3, 2**53 + 2, -(2**62)], [7, 2**62 + 1, 2**62, 5, 2**62 + 1]], np.int64)
+    bt = i64(e, big)
+    o, i = (e.acl.tensor(shape=big.shape, dtype=cs.ACL_INT64) for _ in range(2))
+    for desc in (False, True):
+        e.run("Sort", bt, True, 1, desc, o, i)
+        want = np.argsort(-big if desc else big, 1, kind="stable")
+        np.testing.assert_array_equal(ints(e, i), want, err_msg=f"descending={desc}")
+        np.testing.assert_array_equal(ints(e, o), np.take_along_axis(big, want, 1))
+    v, k = (e.acl.tensor(shape=(2, 2), dtype=cs.ACL_INT64) for _ in range(2))
+    e.run("Topk", bt, 2, 1, True, True, v, k)
+    np.testing.assert_array_equal(ints(e, v), -np.sort(-big, 1)[:, :2])
+    v, k = (e.acl.tensor(shape=(2,), dtype=cs.ACL_INT64) for _ in range(2))
+    for name, want_i in [("MaxDim", big.argmax(1)), ("MinDim", big.argmin(1))]:
+        e.run(name, bt, 1, False, v, k)
+        np.testing.assert_array_equal(ints(e, k), want_i, err_msg=name)
+        np.testing.assert_array_equal(ints(e, v), big[np.arange(2), want_i], err_msg=name)
+    e.run("ArgMax", bt, 1, False, k)
+    np.testing.assert_array_equal(ints(e, k), big.argmax(1))
+    # uint64: the bits of values >= 2^63 are negative as int64
+    acl, u64 = e.acl, 10  # ACL_UINT64
+    x = np.array([2**63 + 1, 1, 2**63, 2**64 - 1], np.uint64)
+    xb, vb = i64(e, x.view(np.int64)), i64(e, np.zeros(4, np.int64))
+    xh, vh = acl.create_tensor((4,), u64, xb.ptr), acl.create_tensor((4,), u64, vb.ptr)
+    idx = acl.tensor(shape=(4,), dtype=cs.ACL_INT64)
+    e.run("Sort", C.c_void_p(xh), True, 0, False, C.c_void_p(vh), idx)
+    np.testing.assert_array_equal(ints(e, idx), np.argsort(x, kind="stable"))
+    np.testing.assert_array_equal(np.frombuffer(acl.d2h(vb.ptr, 32).tobytes(), np.uint64), np.sort(x))
