@@ -293,6 +293,8 @@ SIGS = {
     "SoftplusBackward": "TTSST",
     "Elu": "TSSST",
     "EluBackward": "TSSS?TT",
+    "PowScalarTensor": "STT",
+    "RemainderScalarTensor": "STT",
 }
 CT = {
     "T": VP,

@@ -222,16 +222,17 @@ impl UFn {
             UFn::Reciprocal => -1.0 / (v * v),
             UFn::Floor | UFn::Round | UFn::Sign | UFn::Trunc | UFn::Ceil => 0.0,
             UFn::Rsqrt => -0.5 / (v * v.sqrt()),
-            UFn::Expm1 => v.exp(),
-            UFn::Log1p => 1.0 / (1.0 + v),
-            UFn::Log2 => 1.0 / (v * std::f32::consts::LN_2),
-            UFn::Log10 => 1.0 / (v * std::f32::consts::LN_10),
-            UFn::Tan => 1.0 + v.tan() * v.tan(),
-            UFn::Atan => 1.0 / (1.0 + v * v),
-            UFn::Asin => 1.0 / (1.0 - v * v).sqrt(),
-            UFn::Acos => -1.0 / (1.0 - v * v).sqrt(),
-            UFn::Sinh => v.cosh(),
-            UFn::Cosh => v.sinh(),
+            // no aclnn backward kernel takes these: autograd composes their gradients from other kernels
+            UFn::Expm1
+            | UFn::Log1p
+            | UFn::Log2
+            | UFn::Log10
+            | UFn::Tan
+            | UFn::Atan
+            | UFn::Asin
+            | UFn::Acos
+            | UFn::Sinh
+            | UFn::Cosh => f32::NAN,
             // aclnnHardswishBackward (V1) as CANN documents it: 0 below -3, x / 3 + 0.5 on [-3, 3], else 1; torch
             // (>= 2.8) gives 0 and 1 at ±3, and torch_npu patches those two points after V1
             UFn::Hardswish if v < -3.0 => 0.0,
@@ -283,6 +284,41 @@ impl UFn {
                 sg * (1.0 + v * (1.0 - sg))
             }
         }
+    }
+    /// gradInput = gradOutput · f'(v), except where the backward kernel selects a literal 0 (hardtanh outside its
+    /// bounds, hardswish below -3, as torch's CPU kernels): an inf or NaN gradient there gives 0, not NaN.
+    fn backward(self, g: f32, v: f32) -> f32 {
+        match self {
+            UFn::Hardtanh(lo, hi) if v < lo || v > hi => 0.0,
+            UFn::Hardswish if v < -3.0 => 0.0,
+            _ => g * self.grad(v),
+        }
+    }
+    /// The functions added from the torch op probe check dtypes as CANN documents: self, out (and gradOutput)
+    /// of one float dtype; float64, which the simulator would compute in float32, is refused. (The older
+    /// variants accept mixed float dtypes and compute float64 in float32.)
+    fn strict_dtypes(self) -> bool {
+        !matches!(
+            self,
+            UFn::Log
+                | UFn::Exp
+                | UFn::Neg
+                | UFn::Sqrt
+                | UFn::Abs
+                | UFn::Tanh
+                | UFn::Sigmoid
+                | UFn::GeluTanh
+                | UFn::Erf
+                | UFn::Sin
+                | UFn::Cos
+                | UFn::Floor
+                | UFn::Round
+                | UFn::Reciprocal
+                | UFn::Sign
+                | UFn::Silu
+                | UFn::Rsqrt
+                | UFn::Trunc
+        )
     }
     /// aclnnNeg, aclnnAbs and aclnnSign also take integer tensors (computed exactly, wrapping as the
     /// integer type: -INT_MIN stays INT_MIN).
@@ -375,6 +411,11 @@ pub enum Op {
         op: Bin,
         other: f64,
         alpha: f64,
+    },
+    /// slots: other, out: `scalar op other` (aclnnPowScalarTensor, aclnnRemainderScalarTensor: `2 ** t`, `5 % t`)
+    ScalarBinary {
+        op: Bin,
+        scalar: f64,
     },
     /// slots: selfRef, other
     InplaceBinary {
@@ -510,6 +551,19 @@ fn float(v: &TView, what: &str) -> Result<(), i32> {
     } else {
         Err(inv(format!("{what}: dtype {} is not supported (float32/float16/bfloat16 expected)", v.dtype.name())))
     }
+}
+/// All of `ts` of one dtype, float32, float16 or bfloat16.
+fn one_f32_family_dtype(ts: &[(&TView, &str)]) -> Result<(), i32> {
+    let d = ts[0].0.dtype;
+    for (v, what) in ts {
+        if v.dtype == DType::F64 {
+            return Err(inv(format!("{what}: float64 is not simulated for this operator")));
+        }
+        if v.dtype != d {
+            return Err(inv(format!("{what}: dtype {} must be {}'s {}", v.dtype.name(), ts[0].1, d.name())));
+        }
+    }
+    Ok(())
 }
 fn shape_eq(v: &TView, shape: &[i64], what: &str) -> Result<(), i32> {
     if v.shape == shape {
@@ -651,6 +705,14 @@ impl Op {
                 shape_eq(o, &a.shape, "out")?;
                 Ok(0)
             }
+            Op::ScalarBinary { .. } => {
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                shape_eq(o, &a.shape, "out")?;
+                if o.dtype == DType::Bool {
+                    return Err(inv("out: bool is not supported"));
+                }
+                Ok(0)
+            }
             Op::InplaceBinary { .. } => {
                 let (a, b) = (t(s, 0)?, t(s, 1)?);
                 bview(b, &a.shape)?;
@@ -701,6 +763,11 @@ impl Op {
                 float(a, "self")?;
                 float(o, "out")?;
                 shape_eq(o, &a.shape, "out")?;
+                if let Op::Unary(f) = self {
+                    if f.strict_dtypes() {
+                        one_f32_family_dtype(&[(a, "self"), (o, "out")])?;
+                    }
+                }
                 Ok(0)
             }
             Op::InplaceRelu => float(t(s, 0)?, "selfRef").map(|_| 0),
@@ -711,6 +778,11 @@ impl Op {
                 float(o, "out")?;
                 shape_eq(x, &g.shape, "self")?;
                 shape_eq(o, &g.shape, "out")?;
+                if let Op::UnaryBackward(f) = self {
+                    if f.strict_dtypes() {
+                        one_f32_family_dtype(&[(g, "gradOutput"), (x, "self"), (o, "out")])?;
+                    }
+                }
                 Ok(0)
             }
             Op::Softmax { dim, .. } => {
@@ -959,6 +1031,10 @@ impl Op {
                 let a = t(s, 0)?.read_f64()?;
                 t(s, 1)?.write_f64(&a.iter().map(|x| op.apply(*x, *other, *alpha)).collect::<Vec<_>>())
             }
+            Op::ScalarBinary { op, scalar } => {
+                let b = t(s, 0)?.read_f64()?;
+                t(s, 1)?.write_f64(&b.iter().map(|y| op.apply(*scalar, *y, 1.0)).collect::<Vec<_>>())
+            }
             Op::InplaceBinary { op, alpha } => {
                 let o = t(s, 0)?;
                 let b = bview(t(s, 1)?, &o.shape)?.read_f64()?;
@@ -1012,7 +1088,7 @@ impl Op {
             Op::UnaryBackward(f) => {
                 let g = t(s, 0)?.read_f32()?;
                 let v = t(s, 1)?.read_f32()?;
-                t(s, 2)?.write_f32(&g.iter().zip(&v).map(|(&g, &v)| g * f.grad(v)).collect::<Vec<_>>())
+                t(s, 2)?.write_f32(&g.iter().zip(&v).map(|(&g, &v)| f.backward(g, v)).collect::<Vec<_>>())
             }
             Op::GeluBackward => {
                 let g = t(s, 0)?.read_f32()?;

@@ -169,3 +169,58 @@ def test_nan_in_the_backward_kernels(env):
     ]:
         e.run(name, *args)
         np.testing.assert_equal(o.numpy(e.stream)[0], np.float32(want), err_msg=name)
+
+
+def test_nan_forward_and_saturated_backward(env):
+    """A NaN input stays NaN through the parametrised activations (hardtanh clamps everything else); an inf or
+    NaN gradient where hardtanh / hardswish saturate gives 0 (the kernels select, as torch's CPU kernels)."""
+    e = env("float32")
+    x = e.acl.tensor(np.array([np.nan, 10.0, -10.0], np.float32))
+    o = e.acl.tensor(shape=(3,))
+    for name, args in [
+        ("Hardtanh", (0.0, 6.0)),
+        ("LeakyRelu", (0.1,)),
+        ("Elu", (1.0, 1.0, 1.0)),
+        ("Softplus", (1.0, 20.0)),
+    ]:
+        e.run(name, x, *args, o)
+        assert np.isnan(o.numpy(e.stream)[0]), name
+    g = e.acl.tensor(np.array([1.0, np.inf, np.nan], np.float32))
+    e.run("HardtanhBackward", g, x, 0.0, 6.0, o)
+    np.testing.assert_array_equal(o.numpy(e.stream), [1.0, 0.0, 0.0])
+    e.run("HardswishBackward", g, x, o)
+    np.testing.assert_array_equal(o.numpy(e.stream), [1.0, np.inf, 0.0])
+
+
+def test_dtypes_must_agree_and_float64_is_refused(env):
+    e = env("float32")
+    x32 = e.acl.tensor(np.ones((2, 3), np.float32))
+    o16 = e.acl.tensor(shape=(2, 3), dtype=cs.ACL_FLOAT16)
+    x64 = e.acl.tensor(np.ones((2, 3)), dtype=cs.ACL_DOUBLE)
+    o32 = e.acl.tensor(shape=(2, 3))
+    for name, args in [
+        ("LeakyRelu", (x32, 0.1, o16)),
+        ("Cosh", (x64, e.acl.tensor(shape=(2, 3), dtype=cs.ACL_DOUBLE))),
+        ("MishBackward", (x32, e.acl.tensor(np.ones((2, 3), np.float16), dtype=cs.ACL_FLOAT16), o32)),
+    ]:
+        with pytest.raises(cs.AclError) as r:
+            e.run(name, *args)
+        assert r.value.code == 161002, name
+
+
+@ALL
+def test_scalar_first_pow_and_remainder(env, dt):
+    """aclnnPowScalarTensor (`2 ** t`) and aclnnRemainderScalarTensor (`5 % t`, the sign of t) against numpy."""
+    e = env(dt)
+    ts, t = dev(e, e.rand(3, 4, lo=-3, hi=3))
+    o = e.out(3, 4)
+    e.run("PowScalarTensor", 2.0, ts, o)
+    e.check(o, 2.0**t)
+    e.run("RemainderScalarTensor", 5.0, ts, o)
+    e.check(o, np.remainder(5.0, t))
+    ints = e.acl.tensor(np.array([1, 2, 3, -4, 7], np.int64), dtype=cs.ACL_INT64)
+    io = e.acl.tensor(shape=(5,), dtype=cs.ACL_INT64)
+    e.run("RemainderScalarTensor", -7, ints, io)
+    np.testing.assert_array_equal(io.numpy(e.stream), np.remainder(-7, [1, 2, 3, -4, 7]))
+    e.run("PowScalarTensor", 3, ints, io)
+    np.testing.assert_array_equal(io.numpy(e.stream)[[0, 1, 2, 4]], [3, 9, 27, 3**7])

@@ -187,6 +187,10 @@ ops = {
     "elu_bw": lambda x, y, i: grad_of(F.elu, x),
     "selu": lambda x, y, i: F.selu(y),
     "selu_bw": lambda x, y, i: grad_of(F.selu, y),
+    "pow_scalar_base": lambda x, y, i: 2**y,
+    "pow_scalar_base_int": lambda x, y, i: 3 ** (i.abs() % 4),
+    "rem_scalar_first": lambda x, y, i: 5 % y,
+    "rem_scalar_first_int": lambda x, y, i: -7 % (i.abs() + 1),
 }
 bad = []
 for n, f in ops.items():

@@ -1,7 +1,7 @@
 //! Elementwise math and activations that torch_npu reaches for torch ops found missing by a probe of 331
 //! common torch ops: expm1, log1p, log2/log10, ceil, the trigonometric and hyperbolic functions,
 //! hardswish, mish, logsigmoid, leaky_relu, hardtanh (and relu6), softplus, elu, and the backward kernels
-//! autograd launches for the activations. Without them torch_npu falls back to aclop kernels the
+//! autograd launches for the activations; and the scalar-first binaries `2 ** t` and `5 % t`. Without them torch_npu falls back to aclop kernels the
 //! simulator does not have, and the op fails.
 //!
 //! Every function computes in float32 (f16/bf16 rounded to the out dtype), with torch's formulas and NaN
@@ -10,7 +10,7 @@ use super::aclnn::{p1, scalar, u, unary};
 use crate::consts::ACLNN_ERR_PARAM_INVALID;
 use crate::errmsg::fail;
 use crate::nnop::Args;
-use crate::ops::{Op, UFn};
+use crate::ops::{Bin, Op, UFn};
 use crate::trace::Role::{Input as In, Output as Out};
 use std::os::raw::c_void;
 
@@ -44,6 +44,8 @@ crate::phase2!(
     aclnnSoftplusBackward,
     aclnnElu,
     aclnnEluBackward,
+    aclnnPowScalarTensor,
+    aclnnRemainderScalarTensor,
 );
 
 unary!(aclnnExpm1GetWorkspaceSize, "aclnnExpm1", Op::Unary(UFn::Expm1));
@@ -278,4 +280,33 @@ pub extern "C" fn aclnnEluBackwardGetWorkspaceSize(
         }),
         Err(e) => e,
     }
+}
+
+fn scalar_first(name: &'static str, op: Bin, x: H, other: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1(name, ws, ex, || {
+        let scalar = scalar(x, "self")?;
+        let mut a = Args::new();
+        a.t(In, "other", u(other))?.t(Out, "out", u(out))?;
+        Ok((Op::ScalarBinary { op, scalar }, a))
+    })
+}
+
+/// `aclnnPowScalarTensor(const aclScalar *self, const aclTensor *exponent, out)`: self ** exponent
+/// (torch's `2 ** t`), computed in f64 and rounded to out's dtype.
+#[no_mangle]
+pub extern "C" fn aclnnPowScalarTensorGetWorkspaceSize(x: H, exponent: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    scalar_first("aclnnPowScalarTensor", Bin::Pow, x, exponent, out, ws, ex)
+}
+
+/// `aclnnRemainderScalarTensor(const aclScalar *self, const aclTensor *other, out)`: self % other with the
+/// sign of other (torch's `5 % t`).
+#[no_mangle]
+pub extern "C" fn aclnnRemainderScalarTensorGetWorkspaceSize(
+    x: H,
+    other: H,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    scalar_first("aclnnRemainderScalarTensor", Bin::Rem, x, other, out, ws, ex)
 }
