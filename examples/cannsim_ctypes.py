@@ -295,6 +295,11 @@ SIGS = {
     "EluBackward": "TSSS?TT",
     "PowScalarTensor": "STT",
     "RemainderScalarTensor": "STT",
+    "InplaceLeakyRelu": "TS",
+    "InplaceHardtanh": "TSS",
+    "InplaceHardswish": "T",
+    "InplaceMish": "T",
+    "InplaceElu": "TSSS",
 }
 CT = {
     "T": VP,

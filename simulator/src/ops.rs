@@ -446,6 +446,8 @@ pub enum Op {
     Relu,
     /// slots: selfRef
     InplaceRelu,
+    /// slots: selfRef: the in-place forms of the probe's activations (aclnnInplaceLeakyRelu, …)
+    InplaceUnary(UFn),
     /// slots: gradOutput, self, out
     ThresholdBackward {
         threshold: f64,
@@ -771,6 +773,7 @@ impl Op {
                 Ok(0)
             }
             Op::InplaceRelu => float(t(s, 0)?, "selfRef").map(|_| 0),
+            Op::InplaceUnary(_) => one_f32_family_dtype(&[(t(s, 0)?, "selfRef")]).map(|_| 0),
             Op::ThresholdBackward { .. } | Op::GeluBackward | Op::UnaryBackward(_) => {
                 let (g, x, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
                 float(g, "gradOutput")?;
@@ -1072,6 +1075,11 @@ impl Op {
                 let x = t(s, 1)?.read_f32()?;
                 let th = *threshold as f32;
                 t(s, 2)?.write_f32(&g.iter().zip(&x).map(|(&g, &x)| if x > th { g } else { 0.0 }).collect::<Vec<_>>())
+            }
+            Op::InplaceUnary(f) => {
+                let o = t(s, 0)?;
+                let a = o.read_f32()?;
+                o.write_f32(&a.iter().map(|&x| f.apply(x)).collect::<Vec<_>>())
             }
             Op::Unary(f) if t(s, 0)?.dtype.is_int() => {
                 let a = t(s, 0)?.read_i64()?;

@@ -224,3 +224,20 @@ def test_scalar_first_pow_and_remainder(env, dt):
     np.testing.assert_array_equal(io.numpy(e.stream), np.remainder(-7, [1, 2, 3, -4, 7]))
     e.run("PowScalarTensor", 3, ints, io)
     np.testing.assert_array_equal(io.numpy(e.stream)[[0, 1, 2, 4]], [3, 9, 27, 3**7])
+
+
+@ALL
+def test_in_place_forms(env, dt):
+    """aclnnInplaceLeakyRelu / Hardtanh / Hardswish / Mish / Elu write what the out-of-place forms compute."""
+    e = env(dt)
+    xv = e.rand(4, 7, lo=-6, hi=6)
+    for name, args, ref in [
+        ("LeakyRelu", (0.2,), lambda x: np.where(x > 0, x, 0.2 * x)),
+        ("Hardtanh", (0.0, 6.0), lambda x: np.clip(x, 0, 6)),
+        ("Hardswish", (), UNARY["Hardswish"]),
+        ("Mish", (), UNARY["Mish"]),
+        ("Elu", (1.5, 1.0, 1.0), lambda x: np.where(x > 0, x, 1.5 * np.expm1(x))),
+    ]:
+        xs, x = dev(e, xv)
+        e.run("Inplace" + name, xs, *args)
+        e.check(xs, ref(x), err_msg=name)

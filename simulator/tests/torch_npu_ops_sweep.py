@@ -191,6 +191,17 @@ ops = {
     "pow_scalar_base_int": lambda x, y, i: 3 ** (i.abs() % 4),
     "rem_scalar_first": lambda x, y, i: 5 % y,
     "rem_scalar_first_int": lambda x, y, i: -7 % (i.abs() + 1),
+    "relu6_": lambda x, y, i: F.relu6(x * 4, inplace=True),
+    "hardtanh_": lambda x, y, i: F.hardtanh(y.clone(), -0.5, 0.25, inplace=True),
+    "hardswish_": lambda x, y, i: F.hardswish(x * 3, inplace=True),
+    "leaky_relu_": lambda x, y, i: F.leaky_relu(x.clone(), 0.1, inplace=True),
+    "elu_": lambda x, y, i: F.elu(x.clone(), inplace=True),
+    "selu_": lambda x, y, i: F.selu(y.clone(), inplace=True),
+    "mish_": lambda x, y, i: F.mish(x.clone(), inplace=True),
+    # backward from the in-place forward's result: selfIsResult / isResult
+    "leaky_relu__bw": lambda x, y, i: grad_of(lambda t: F.leaky_relu(t * 1, 0.2, inplace=True), x),
+    "elu__bw": lambda x, y, i: grad_of(lambda t: F.elu(t * 1, 0.7, inplace=True), y),
+    "relu6__bw": lambda x, y, i: grad_of(lambda t: F.relu6(t * 4, inplace=True), y),
 }
 bad = []
 for n, f in ops.items():

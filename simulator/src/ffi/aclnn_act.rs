@@ -11,7 +11,7 @@ use crate::consts::ACLNN_ERR_PARAM_INVALID;
 use crate::errmsg::fail;
 use crate::nnop::Args;
 use crate::ops::{Bin, Op, UFn};
-use crate::trace::Role::{Input as In, Output as Out};
+use crate::trace::Role::{InOut, Input as In, Output as Out};
 use std::os::raw::c_void;
 
 type Status = i32;
@@ -46,6 +46,11 @@ crate::phase2!(
     aclnnEluBackward,
     aclnnPowScalarTensor,
     aclnnRemainderScalarTensor,
+    aclnnInplaceLeakyRelu,
+    aclnnInplaceHardtanh,
+    aclnnInplaceHardswish,
+    aclnnInplaceMish,
+    aclnnInplaceElu,
 );
 
 unary!(aclnnExpm1GetWorkspaceSize, "aclnnExpm1", Op::Unary(UFn::Expm1));
@@ -309,4 +314,51 @@ pub extern "C" fn aclnnRemainderScalarTensorGetWorkspaceSize(
     ex: *mut H,
 ) -> Status {
     scalar_first("aclnnRemainderScalarTensor", Bin::Rem, x, other, out, ws, ex)
+}
+
+/// The in-place forms (`nn.ReLU6(inplace=True)`, `nn.Hardswish(inplace=True)`, `leaky_relu_`, `elu_`, …).
+fn in_place(name: &'static str, x: H, f: Result<UFn, i32>, ws: *mut u64, ex: *mut H) -> Status {
+    p1(name, ws, ex, || {
+        let f = f?;
+        let mut a = Args::new();
+        a.t(InOut, "selfRef", u(x))?;
+        Ok((Op::InplaceUnary(f), a))
+    })
+}
+
+/// `aclnnInplaceLeakyRelu(aclTensor *selfRef, const aclScalar *negativeSlope)`.
+#[no_mangle]
+pub extern "C" fn aclnnInplaceLeakyReluGetWorkspaceSize(x: H, slope: H, ws: *mut u64, ex: *mut H) -> Status {
+    in_place("aclnnInplaceLeakyRelu", x, f32_scalar(slope, "negativeSlope").map(UFn::LeakyRelu), ws, ex)
+}
+
+/// `aclnnInplaceHardtanh(aclTensor *selfRef, const aclScalar *clipValueMin, const aclScalar *clipValueMax)`.
+#[no_mangle]
+pub extern "C" fn aclnnInplaceHardtanhGetWorkspaceSize(x: H, lo: H, hi: H, ws: *mut u64, ex: *mut H) -> Status {
+    in_place("aclnnInplaceHardtanh", x, bounds(lo, hi, "clipValueMin", "clipValueMax"), ws, ex)
+}
+
+/// `aclnnInplaceHardswish(const aclTensor *self)` (CANN names the in-out tensor `self`).
+#[no_mangle]
+pub extern "C" fn aclnnInplaceHardswishGetWorkspaceSize(x: H, ws: *mut u64, ex: *mut H) -> Status {
+    in_place("aclnnInplaceHardswish", x, Ok(UFn::Hardswish), ws, ex)
+}
+
+/// `aclnnInplaceMish(aclTensor *selfRef)`.
+#[no_mangle]
+pub extern "C" fn aclnnInplaceMishGetWorkspaceSize(x: H, ws: *mut u64, ex: *mut H) -> Status {
+    in_place("aclnnInplaceMish", x, Ok(UFn::Mish), ws, ex)
+}
+
+/// `aclnnInplaceElu(aclTensor *selfRef, const aclScalar *alpha, const aclScalar *scale, const aclScalar *inputScale)`.
+#[no_mangle]
+pub extern "C" fn aclnnInplaceEluGetWorkspaceSize(
+    x: H,
+    alpha: H,
+    scale: H,
+    input_scale: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    in_place("aclnnInplaceElu", x, elu(alpha, scale, input_scale, false), ws, ex)
 }
