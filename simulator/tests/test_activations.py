@@ -241,3 +241,33 @@ def test_in_place_forms(env, dt):
         xs, x = dev(e, xv)
         e.run("Inplace" + name, xs, *args)
         e.check(xs, ref(x), err_msg=name)
+
+
+@ALL
+def test_in_place_math(env, dt):
+    """aclnnInplaceSigmoid … InplaceLog1p and aclnnInplacePowTensorScalar write what numpy computes."""
+    e = env(dt)
+    xv = e.rand(3, 5, lo=0.1, hi=3)
+    for name, ref in [
+        ("Sigmoid", sigmoid),
+        ("Tanh", np.tanh),
+        ("Exp", np.exp),
+        ("Sqrt", np.sqrt),
+        ("Log", np.log),
+        ("Rsqrt", lambda x: 1 / np.sqrt(x)),
+        ("Reciprocal", lambda x: 1 / x),
+        ("Sin", np.sin),
+        ("Cos", np.cos),
+        ("Floor", np.floor),
+        ("Round", np.round),
+        ("Trunc", np.trunc),
+        ("Ceil", np.ceil),
+        ("Expm1", np.expm1),
+        ("Log1p", np.log1p),
+    ]:
+        xs, x = dev(e, xv)
+        e.run("Inplace" + name, xs)
+        e.check(xs, ref(x), err_msg=name)
+    xs, x = dev(e, xv)
+    e.run("InplacePowTensorScalar", xs, 3.0)
+    e.check(xs, x**3)

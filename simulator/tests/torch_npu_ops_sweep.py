@@ -202,6 +202,18 @@ ops = {
     "leaky_relu__bw": lambda x, y, i: grad_of(lambda t: F.leaky_relu(t * 1, 0.2, inplace=True), x),
     "elu__bw": lambda x, y, i: grad_of(lambda t: F.elu(t * 1, 0.7, inplace=True), y),
     "relu6__bw": lambda x, y, i: grad_of(lambda t: F.relu6(t * 4, inplace=True), y),
+    "sigmoid_": lambda x, y, i: y.clone().sigmoid_(),
+    "tanh_": lambda x, y, i: x.clone().tanh_(),
+    "exp_": lambda x, y, i: y.clone().exp_(),
+    "sqrt_": lambda x, y, i: x.clone().sqrt_(),
+    "log_": lambda x, y, i: y.abs().log_(),
+    "rsqrt_": lambda x, y, i: y.abs().rsqrt_(),
+    "reciprocal_": lambda x, y, i: y.clone().reciprocal_(),
+    "sin_cos_erf_": lambda x, y, i: torch.stack([y.clone().sin_(), y.clone().cos_(), y.clone().erf_()]),
+    "round_ops_": lambda x, y, i: torch.stack([(y * 3).floor_(), (y * 3).round_(), (y * 3).trunc_(), (y * 3).ceil_()]),
+    "expm1_log1p_": lambda x, y, i: torch.stack([y.clone().expm1_(), y.abs().log1p_()]),
+    "pow_": lambda x, y, i: y.clone().pow_(3),
+    "pow_sq_": lambda x, y, i: x.clone().pow_(2),
 }
 bad = []
 for n, f in ops.items():

@@ -1,7 +1,8 @@
 //! Elementwise math and activations that torch_npu reaches for torch ops found missing by a probe of 331
 //! common torch ops: expm1, log1p, log2/log10, ceil, the trigonometric and hyperbolic functions,
 //! hardswish, mish, logsigmoid, leaky_relu, hardtanh (and relu6), softplus, elu, and the backward kernels
-//! autograd launches for the activations; and the scalar-first binaries `2 ** t` and `5 % t`. Without them torch_npu falls back to aclop kernels the
+//! autograd launches for the activations; their in-place forms and those of the older math functions
+//! (`sigmoid_`, `exp_`, `sqrt_`, `pow_`, …); and the scalar-first binaries `2 ** t` and `5 % t`. Without them torch_npu falls back to aclop kernels the
 //! simulator does not have, and the op fails.
 //!
 //! Every function computes in float32 (f16/bf16 rounded to the out dtype), with torch's formulas and NaN
@@ -51,6 +52,23 @@ crate::phase2!(
     aclnnInplaceHardswish,
     aclnnInplaceMish,
     aclnnInplaceElu,
+    aclnnInplaceSigmoid,
+    aclnnInplaceTanh,
+    aclnnInplaceExp,
+    aclnnInplaceSqrt,
+    aclnnInplaceLog,
+    aclnnInplaceRsqrt,
+    aclnnInplaceReciprocal,
+    aclnnInplaceSin,
+    aclnnInplaceCos,
+    aclnnInplaceErf,
+    aclnnInplaceFloor,
+    aclnnInplaceRound,
+    aclnnInplaceTrunc,
+    aclnnInplaceCeil,
+    aclnnInplaceExpm1,
+    aclnnInplaceLog1p,
+    aclnnInplacePowTensorScalar,
 );
 
 unary!(aclnnExpm1GetWorkspaceSize, "aclnnExpm1", Op::Unary(UFn::Expm1));
@@ -361,4 +379,43 @@ pub extern "C" fn aclnnInplaceEluGetWorkspaceSize(
     ex: *mut H,
 ) -> Status {
     in_place("aclnnInplaceElu", x, elu(alpha, scale, input_scale, false), ws, ex)
+}
+
+/// `aclnnInplaceX(aclTensor *selfRef)` of the elementwise math functions (`sigmoid_`, `exp_`, `sqrt_`, …).
+macro_rules! in_place_math {
+    ($($name:ident, $p2:literal, $f:expr;)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name(x: H, ws: *mut u64, ex: *mut H) -> Status {
+            in_place($p2, x, Ok($f), ws, ex)
+        }
+    )*};
+}
+in_place_math! {
+    aclnnInplaceSigmoidGetWorkspaceSize, "aclnnInplaceSigmoid", UFn::Sigmoid;
+    aclnnInplaceTanhGetWorkspaceSize, "aclnnInplaceTanh", UFn::Tanh;
+    aclnnInplaceExpGetWorkspaceSize, "aclnnInplaceExp", UFn::Exp;
+    aclnnInplaceSqrtGetWorkspaceSize, "aclnnInplaceSqrt", UFn::Sqrt;
+    aclnnInplaceLogGetWorkspaceSize, "aclnnInplaceLog", UFn::Log;
+    aclnnInplaceRsqrtGetWorkspaceSize, "aclnnInplaceRsqrt", UFn::Rsqrt;
+    aclnnInplaceReciprocalGetWorkspaceSize, "aclnnInplaceReciprocal", UFn::Reciprocal;
+    aclnnInplaceSinGetWorkspaceSize, "aclnnInplaceSin", UFn::Sin;
+    aclnnInplaceCosGetWorkspaceSize, "aclnnInplaceCos", UFn::Cos;
+    aclnnInplaceErfGetWorkspaceSize, "aclnnInplaceErf", UFn::Erf;
+    aclnnInplaceFloorGetWorkspaceSize, "aclnnInplaceFloor", UFn::Floor;
+    aclnnInplaceRoundGetWorkspaceSize, "aclnnInplaceRound", UFn::Round;
+    aclnnInplaceTruncGetWorkspaceSize, "aclnnInplaceTrunc", UFn::Trunc;
+    aclnnInplaceCeilGetWorkspaceSize, "aclnnInplaceCeil", UFn::Ceil;
+    aclnnInplaceExpm1GetWorkspaceSize, "aclnnInplaceExpm1", UFn::Expm1;
+    aclnnInplaceLog1pGetWorkspaceSize, "aclnnInplaceLog1p", UFn::Log1p;
+}
+
+/// `aclnnInplacePowTensorScalar(aclTensor *selfRef, const aclScalar *exponent)` (`pow_(2)`).
+#[no_mangle]
+pub extern "C" fn aclnnInplacePowTensorScalarGetWorkspaceSize(x: H, exponent: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnInplacePowTensorScalar", ws, ex, || {
+        let other = scalar(exponent, "exponent")?;
+        let mut a = Args::new();
+        a.t(InOut, "selfRef", u(x))?;
+        Ok((Op::InplaceBinaryScalar { op: Bin::Pow, other, alpha: 1.0 }, a))
+    })
 }

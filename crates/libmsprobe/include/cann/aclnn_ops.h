@@ -278,6 +278,23 @@ aclnnStatus aclnnInplaceHardtanhGetWorkspaceSize(aclTensor *selfRef, const aclSc
 aclnnStatus aclnnInplaceHardswishGetWorkspaceSize(aclTensor *selfRef, P1);
 aclnnStatus aclnnInplaceMishGetWorkspaceSize(aclTensor *selfRef, P1);
 aclnnStatus aclnnInplaceEluGetWorkspaceSize(aclTensor *selfRef, const aclScalar *alpha, const aclScalar *scale, const aclScalar *inputScale, P1);
+aclnnStatus aclnnInplaceSigmoidGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceTanhGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceExpGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceSqrtGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceLogGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceRsqrtGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceReciprocalGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceSinGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceCosGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceErfGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceFloorGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceRoundGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceTruncGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceCeilGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceExpm1GetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceLog1pGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplacePowTensorScalarGetWorkspaceSize(aclTensor *selfRef, const aclScalar *exponent, P1);
 aclnnStatus aclnnIndexGetWorkspaceSize(const aclTensor *self, const aclTensorList *indices, aclTensor *out, P1);
 aclnnStatus aclnnIndexPutImplGetWorkspaceSize(aclTensor *selfRef, const aclTensorList *indices, const aclTensor *values, const bool accumulate, const bool unsafe, P1);
 
