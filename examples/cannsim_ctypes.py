@@ -317,6 +317,8 @@ SIGS = {
     "InplaceExpm1": "T",
     "InplaceLog1p": "T",
     "InplacePowTensorScalar": "TS",
+    "FlashAttentionScore": "TTTTTTTIddlllsllTTTT",
+    "FlashAttentionScoreGrad": "TTTTTTTTTTTTIddlllsllTTTT",
 }
 CT = {
     "T": VP,

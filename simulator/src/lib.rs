@@ -7,6 +7,7 @@ pub mod aclop;
 pub mod aclop_io;
 pub mod aclop_nn;
 pub mod aclop_nn_plan;
+pub mod attention;
 pub mod consts;
 pub mod dtype;
 pub mod errmsg;

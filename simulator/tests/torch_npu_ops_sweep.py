@@ -25,6 +25,10 @@ def setitem(t, idx, v):
     return t
 
 
+def qkv(t):  # query, key, value [1, 1, 3, 8] from one [4, 6] tensor (torch_npu's fused path wants D % 8 == 0)
+    return t.reshape(1, 1, 3, 8), t.flip(0).reshape(1, 1, 3, 8), (t * 0.5).roll(1, 1).reshape(1, 1, 3, 8)
+
+
 def vi(pair):  # values and indices in one float tensor (torch_npu has no float64)
     return torch.cat([pair[0], pair[1].float()])
 
@@ -214,6 +218,11 @@ ops = {
     "expm1_log1p_": lambda x, y, i: torch.stack([y.clone().expm1_(), y.abs().log1p_()]),
     "pow_": lambda x, y, i: y.clone().pow_(3),
     "pow_sq_": lambda x, y, i: x.clone().pow_(2),
+    # F.scaled_dot_product_attention → aclnnFlashAttentionScore(Grad): plain, causal, a bool mask
+    "sdpa": lambda x, y, i: F.scaled_dot_product_attention(*qkv(y)),
+    "sdpa_causal": lambda x, y, i: F.scaled_dot_product_attention(*qkv(y), is_causal=True),
+    "sdpa_mask": lambda x, y, i: F.scaled_dot_product_attention(*qkv(y), attn_mask=y[:3, :3] > -0.5),
+    "sdpa_bw": lambda x, y, i: grad_of(lambda t: F.scaled_dot_product_attention(*qkv(t), is_causal=True), y),
 }
 bad = []
 for n, f in ops.items():

@@ -9,6 +9,7 @@
 
 pub mod aclnn;
 pub mod aclnn_act;
+pub mod aclnn_attn;
 pub mod aclnn_dim;
 pub mod aclnn_ext;
 pub mod aclnn_ms;
