@@ -7,14 +7,16 @@
 //! softmaxMaxOut / softmaxSumOut hold max_i and sum_i as float32, repeated 8 times ([B, N1, Sq, 8]), which
 //! the backward reads back. Key/value may have fewer heads (N2 dividing N1: grouped-query attention).
 //!
-//! Masks: `attenMask` is bool/uint8 with 1 = masked, broadcast from [Sq, Skv], [B, 1, Sq, Skv] or
-//! [B, N1, Sq, Skv]; `sparseMode` 0 applies it and the band `i - preTokens <= j <= i + nextTokens`; 1 applies
-//! it alone; 2 (left-up causal, torch's `is_causal`) masks j > i, 3 (right-down causal) j > i + Skv - Sq,
-//! 4 (band) the band aligned right-down; for 2–4 the mask passed is CANN's compressed 2048 × 2048 form and is
-//! not read. CANN replaces a masked score by -FLT_MAX, so a query row with every key masked averages V
-//! uniformly (max -FLT_MAX, sum Skv), except with `innerPrecise` 2, where such a row gives 0 and its sum
-//! is FLT_MAX. Masked keys get no gradient through q and k. pse, padding masks, prefix and the
-//! variable-length modes (5–8) are refused as not simulated.
+//! Masks (1 = masked): without an attenMask CANN computes the full matrix, whatever sparseMode and the
+//! tokens say (modes 1–4 need one). With a mask, mode 0 applies it, broadcast from [Sq, Skv] or
+//! [1|B, 1|N1, Sq, Skv], and the band `i - preTokens <= j <= i + nextTokens`; 1 applies it alone; 2 (left-up
+//! causal, torch's `is_causal`) masks j > i, 3 (right-down causal) j > i + Skv - Sq, 4 the band aligned
+//! right-down; 2–4 take CANN's compressed [2048, 2048] mask, whose values are not read. CANN replaces a masked
+//! score by -FLT_MAX, so a query row with every key masked averages V uniformly (max -FLT_MAX, sum Skv),
+//! unless the call runs in CANN's invalid-line mode (innerPrecise 2, or a band that leaves some row without
+//! keys), where such rows give 0 and their sum is FLT_MAX. pse, padding masks, prefix, the variable-length
+//! modes (5–8), float64 and a value head dim other than the query's are refused as not simulated.
+
 use crate::dtype::DType;
 use crate::ops_ext::{float, inv, opt, t};
 use crate::tensor::SV;
@@ -131,6 +133,9 @@ impl FaParams {
         let (q, k, v) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
         for (x, what) in [(q, "query"), (k, "key"), (v, "value")] {
             float(x, what)?;
+            if x.dtype == DType::F64 {
+                return Err(inv(format!("{what}: float64 is not supported (float32, float16, bfloat16)")));
+            }
             if x.dtype != q.dtype {
                 return Err(inv(format!("{what}: dtype {} must be query's {}", x.dtype.name(), q.dtype.name())));
             }
@@ -149,65 +154,101 @@ impl FaParams {
                 k.shape, q.shape
             )));
         }
-        if self.keep_prob < 1.0 && opt(s, pse + 1).is_none() {
-            return Err(inv("keepProb < 1 needs a dropMask"));
+        match opt(s, pse + 1) {
+            None if self.keep_prob < 1.0 => return Err(inv("keepProb < 1 needs a dropMask")),
+            Some(m) if m.dtype != DType::U8 => {
+                return Err(inv(format!("dropMask: dtype {} must be uint8", m.dtype.name())))
+            }
+            _ => {}
+        }
+        if matches!(self.sparse_mode, 0 | 4) && self.pre_tokens.saturating_add(self.next_tokens) < 0 {
+            return Err(inv(format!(
+                "preTokens {} and nextTokens {} leave no key for any query (no valid data block)",
+                self.pre_tokens, self.next_tokens
+            )));
         }
         Ok(Geom { q: qd, kv: kd })
     }
 
-    /// The explicit mask's (batch, head) strides, or None when this mode reads no mask; checks its dtype and
-    /// shape without reading it (phase 1 must not read device memory).
+    /// The explicit mask's (batch, head) strides, or None when this call reads no mask values; checks the
+    /// mask's dtype and shape without reading it (phase 1 must not read device memory). Without a mask CANN
+    /// computes the full matrix whatever the mode and tokens; modes 2–4 take the compressed [2048, 2048] form.
     fn mask_strides(&self, s: &[SV], slot: usize, g: &Geom) -> Result<Option<(usize, usize)>, i32> {
         let [b, n, sq, _] = g.q;
         let skv = g.kv[2];
-        match (self.sparse_mode, opt(s, slot)) {
-            (0 | 1, Some(m)) => {
-                if !matches!(m.dtype, DType::Bool | DType::U8) {
-                    return Err(inv(format!("attenMask: dtype {} must be bool or uint8", m.dtype.name())));
-                }
-                let rows = (sq * skv) as i64;
-                match m.shape.as_slice() {
-                    [x, y] if (*x, *y) == (sq as i64, skv as i64) => Ok(Some((0, 0))),
-                    [mb, mn, x, y]
-                        if (*x, *y) == (sq as i64, skv as i64)
-                            && (*mb == 1 || *mb == b as i64)
-                            && (*mn == 1 || *mn == n as i64) =>
-                    {
-                        Ok(Some((((*mb != 1) as i64 * mn * rows) as usize, ((*mn != 1) as i64 * rows) as usize)))
-                    }
-                    _ => Err(inv(format!(
-                        "attenMask {:?} does not fit [{sq}, {skv}] or [1|{b}, 1|{n}, {sq}, {skv}]",
-                        m.shape
-                    ))),
-                }
-            }
-            (1, None) => Err(inv("sparseMode 1 needs an attenMask")),
-            _ => Ok(None),
+        let Some(m) = opt(s, slot) else {
+            return if self.sparse_mode == 0 {
+                Ok(None)
+            } else {
+                Err(inv(format!("sparseMode {} needs an attenMask", self.sparse_mode)))
+            };
+        };
+        if !matches!(m.dtype, DType::Bool | DType::U8) {
+            return Err(inv(format!("attenMask: dtype {} must be bool or uint8", m.dtype.name())));
         }
+        if self.sparse_mode >= 2 {
+            return if m.shape == [2048, 2048] {
+                Ok(None)
+            } else {
+                Err(inv(format!(
+                    "attenMask {:?}: sparseMode {} takes the compressed [2048, 2048] mask",
+                    m.shape, self.sparse_mode
+                )))
+            };
+        }
+        let rows = (sq * skv) as i64;
+        match m.shape.as_slice() {
+            [x, y] if (*x, *y) == (sq as i64, skv as i64) => Ok(Some((0, 0))),
+            [mb, mn, x, y]
+                if (*x, *y) == (sq as i64, skv as i64)
+                    && (*mb == 1 || *mb == b as i64)
+                    && (*mn == 1 || *mn == n as i64) =>
+            {
+                Ok(Some((((*mb != 1) as i64 * mn * rows) as usize, ((*mn != 1) as i64 * rows) as usize)))
+            }
+            _ => Err(inv(format!("attenMask {:?} does not fit [{sq}, {skv}] or [1|{b}, 1|{n}, {sq}, {skv}]", m.shape))),
+        }
+    }
+
+    /// Whether the mode's band (applied only with a mask) masks key j for query row i.
+    fn band(&self, sq: usize, skv: usize) -> impl Fn(usize, usize) -> bool {
+        let (mode, pre, next) = (self.sparse_mode, self.pre_tokens, self.next_tokens);
+        let shift = skv as i64 - sq as i64;
+        move |i: usize, j: usize| {
+            let (i, j) = (i as i64, j as i64);
+            match mode {
+                0 => j > i.saturating_add(next) || j < i.saturating_sub(pre),
+                2 => j > i,
+                3 => j > i + shift,
+                4 => j > (i + shift).saturating_add(next) || j < (i + shift).saturating_sub(pre),
+                _ => false,
+            }
+        }
+    }
+
+    /// Whether some query row has every key masked by the band alone: CANN then computes the whole call in
+    /// its "invalid line" mode (such rows, and explicitly fully masked ones, give 0, as innerPrecise 2).
+    fn band_empties_rows(&self, s: &[SV], slot: usize, g: &Geom) -> bool {
+        let (sq, skv) = (g.q[2], g.kv[2]);
+        if opt(s, slot).is_none() || self.sparse_mode == 1 || sq == 0 {
+            return false;
+        }
+        let band = self.band(sq, skv);
+        (0..sq).any(|i| (0..skv).all(|j| band(i, j)))
     }
 
     /// Whether key j is masked for query row i of (b, n).
     fn masker(&self, s: &[SV], slot: usize, g: &Geom) -> Result<impl Fn(usize, usize, usize, usize) -> bool, i32> {
         let skv = g.kv[2];
-        let sq = g.q[2];
         let explicit = match (self.mask_strides(s, slot, g)?, opt(s, slot)) {
             (Some((sb, sn)), Some(m)) => Some((m.read_f64()?, sb, sn)),
             _ => None,
         };
-        let (mode, pre, next) = (self.sparse_mode, self.pre_tokens, self.next_tokens);
-        let shift = skv as i64 - sq as i64;
+        let with_mask = opt(s, slot).is_some();
+        let band = self.band(g.q[2], skv);
         Ok(move |bi: usize, ni: usize, i: usize, j: usize| {
-            let (i, j) = (i as i64, j as i64);
-            let band = match mode {
-                0 => j > i + next || j < i - pre,
-                2 => j > i,
-                3 => j > i + shift,
-                4 => j > i + shift + next || j < i + shift - pre,
-                _ => false,
-            };
-            band || explicit
-                .as_ref()
-                .is_some_and(|(m, sb, sn)| m[bi * sb + ni * sn + i as usize * skv + j as usize] != 0.0)
+            (with_mask && band(i, j))
+                || explicit.as_ref().is_some_and(|(m, sb, sn)| m[bi * sb + ni * sn + i * skv + j] != 0.0)
         })
     }
 
@@ -277,28 +318,35 @@ impl FaParams {
             .collect()
     }
 
-    /// The row's softmax: (max, sum, [(key j, P_ij, whether s_ij was scored)]), as CANN computes it when
-    /// every key is masked (see the module doc).
-    fn softmax(&self, row: &[Option<f64>]) -> (f64, f64, Vec<(usize, f64, bool)>) {
+    /// The row's softmax: (max, sum, [(key j, P_ij)]). A row with every key masked has max -FLT_MAX (CANN's
+    /// masked score): P is uniform (the scores are all equal), or, in the invalid-line mode (`zero_rows`),
+    /// the row gives nothing and its sum is FLT_MAX.
+    fn softmax(row: &[Option<f64>], zero_rows: bool) -> (f64, f64, Vec<(usize, f64)>) {
         let m = row.iter().flatten().copied().fold(f64::NEG_INFINITY, f64::max);
         if m == f64::NEG_INFINITY {
             let lowest = f64::from(f32::MIN);
-            return if self.inner_precise == 2 {
+            let n = row.len();
+            return if zero_rows {
                 (lowest, f64::from(f32::MAX), Vec::new())
             } else {
-                let n = row.len();
-                (lowest, n as f64, (0..n).map(|j| (j, 1.0 / n as f64, false)).collect())
+                (lowest, n as f64, (0..n).map(|j| (j, 1.0 / n as f64)).collect())
             };
         }
         let sum: f64 = row.iter().flatten().map(|x| (x - m).exp()).sum();
-        let p = row.iter().enumerate().filter_map(|(j, x)| x.map(|x| (j, (x - m).exp() / sum, true))).collect();
+        let p = row.iter().enumerate().filter_map(|(j, x)| x.map(|x| (j, (x - m).exp() / sum))).collect();
         (m, sum, p)
+    }
+
+    /// innerPrecise 2, or a band that empties rows, switches CANN to its invalid-line mode.
+    fn zero_rows(&self, s: &[SV], mask: usize, g: &Geom) -> bool {
+        self.inner_precise == 2 || self.band_empties_rows(s, mask, g)
     }
 
     pub fn exec_fwd(&self, s: &[SV]) -> Result<(), i32> {
         let g = self.geom(s, fwd::PSE, fwd::PAD)?;
         let masked = self.masker(s, fwd::MASK, &g)?;
         let keep = self.keeper(s, fwd::DROP, &g)?;
+        let zero = self.zero_rows(s, fwd::MASK, &g);
         let (q, k, v) = (t(s, 0)?.read_f64()?, t(s, 1)?.read_f64()?, t(s, 2)?.read_f64()?);
         let (l, [b_, n_, sq, d], group) = (self.layout, g.q, g.q[1] / g.kv[1]);
         let mut out = vec![0.0; q.len()];
@@ -306,11 +354,11 @@ impl FaParams {
         for b in 0..b_ {
             for n in 0..n_ {
                 for i in 0..sq {
-                    let (m, sum, probs) = self.softmax(&self.row(&q, &k, &g, (b, n, i), &masked));
+                    let (m, sum, probs) = Self::softmax(&self.row(&q, &k, &g, (b, n, i), &masked), zero);
                     let r = ((b * n_ + n) * sq + i) * 8;
                     mx[r..r + 8].fill(m as f32);
                     sm[r..r + 8].fill(sum as f32);
-                    for (j, p, _) in probs {
+                    for (j, p) in probs {
                         if !keep(b, n, i, j) {
                             continue;
                         }
@@ -335,6 +383,13 @@ impl FaParams {
         if dy.shape != q.shape || dy.dtype != q.dtype {
             return Err(inv(format!("dy must be query's {} {:?}", q.dtype.name(), q.shape)));
         }
+        let [b, n, sq, _] = g.q;
+        for (slot, what) in [(bwd::MAX, "softmaxMax"), (bwd::SUM, "softmaxSum")] {
+            match opt(s, slot) {
+                Some(o) if o.dtype == DType::F32 && o.shape == [b as i64, n as i64, sq as i64, 8] => {}
+                _ => return Err(inv(format!("{what} must be the forward's float32 [{b}, {n}, {sq}, 8]"))),
+            }
+        }
         for (slot, like, what) in [(bwd::DQ, 0, "dqOut"), (bwd::DK, 1, "dkOut"), (bwd::DV, 2, "dvOut")] {
             let (o, x) = (t(s, slot)?, t(s, like)?);
             if o.shape != x.shape || o.dtype != x.dtype {
@@ -344,12 +399,13 @@ impl FaParams {
         Ok(0)
     }
 
-    /// dq, dk, dv from the probabilities recomputed exactly from q and k (the softmaxMax / softmaxSum passed
-    /// back are the forward's, so this is the same P up to their float32 rounding).
+    /// dq, dk, dv from the probabilities recomputed exactly from q and k (softmaxMax / softmaxSum must be the
+    /// forward's; CANN reads P back from them, so its P differs from this one by their float32 rounding).
     pub fn exec_bwd(&self, s: &[SV]) -> Result<(), i32> {
         let g = self.geom(s, bwd::PSE, bwd::PAD)?;
         let masked = self.masker(s, bwd::MASK, &g)?;
         let keep = self.keeper(s, bwd::DROP, &g)?;
+        let zero = self.zero_rows(s, bwd::MASK, &g);
         let (q, k, v, dy) =
             (t(s, 0)?.read_f64()?, t(s, 1)?.read_f64()?, t(s, 2)?.read_f64()?, t(s, bwd::DY)?.read_f64()?);
         let (l, [b_, n_, sq, d], group, skv) = (self.layout, g.q, g.q[1] / g.kv[1], g.kv[2]);
@@ -358,19 +414,21 @@ impl FaParams {
             for n in 0..n_ {
                 let h = n / group;
                 for i in 0..sq {
-                    let (_, _, probs) = self.softmax(&self.row(&q, &k, &g, (b, n, i), &masked));
-                    // P, the kept-and-scaled factor, and dP = dy_i · v_j (times the same factor)
+                    let (_, _, probs) = Self::softmax(&self.row(&q, &k, &g, (b, n, i), &masked), zero);
+                    // P, the kept-and-scaled factor, and dP = dy_i · v_j (times the same factor); as CANN's
+                    // kernel, dS = P (dP - D) is not masked again (it is 0 where P is, except in a fully masked
+                    // row outside the invalid-line mode, where P is uniform and q and k get a gradient)
                     let mut terms = Vec::with_capacity(skv);
-                    for (j, p, scored) in probs {
+                    for (j, p) in probs {
                         let f = if keep(b, n, i, j) { 1.0 / self.keep_prob } else { 0.0 };
                         let dp: f64 =
                             (0..d).map(|x| dy[l.at(g.q, b_, b, n, i, x)] * v[l.at(g.kv, b_, b, h, j, x)]).sum::<f64>()
                                 * f;
-                        terms.push((j, p, f, dp, scored));
+                        terms.push((j, p, f, dp));
                     }
-                    let di: f64 = terms.iter().map(|&(_, p, _, dp, _)| p * dp).sum();
-                    for &(j, p, f, dp, scored) in &terms {
-                        let ds = if scored { p * (dp - di) * self.scale } else { 0.0 };
+                    let di: f64 = terms.iter().map(|&(_, p, _, dp)| p * dp).sum();
+                    for &(j, p, f, dp) in &terms {
+                        let ds = p * (dp - di) * self.scale;
                         for x in 0..d {
                             let (qi, kj) = (l.at(g.q, b_, b, n, i, x), l.at(g.kv, b_, b, h, j, x));
                             dv[kj] += p * f * dy[qi];

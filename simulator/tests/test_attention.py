@@ -1,7 +1,8 @@
 """aclnnFlashAttentionScore / aclnnFlashAttentionScoreGrad against a numpy attention written the way CANN
-describes its kernel (masked scores replaced by -FLT_MAX, softmax, dropout by a bit mask): every layout,
-grouped-query heads, sparse modes 0-4 with the token band, explicit masks of each accepted shape, a row
-with every key masked (innerPrecise 0 and 2), dropout, the 8-wide softmaxMax/Sum outputs, and refusals."""
+describes its kernel (masked scores replaced by -FLT_MAX, softmax, dropout by a bit mask, dS not masked
+again): every layout, grouped-query heads, sparse modes 0-4 with the token band (applied only with a mask),
+explicit masks of each accepted shape, rows with every key masked (uniform, or 0 in the invalid-line mode:
+innerPrecise 2 or a band that empties a row), dropout, the 8-wide softmaxMax/Sum outputs, and refusals."""
 
 import numpy as np
 import pytest
@@ -12,23 +13,31 @@ FLT_MAX = float(np.finfo(np.float32).max)
 BIG = 2147483647
 
 
-def masked_positions(b, n, sq, skv, mode, pre, nxt, mask):
+def band(sq, skv, mode, pre, nxt):
     i, j = np.arange(sq)[:, None], np.arange(skv)[None, :]
     shift = skv - sq
-    band = {
+    return {
         0: (j > i + nxt) | (j < i - pre),
         1: np.zeros((sq, skv), bool),
         2: j > i,
         3: j > i + shift,
         4: (j > i + shift + nxt) | (j < i + shift - pre),
     }[mode]
-    m = np.broadcast_to(band, (b, n, sq, skv)).copy()
-    if mask is not None and mode in (0, 1):
+
+
+def masked_positions(b, n, sq, skv, mode, pre, nxt, mask):
+    """Without a mask nothing is masked (CANN computes the full matrix); with one, the mode's band and, in
+    modes 0 and 1, the mask itself. Also whether the band alone empties a row (the invalid-line mode)."""
+    if mask is None:
+        return np.zeros((b, n, sq, skv), bool), False
+    bd = band(sq, skv, mode, pre, nxt)
+    m = np.broadcast_to(bd, (b, n, sq, skv)).copy()
+    if mode in (0, 1):
         m |= np.broadcast_to(mask.astype(bool), (b, n, sq, skv))
-    return m
+    return m, bool(bd.all(-1).any())
 
 
-def reference(q, k, v, dy, masked, scale, keep=None, keep_prob=1.0, precise=0):
+def reference(q, k, v, dy, masked, scale, keep=None, keep_prob=1.0, zero_rows=False):
     """Forward (out, max, sum) and backward (dq, dk, dv) in float64, q [B,N1,S,D], k/v [B,N2,S,D]."""
     g = q.shape[1] // k.shape[1]
     kr, vr = np.repeat(k, g, 1), np.repeat(v, g, 1)
@@ -38,14 +47,13 @@ def reference(q, k, v, dy, masked, scale, keep=None, keep_prob=1.0, precise=0):
     sm = e.sum(-1, keepdims=True)
     p = e / sm
     full = masked.all(-1)
-    if precise == 2:
+    if zero_rows:
         p[full] = 0
         sm[full] = FLT_MAX
     f = (keep if keep is not None else np.ones_like(p)) / keep_prob
     out = np.einsum("bnij,bnjd->bnid", p * f, vr)
     dp = np.einsum("bnid,bnjd->bnij", dy, vr) * f
     ds = p * (dp - (p * dp).sum(-1, keepdims=True))
-    ds[masked] = 0
     dq = np.einsum("bnij,bnjd->bnid", ds, kr) * scale
     dkr = np.einsum("bnij,bnid->bnjd", ds, q) * scale
     dvr = np.einsum("bnij,bnid->bnjd", p * f, dy)
@@ -187,23 +195,56 @@ def check(got, want):
 @pytest.mark.parametrize("heads", [(4, 4), (4, 2), (3, 1)])
 def test_layouts_and_grouped_heads(fa, layout, heads):
     q, k, v, dy = data(np.random.default_rng(1), n1=heads[0], n2=heads[1])
-    masked = masked_positions(2, heads[0], 5, 7, 0, BIG, BIG, None)
+    masked, _ = masked_positions(2, heads[0], 5, 7, 0, BIG, BIG, None)
     check(fa.run(q, k, v, dy, layout=layout), reference(q, k, v, dy, masked, 0.25))
 
 
 @pytest.mark.parametrize(
     "mode,pre,nxt,sq,skv",
-    [(0, 1, 0, 5, 7), (0, BIG, 0, 6, 6), (2, BIG, 0, 5, 7), (3, BIG, 0, 5, 7), (3, BIG, 0, 7, 4), (4, 2, 1, 4, 7)],
+    [
+        (0, 1, 0, 5, 7),
+        (0, BIG, 0, 6, 6),
+        (0, 3, -2, 5, 7),
+        (2, BIG, 0, 5, 7),
+        (3, BIG, 0, 5, 7),
+        (3, BIG, 0, 7, 4),
+        (4, 2, 1, 4, 7),
+    ],
 )
 @pytest.mark.parametrize("precise", [0, 2])
 def test_sparse_modes_and_fully_masked_rows(fa, mode, pre, nxt, sq, skv, precise):
-    """Mode 3 with Sq > Skv leaves rows with every key masked: innerPrecise 0 averages V over them, 2 gives 0
-    and a sum of FLT_MAX."""
+    """Modes 2-4 with CANN's compressed mask, mode 0 with an all-False mask (the band alone). Mode 3 with
+    Sq > Skv and mode 0 with nextTokens -2 leave rows without keys: the call runs in the invalid-line mode
+    (those rows 0, sum FLT_MAX) whatever innerPrecise."""
     q, k, v, dy = data(np.random.default_rng(2), sq=sq, skv=skv)
-    compressed = np.triu(np.ones((2048, 2048), bool), 1) if mode in (2, 3, 4) else None
-    masked = masked_positions(2, 4, sq, skv, mode, pre, nxt, None)
-    got = fa.run(q, k, v, dy, mode=mode, pre=pre, nxt=nxt, mask=compressed, precise=precise)
-    check(got, reference(q, k, v, dy, masked, 0.25, precise=precise))
+    mask = np.triu(np.ones((2048, 2048), bool), 1) if mode in (2, 3, 4) else np.zeros((sq, skv), bool)
+    masked, empties = masked_positions(2, 4, sq, skv, mode, pre, nxt, mask)
+    assert empties == ((mode, sq) == (3, 7) or nxt == -2)
+    got = fa.run(q, k, v, dy, mode=mode, pre=pre, nxt=nxt, mask=mask, precise=precise)
+    check(got, reference(q, k, v, dy, masked, 0.25, zero_rows=precise == 2 or empties))
+
+
+def test_no_mask_is_the_full_matrix(fa):
+    """Without an attenMask CANN ignores sparseMode 0's tokens: a causal band asked for is not applied."""
+    q, k, v, dy = data(np.random.default_rng(6))
+    check(fa.run(q, k, v, dy, pre=BIG, nxt=0), reference(q, k, v, dy, np.zeros((2, 4, 5, 7), bool), 0.25))
+
+
+@pytest.mark.parametrize("precise", [0, 2])
+def test_explicitly_fully_masked_row(fa, precise):
+    """A row the mask masks entirely: innerPrecise 0 averages V (every score is -FLT_MAX) and, as CANN's grad
+    kernel does not mask dS again, q and k get a gradient from it; innerPrecise 2 gives 0 and no gradient."""
+    q, k, v, dy = data(np.random.default_rng(7))
+    mask = np.zeros((5, 7), bool)
+    mask[1] = True
+    mask[3, 2:] = True
+    masked, _ = masked_positions(2, 4, 5, 7, 1, BIG, BIG, mask)
+    got = fa.run(q, k, v, dy, mode=1, mask=mask, precise=precise)
+    want = reference(q, k, v, dy, masked, 0.25, zero_rows=precise == 2)
+    check(got, want)
+    if precise == 0:
+        np.testing.assert_allclose(got[0][0][:, :, 1], np.broadcast_to(v.mean(2), (2, 4, 8)), rtol=1e-5, atol=1e-6)
+        assert np.abs(got[1][0][:, :, 1]).max() > 1e-3  # dq of the fully masked row
 
 
 @pytest.mark.parametrize("shape", [(5, 7), (2, 1, 5, 7), (2, 4, 5, 7), (1, 1, 5, 7)])
@@ -212,7 +253,7 @@ def test_explicit_masks(fa, shape, mode):
     rng = np.random.default_rng(3)
     q, k, v, dy = data(rng)
     mask = rng.random(shape) > 0.6
-    masked = masked_positions(2, 4, 5, 7, mode, 2, 1, mask)
+    masked, _ = masked_positions(2, 4, 5, 7, mode, 2, 1, mask)
     check(fa.run(q, k, v, dy, mode=mode, pre=2, nxt=1, mask=mask), reference(q, k, v, dy, masked, 0.25))
 
 
@@ -225,7 +266,7 @@ def test_dropout_by_the_mask_bits(fa):
     bits = np.packbits(keep.ravel(), bitorder="little")
     drop = np.zeros(-(-keep.size // 128) * 16, np.uint8)
     drop[: bits.size] = bits
-    masked = masked_positions(2, 4, 5, 7, 0, BIG, BIG, None)
+    masked, _ = masked_positions(2, 4, 5, 7, 0, BIG, BIG, None)
     got = fa.run(q, k, v, dy, drop=drop, keep_prob=0.7)
     check(got, reference(q, k, v, dy, masked, 0.25, keep=keep, keep_prob=0.7))
 
@@ -240,21 +281,23 @@ def test_refusals(fa, acl):
         acl.tensor(shape=Q.shape),
     )
 
-    def call(*, pse=None, mode=0, heads=4, layout=b"BNSD", keep=1.0, mxo=mx, mask=None):
+    def call(
+        *, pse=None, mode=0, heads=4, layout=b"BNSD", keep=1.0, mxo=mx, mask=None, drop=None, pre=BIG, nxt=BIG, q=Q
+    ):
         return acl.prepare(
             "FlashAttentionScore",
-            Q,
+            q,
             K,
             V,
             pse,
-            None,
+            drop,
             None,
             mask,
             [],
             0.25,
             keep,
-            BIG,
-            BIG,
+            pre,
+            nxt,
             heads,
             layout,
             0,
@@ -275,6 +318,12 @@ def test_refusals(fa, acl):
         dict(mxo=acl.tensor(shape=(2, 4, 5, 1))),
         dict(mask=acl.tensor(np.zeros((5, 6), np.uint8), dtype=cs.ACL_BOOL)),
         dict(mask=acl.tensor(np.zeros((5, 7), np.float32))),
+        dict(mode=2),  # modes 1-4 need a mask, 2-4 the compressed [2048, 2048] one
+        dict(mode=2, mask=acl.tensor(np.zeros((5, 7), np.uint8), dtype=cs.ACL_BOOL)),
+        dict(mode=1),
+        dict(keep=0.5, drop=acl.tensor(np.zeros(80, np.int32), dtype=cs.ACL_INT32)),  # dropMask must be uint8
+        dict(pre=-1, nxt=0, mask=acl.tensor(np.zeros((5, 7), np.uint8), dtype=cs.ACL_UINT8)),  # no key for any query
+        dict(q=acl.tensor(q, dtype=cs.ACL_DOUBLE)),
     ]:
         st, _, _, temps = call(**kw)
         acl.release(temps)
