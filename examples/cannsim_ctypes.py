@@ -319,6 +319,16 @@ SIGS = {
     "InplacePowTensorScalar": "TS",
     "FlashAttentionScore": "TTTTTTTIddlllsllTTTT",
     "FlashAttentionScoreGrad": "TTTTTTTTTTTTIddlllsllTTTT",
+    "BinaryCrossEntropy": "TTTlT",
+    "BinaryCrossEntropyBackward": "TTTTlT",
+    "BinaryCrossEntropyWithLogits": "TTTTlT",
+    "BinaryCrossEntropyWithLogitsBackward": "TTTTTlT",
+    "SmoothL1Loss": "TTlfT",
+    "SmoothL1LossBackward": "TTTlfT",
+    "L1Loss": "TTlT",
+    "L1LossBackward": "TTTlT",
+    "KlDiv": "TTl?T",
+    "KlDivBackward": "TTTl?T",
 }
 CT = {
     "T": VP,

@@ -14,6 +14,7 @@ pub mod errmsg;
 pub mod ffi;
 pub mod hccl;
 pub mod kernels;
+pub mod losses;
 pub mod mem;
 pub mod nnop;
 pub mod ops;

@@ -112,6 +112,8 @@ pub enum ExtOp {
     Nn(crate::aclop_nn::Nn),
     /// aclnnFlashAttentionScore (`grad` false) and aclnnFlashAttentionScoreGrad: slots in attention.rs.
     FlashAttention { p: Box<crate::attention::FaParams>, grad: bool },
+    /// The pointwise losses and their backward (losses.rs, which lists the slots).
+    Loss(crate::losses::Loss),
     /// slots: self, out (0-d, self's dtype). aclnnMax / aclnnMin over all elements, as `torch.max(x)`:
     /// a NaN anywhere gives NaN; an empty self is rejected (torch raises, CANN returns PARAM_INVALID).
     ReduceAll { min: bool },
@@ -426,6 +428,7 @@ impl ExtOp {
             ExtOp::Nn(n) => n.validate(s),
             ExtOp::FlashAttention { p, grad: false } => p.validate_fwd(s),
             ExtOp::FlashAttention { p, grad: true } => p.validate_bwd(s),
+            ExtOp::Loss(l) => l.validate(s),
             ExtOp::ReduceAll { min } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 let what = if *min { "aclnnMin" } else { "aclnnMax" };
@@ -837,6 +840,7 @@ impl ExtOp {
             ExtOp::Nn(n) => n.exec(s),
             ExtOp::FlashAttention { p, grad: false } => p.exec_fwd(s),
             ExtOp::FlashAttention { p, grad: true } => p.exec_bwd(s),
+            ExtOp::Loss(l) => l.exec(s),
             ExtOp::ReduceAll { min } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 let x = a.read_f64()?;

@@ -223,6 +223,29 @@ ops = {
     "sdpa_causal": lambda x, y, i: F.scaled_dot_product_attention(*qkv(y), is_causal=True),
     "sdpa_mask": lambda x, y, i: F.scaled_dot_product_attention(*qkv(y), attn_mask=y[:3, :3] > -0.5),
     "sdpa_bw": lambda x, y, i: grad_of(lambda t: F.scaled_dot_product_attention(*qkv(t), is_causal=True), y),
+    # losses: forward (mean, sum, none, weighted) and backward
+    "bce": lambda x, y, i: F.binary_cross_entropy(y.sigmoid(), (y > 0).float()),
+    "bce_w": lambda x, y, i: F.binary_cross_entropy(y.sigmoid(), (y > 0.5).float(), weight=y.abs(), reduction="sum"),
+    "bce_bw": lambda x, y, i: grad_of(lambda t: F.binary_cross_entropy(t.sigmoid(), (y > 0).float()), y),
+    "bce_logits": lambda x, y, i: F.binary_cross_entropy_with_logits(y * 3, (y > 0).float()),
+    "bce_logits_pw": lambda x, y, i: F.binary_cross_entropy_with_logits(
+        y, (y > 0.2).float(), pos_weight=y[0].abs() + 0.5, reduction="none"
+    ),
+    "bce_logits_bw": lambda x, y, i: grad_of(
+        lambda t: F.binary_cross_entropy_with_logits(t, (y > 0).float(), pos_weight=y[0].abs()), y
+    ),
+    "smooth_l1": lambda x, y, i: F.smooth_l1_loss(y, y.flip(0) * 2),
+    "smooth_l1_beta": lambda x, y, i: F.smooth_l1_loss(y, y.flip(1), beta=0.3, reduction="none"),
+    "smooth_l1_bw": lambda x, y, i: grad_of(lambda t: F.smooth_l1_loss(t, y.flip(0) * 2, beta=0.5), y),
+    "l1": lambda x, y, i: F.l1_loss(y, y.flip(0)),
+    "l1_bw": lambda x, y, i: grad_of(lambda t: F.l1_loss(t, y.flip(0), reduction="sum"), y),
+    "kl_div": lambda x, y, i: F.kl_div(y.log_softmax(-1), y.flip(0).softmax(-1), reduction="batchmean"),
+    "kl_div_log": lambda x, y, i: F.kl_div(
+        y.log_softmax(-1), y.flip(0).log_softmax(-1), reduction="sum", log_target=True
+    ),
+    "kl_div_bw": lambda x, y, i: grad_of(
+        lambda t: F.kl_div(t.log_softmax(-1), y.flip(0).softmax(-1), reduction="sum"), y
+    ),
 }
 bad = []
 for n, f in ops.items():

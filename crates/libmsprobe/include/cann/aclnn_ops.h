@@ -295,6 +295,17 @@ aclnnStatus aclnnInplaceCeilGetWorkspaceSize(aclTensor *selfRef, P1);
 aclnnStatus aclnnInplaceExpm1GetWorkspaceSize(aclTensor *selfRef, P1);
 aclnnStatus aclnnInplaceLog1pGetWorkspaceSize(aclTensor *selfRef, P1);
 aclnnStatus aclnnInplacePowTensorScalarGetWorkspaceSize(aclTensor *selfRef, const aclScalar *exponent, P1);
+/* losses (F.binary_cross_entropy(_with_logits), smooth_l1_loss, l1_loss, kl_div) and their backward */
+aclnnStatus aclnnBinaryCrossEntropyGetWorkspaceSize(const aclTensor *self, const aclTensor *target, const aclTensor *weight, int64_t reduction, aclTensor *out, P1);
+aclnnStatus aclnnBinaryCrossEntropyBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, const aclTensor *target, const aclTensor *weightOptional, int64_t reduction, aclTensor *out, P1);
+aclnnStatus aclnnBinaryCrossEntropyWithLogitsGetWorkspaceSize(const aclTensor *self, const aclTensor *target, const aclTensor *weightOptional, const aclTensor *posWeightOptional, int64_t reduction, aclTensor *out, P1);
+aclnnStatus aclnnBinaryCrossEntropyWithLogitsBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, const aclTensor *target, const aclTensor *weightOptional, const aclTensor *posWeightOptional, int64_t reduction, aclTensor *out, P1);
+aclnnStatus aclnnSmoothL1LossGetWorkspaceSize(const aclTensor *self, const aclTensor *target, int64_t reduction, float beta, aclTensor *result, P1);
+aclnnStatus aclnnSmoothL1LossBackwardGetWorkspaceSize(const aclTensor *gradOut, const aclTensor *self, const aclTensor *target, int64_t reduction, float beta, aclTensor *gradInput, P1);
+aclnnStatus aclnnL1LossGetWorkspaceSize(const aclTensor *self, const aclTensor *target, int64_t reduction, aclTensor *out, P1);
+aclnnStatus aclnnL1LossBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, const aclTensor *target, int64_t reduction, aclTensor *gradInput, P1);
+aclnnStatus aclnnKlDivGetWorkspaceSize(const aclTensor *self, const aclTensor *target, int64_t reduction, bool logTarget, aclTensor *out, P1);
+aclnnStatus aclnnKlDivBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, const aclTensor *target, int64_t reduction, bool logTarget, aclTensor *out, P1);
 aclnnStatus aclnnIndexGetWorkspaceSize(const aclTensor *self, const aclTensorList *indices, aclTensor *out, P1);
 aclnnStatus aclnnIndexPutImplGetWorkspaceSize(aclTensor *selfRef, const aclTensorList *indices, const aclTensor *values, const bool accumulate, const bool unsafe, P1);
 
