@@ -329,6 +329,10 @@ SIGS = {
     "L1LossBackward": "TTTlT",
     "KlDiv": "TTl?T",
     "KlDivBackward": "TTTl?T",
+    "ForeachMaximumScalarV2": "LSL",
+    "ForeachMinimumScalarV2": "LSL",
+    "ForeachMaximumScalar": "LTL",
+    "ForeachMinimumScalar": "LTL",
 }
 CT = {
     "T": VP,

@@ -56,13 +56,22 @@ pub enum FKind {
     AddcdivScalar,
     /// y = sqrt(x)
     Sqrt,
+    /// y = max(x, s) (torch's `_foreach_clamp_min_`, `clip_grad_value_`); NaN stays NaN
+    MaxScalar,
+    /// y = min(x, s) (`_foreach_clamp_max_`); NaN stays NaN
+    MinScalar,
 }
 
 impl FKind {
     /// Number of input lists.
     pub fn inputs(self) -> usize {
         match self {
-            FKind::AddScalar | FKind::MulScalar | FKind::DivScalar | FKind::Sqrt => 1,
+            FKind::AddScalar
+            | FKind::MulScalar
+            | FKind::DivScalar
+            | FKind::Sqrt
+            | FKind::MaxScalar
+            | FKind::MinScalar => 1,
             FKind::AddList | FKind::MulList | FKind::DivList | FKind::LerpScalar => 2,
             FKind::AddcmulScalar | FKind::AddcdivScalar => 3,
         }
@@ -87,7 +96,8 @@ pub enum ExtOp {
     MaskedFill { value: Option<f64> },
     /// slots: self, tensor1, tensor2, out (in-place form: no out). out = self + value * t1 (/ or *) t2
     Addc { value: f64, div: bool },
-    /// slots: the input lists, then the output list. `scalars` has one value per tensor (or one for all).
+    /// slots: the input lists, then the output list. `scalars` has one value per tensor (or one for all); none
+    /// for the V1 forms that take the scalar as a one-element tensor, the slot after the output list.
     Foreach { kind: FKind, scalars: Vec<f64> },
     /// slots: mask (uint8, ceil(numel/128)*16 bytes). Bit i (byte i/8, bit i%8) = keep element i, with
     /// probability 1 - p, from the simulator's counter-based generator over (seed, offset, i).
@@ -418,6 +428,10 @@ fn foreach_one(kind: FKind, s: f64, x: &[Vec<f64>], i: usize) -> f64 {
         FKind::AddcmulScalar => x[0][i] + s * x[1][i] * x[2][i],
         FKind::AddcdivScalar => x[0][i] + s * (x[1][i] / x[2][i]),
         FKind::Sqrt => x[0][i].sqrt(),
+        FKind::MaxScalar if x[0][i].is_nan() => x[0][i],
+        FKind::MaxScalar => x[0][i].max(s),
+        FKind::MinScalar if x[0][i].is_nan() => x[0][i],
+        FKind::MinScalar => x[0][i].min(s),
     }
 }
 
@@ -694,7 +708,12 @@ impl ExtOp {
                 if x0.is_empty() {
                     return Err(inv("foreach: empty tensor list"));
                 }
-                if scalars.len() != 1 && scalars.len() != x0.len() {
+                if scalars.is_empty() {
+                    let st = t(s, n + 1)?;
+                    if st.numel() != 1 {
+                        return Err(inv(format!("foreach: the scalar tensor has {} elements, 1 expected", st.numel())));
+                    }
+                } else if scalars.len() != 1 && scalars.len() != x0.len() {
                     return Err(inv(format!("foreach: {} scalars for {} tensors", scalars.len(), x0.len())));
                 }
                 for li in 0..=n {
@@ -1181,6 +1200,8 @@ impl ExtOp {
             ExtOp::Foreach { kind, scalars } => {
                 let n = kind.inputs();
                 let out = l(s, n)?;
+                let from_tensor = if scalars.is_empty() { t(s, n + 1)?.read_f64()? } else { Vec::new() };
+                let scalars = if scalars.is_empty() { &from_tensor } else { scalars };
                 for (ti, o) in out.iter().enumerate() {
                     let xs: Vec<Vec<f64>> =
                         (0..n).map(|li| l(s, li).and_then(|x| x[ti].read_f64())).collect::<Result<_, _>>()?;

@@ -235,6 +235,11 @@ def test_foreach(env, dt):
     run("ForeachAddcmulScalarV2", xs, ys, zs, 0.3, ref=[x + 0.3 * y * z for x, y, z in zip(xs, ys, zs)])
     run("ForeachAddcdivScalarV2", xs, ys, zs, -0.3, ref=[x - 0.3 * y / z for x, y, z in zip(xs, ys, zs)])
     run("ForeachSqrt", zs, ref=[np.sqrt(z) for z in zs])
+    # clamp_min / clamp_max (clip_grad_value_): V2 takes an aclScalar, V1 a one-element tensor read at run time
+    run("ForeachMaximumScalarV2", xs, 0.1, ref=[np.maximum(x, 0.1) for x in xs])
+    run("ForeachMinimumScalarV2", xs, -0.2, ref=[np.minimum(x, -0.2) for x in xs])
+    run("ForeachMaximumScalar", xs, e.t(np.array([0.3])), ref=[np.maximum(x, q(0.3, dt)) for x in xs])
+    run("ForeachMinimumScalar", xs, e.t(np.array(-0.4)), ref=[np.minimum(x, q(-0.4, dt)) for x in xs])
     # in place: the output list is a second aclTensorList over the same memory (as torch_npu passes it)
     ts = [e.t(x) for x in xs]
     e.run("ForeachMulScalarV2", ts, 2.0, ts)

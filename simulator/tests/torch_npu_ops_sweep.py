@@ -246,6 +246,10 @@ ops = {
     "kl_div_bw": lambda x, y, i: grad_of(
         lambda t: F.kl_div(t.log_softmax(-1), y.flip(0).softmax(-1), reduction="sum"), y
     ),
+    # clip_grad_value_ (foreach clamp_min / clamp_max), NaN kept
+    "foreach_clamp": lambda x, y, i: torch.cat(
+        [*torch._foreach_clamp_min(torch._foreach_clamp_max([x, y.abs()], 0.5), -0.25), x.clamp(-0.25, 0.5)]
+    ),
 }
 bad = []
 for n, f in ops.items():

@@ -70,6 +70,10 @@ crate::phase2!(
     aclnnForeachAddScalarV2,
     aclnnForeachMulScalarV2,
     aclnnForeachDivScalarV2,
+    aclnnForeachMaximumScalarV2,
+    aclnnForeachMinimumScalarV2,
+    aclnnForeachMaximumScalar,
+    aclnnForeachMinimumScalar,
     aclnnForeachAddListV2,
     aclnnForeachMulList,
     aclnnForeachDivList,
@@ -434,6 +438,25 @@ macro_rules! foreach_scalar {
 foreach_scalar!(aclnnForeachAddScalarV2GetWorkspaceSize, "aclnnForeachAddScalarV2", FKind::AddScalar);
 foreach_scalar!(aclnnForeachMulScalarV2GetWorkspaceSize, "aclnnForeachMulScalarV2", FKind::MulScalar);
 foreach_scalar!(aclnnForeachDivScalarV2GetWorkspaceSize, "aclnnForeachDivScalarV2", FKind::DivScalar);
+foreach_scalar!(aclnnForeachMaximumScalarV2GetWorkspaceSize, "aclnnForeachMaximumScalarV2", FKind::MaxScalar);
+foreach_scalar!(aclnnForeachMinimumScalarV2GetWorkspaceSize, "aclnnForeachMinimumScalarV2", FKind::MinScalar);
+
+/// The V1 forms `aclnnForeachXScalar(const aclTensorList *x, const aclTensor *scalar, aclTensorList *out)`: the
+/// scalar is a one-element tensor, read when the kernel runs.
+macro_rules! foreach_scalar_tensor {
+    ($name:ident, $p2:literal, $kind:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(x: H, scalar_: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                let (op, mut a) = foreach($kind, &[("x", x)], out, Vec::new())?;
+                a.t(In, "scalar", u(scalar_))?;
+                Ok((op, a))
+            })
+        }
+    };
+}
+foreach_scalar_tensor!(aclnnForeachMaximumScalarGetWorkspaceSize, "aclnnForeachMaximumScalar", FKind::MaxScalar);
+foreach_scalar_tensor!(aclnnForeachMinimumScalarGetWorkspaceSize, "aclnnForeachMinimumScalar", FKind::MinScalar);
 
 macro_rules! foreach_scalar_list {
     ($name:ident, $p2:literal, $kind:expr) => {

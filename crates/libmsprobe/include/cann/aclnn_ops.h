@@ -178,6 +178,10 @@ aclnnStatus aclnnApplyAdamWV2GetWorkspaceSize(aclTensor *varRef, aclTensor *mRef
 aclnnStatus aclnnForeachMulScalarV2GetWorkspaceSize(const aclTensorList *x, const aclScalar *scalar, aclTensorList *out, P1);
 aclnnStatus aclnnForeachAddScalarV2GetWorkspaceSize(const aclTensorList *x, const aclScalar *scalar, aclTensorList *out, P1);
 aclnnStatus aclnnForeachDivScalarV2GetWorkspaceSize(const aclTensorList *x, const aclScalar *scalar, aclTensorList *out, P1);
+aclnnStatus aclnnForeachMaximumScalarV2GetWorkspaceSize(const aclTensorList *x, const aclScalar *scalar, aclTensorList *out, P1);
+aclnnStatus aclnnForeachMinimumScalarV2GetWorkspaceSize(const aclTensorList *x, const aclScalar *scalar, aclTensorList *out, P1);
+aclnnStatus aclnnForeachMaximumScalarGetWorkspaceSize(const aclTensorList *x, const aclTensor *scalar, aclTensorList *out, P1);
+aclnnStatus aclnnForeachMinimumScalarGetWorkspaceSize(const aclTensorList *x, const aclTensor *scalar, aclTensorList *out, P1);
 aclnnStatus aclnnForeachAddScalarListGetWorkspaceSize(const aclTensorList *x, const aclScalarList *scalars, aclTensorList *out, P1);
 aclnnStatus aclnnForeachMulScalarListGetWorkspaceSize(const aclTensorList *x, const aclScalarList *scalars, aclTensorList *out, P1);
 aclnnStatus aclnnForeachDivScalarListGetWorkspaceSize(const aclTensorList *x, const aclScalarList *scalars, aclTensorList *out, P1);
