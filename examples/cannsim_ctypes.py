@@ -333,6 +333,8 @@ SIGS = {
     "ForeachMinimumScalarV2": "LSL",
     "ForeachMaximumScalar": "LTL",
     "ForeachMinimumScalar": "LTL",
+    "ForeachNonFiniteCheckAndUnscale": "LTT",
+    "AmpUpdateScale": "TTTddlTT",
 }
 CT = {
     "T": VP,

@@ -104,6 +104,15 @@ pub enum ExtOp {
     DropoutGenMask { numel: usize, p: f64, seed: i64, offset: i64 },
     /// slots: self, mask, out. out = keep ? self / (1 - p) : 0
     DropoutDoMask { p: f64 },
+    /// slots: scaledGrads (list, in place), foundInf (one element, in place), invScale (one element).
+    /// aclnnForeachNonFiniteCheckAndUnscale (torch's GradScaler): every gradient times invScale; foundInf set
+    /// to 1 when any element was NaN or ±inf, else left as it was.
+    NonFiniteCheckAndUnscale,
+    /// slots: currentScale, growthTracker (int32), foundInf, updatedScaleOut, updatedGrowthTrackerOut (one element
+    /// each). aclnnAmpUpdateScale (GradScaler.update): after an inf, scale · backoff and tracker 0; else the
+    /// tracker counts up and at `interval` the scale grows by `growth` (in float32; kept if that overflows) and
+    /// the tracker restarts from 0.
+    AmpUpdateScale { growth: f64, backoff: f64, interval: i64 },
     /// slots: input [N,C,H,W], weight [O,C/g,kH,kW], bias? [O], output. 2-D, not transposed.
     Conv2d(ConvGeom),
     /// slots: gradOutput, input, weight, gradInput?, gradWeight?, gradBias? (outputMask selects)
@@ -739,6 +748,36 @@ impl ExtOp {
                 }
                 Ok(0)
             }
+            ExtOp::NonFiniteCheckAndUnscale => {
+                for g in l(s, 0)? {
+                    float(g, "scaledGrads")?;
+                }
+                for (i, what) in [(1, "foundInf"), (2, "invScale")] {
+                    let v = t(s, i)?;
+                    float(v, what)?;
+                    if v.numel() != 1 {
+                        return Err(inv(format!("{what} must have one element, got {:?}", v.shape)));
+                    }
+                }
+                Ok(0)
+            }
+            ExtOp::AmpUpdateScale { .. } => {
+                for (i, what) in [
+                    (0, "currentScale"),
+                    (1, "growthTracker"),
+                    (2, "foundInf"),
+                    (3, "updatedScaleOut"),
+                    (4, "updatedGrowthTrackerOut"),
+                ] {
+                    if t(s, i)?.numel() != 1 {
+                        return Err(inv(format!("{what} must have one element")));
+                    }
+                }
+                if t(s, 1)?.dtype != crate::dtype::DType::I32 || t(s, 4)?.dtype != crate::dtype::DType::I32 {
+                    return Err(inv("growthTracker and updatedGrowthTrackerOut must be int32"));
+                }
+                Ok(0)
+            }
             ExtOp::DropoutDoMask { p } => {
                 let (x, m, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
                 float(x, "self")?;
@@ -1221,6 +1260,34 @@ impl ExtOp {
                     }
                 }
                 m.write_f64(&bytes)
+            }
+            ExtOp::NonFiniteCheckAndUnscale => {
+                let inv_scale = t(s, 2)?.read_f64()?[0];
+                let mut found = false;
+                for g in l(s, 0)? {
+                    let v = g.read_f64()?;
+                    found |= v.iter().any(|x| !x.is_finite());
+                    g.write_f64(&v.iter().map(|x| x * inv_scale).collect::<Vec<_>>())?;
+                }
+                if found {
+                    t(s, 1)?.write_f64(&[1.0])?;
+                }
+                Ok(())
+            }
+            ExtOp::AmpUpdateScale { growth, backoff, interval } => {
+                let (scale, tracker, found) =
+                    (t(s, 0)?.read_f64()?[0], t(s, 1)?.read_i64()?[0], t(s, 2)?.read_f64()?[0]);
+                let (scale, tracker) = if found != 0.0 {
+                    (scale * backoff, 0)
+                } else if tracker + 1 >= *interval {
+                    // in float32, as the scale is kept: a product finite in f64 may overflow float32
+                    let grown = (scale as f32) * (*growth as f32);
+                    (if grown.is_finite() { f64::from(grown) } else { scale }, 0)
+                } else {
+                    (scale, tracker + 1)
+                };
+                t(s, 3)?.write_f64(&[scale])?;
+                t(s, 4)?.write_i64(&[tracker])
             }
             ExtOp::DropoutDoMask { p } => {
                 let (x, m, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);

@@ -373,3 +373,41 @@ def test_dropout_gen_mask_and_do_mask(env, dt):
     e.check(y, np.where(b1.reshape(10, 100), x / (1 - p), 0.0))
     with pytest.raises(cs.AclError):
         e.run("DropoutGenMaskV2", [10, 100], p, 42, 7, e.dt, e.acl.tensor(shape=(8,), dtype=cs.ACL_UINT8))
+
+
+def test_amp_unscale_and_update_scale(acl):
+    """aclnnForeachNonFiniteCheckAndUnscale: every gradient times invScale, foundInf 1 only when some element is
+    NaN/inf (else kept); aclnnAmpUpdateScale: torch's _amp_update_scale_ rules, written into the outputs."""
+    st = acl.stream()
+    g1, g2 = np.array([1.0, -2.0, 4.0], np.float32), np.array([[0.5, 8.0]], np.float32)
+    for bad, want_found in [(False, 0.0), (True, 1.0)]:
+        a = g1.copy()
+        if bad:
+            a[1] = np.inf
+        t1, t2 = acl.tensor(a), acl.tensor(g2)
+        found, inv_scale = acl.tensor(np.zeros(1, np.float32)), acl.tensor(np.array([0.25], np.float32))
+        acl.run("ForeachNonFiniteCheckAndUnscale", [t1, t2], found, inv_scale, stream=st)
+        np.testing.assert_array_equal(t1.numpy(st), a * 0.25)
+        np.testing.assert_array_equal(t2.numpy(st), g2 * 0.25)
+        assert found.numpy(st)[0] == want_found
+    scale, tracker = acl.tensor(np.array([8.0], np.float32)), acl.tensor(np.array([0], np.int32), dtype=cs.ACL_INT32)
+    seen = []
+    for found in (1.0, 0.0, 0.0, 0.0, 0.0):
+        f = acl.tensor(np.array([found], np.float32))
+        acl.run("AmpUpdateScale", scale, tracker, f, 2.0, 0.5, 2, scale, tracker, stream=st)
+        seen.append((float(scale.numpy(st)[0]), int(tracker.numpy(st)[0])))
+    assert seen == [(4.0, 0), (4.0, 1), (8.0, 0), (8.0, 1), (16.0, 0)]
+    big = acl.tensor(np.array([3e38], np.float32))  # growth overflowing float32 keeps the scale
+    acl.run(
+        "AmpUpdateScale",
+        big,
+        acl.tensor(np.array([0], np.int32), dtype=cs.ACL_INT32),
+        acl.tensor(np.zeros(1, np.float32)),
+        2.0,
+        0.5,
+        1,
+        big,
+        acl.tensor(shape=(1,), dtype=cs.ACL_INT32),
+        stream=st,
+    )
+    assert big.numpy(st)[0] == np.float32(3e38)

@@ -29,6 +29,21 @@ def qkv(t):  # query, key, value [1, 1, 3, 8] from one [4, 6] tensor (torch_npu'
     return t.reshape(1, 1, 3, 8), t.flip(0).reshape(1, 1, 3, 8), (t * 0.5).roll(1, 1).reshape(1, 1, 3, 8)
 
 
+def amp_unscale(grads):
+    found = torch.zeros(1, device=grads[0].device)
+    torch._amp_foreach_non_finite_check_and_unscale_(grads, found, torch.full((1,), 0.25, device=found.device))
+    return torch.cat([found, *(g.flatten() for g in grads)])
+
+
+def amp_update(y):  # an inf step (backoff), two clean steps reaching the interval (growth)
+    scale, tracker = torch.full((1,), 8.0, device=y.device), torch.zeros(1, dtype=torch.int32, device=y.device)
+    out = []
+    for found in (1.0, 0.0, 0.0, 0.0):
+        torch._amp_update_scale_(scale, tracker, torch.full((1,), found, device=y.device), 2.0, 0.5, 2)
+        out += [scale.clone(), tracker.float()]
+    return torch.cat(out)
+
+
 def vi(pair):  # values and indices in one float tensor (torch_npu has no float64)
     return torch.cat([pair[0], pair[1].float()])
 
@@ -250,6 +265,9 @@ ops = {
     "foreach_clamp": lambda x, y, i: torch.cat(
         [*torch._foreach_clamp_min(torch._foreach_clamp_max([x, y.abs()], 0.5), -0.25), x.clamp(-0.25, 0.5)]
     ),
+    # GradScaler: unscale with the non-finite check (x holds NaN/inf), then the scale update after it
+    "amp_unscale": lambda x, y, i: amp_unscale([x.clone(), y.clone()]),
+    "amp_update_scale": lambda x, y, i: amp_update(y),
 }
 bad = []
 for n, f in ops.items():

@@ -126,7 +126,8 @@ pub fn classify(name: &str, ty: &str) -> ArgKind {
 /// const-ness is unreliable (cann-abi.md §3.2), then by const-ness. A trailing `Optional` is
 /// ignored (`meanOutOptional` is `meanOut`).
 ///
-/// 1. `*Ref` → in/out (in-place), whatever the const-ness (`const aclTensor *selfRef`); a
+/// 1. `*Ref` → in/out (in-place), whatever the const-ness (`const aclTensor *selfRef`), and the
+///    AMP unscale's `scaledGrads`; a
 ///    non-const `running*` tensor → in/out too: running statistics, read and updated in place
 ///    (`aclTensor *runningMean` / `runningVar` of aclnnBatchNorm; the const ones of
 ///    aclnnBatchNormBackward are inputs by rule 4).
@@ -136,9 +137,14 @@ pub fn classify(name: &str, ty: &str) -> ArgKind {
 ///    (`const aclTensor *out` of Relu, `const aclTensor *gradInput` of GeluBackward).
 /// 4. Any other name: non-const → output (`aclTensor *indices` of MaxDim), const → input.
 pub fn tensor_role(name: &str, ty: &str) -> Role {
+    /// In-place arguments CANN declares const under a plain name no other op uses:
+    /// aclnnForeachNonFiniteCheckAndUnscale's gradients, unscaled in place. (Its `foundInf`, set to 1 on a
+    /// NaN or inf, shares its name with aclnnAmpUpdateScale's input: the bundled header calls it
+    /// `foundInfRef`; with CANN's own headers it is recorded as an input only.)
+    const IN_PLACE_BY_NAME: [&str; 1] = ["scaledGrads"];
     let n = name.trim_end_matches("Optional");
     let is_const = ty.contains("const");
-    if n.ends_with("Ref") || (n.starts_with("running") && !is_const) {
+    if n.ends_with("Ref") || (n.starts_with("running") && !is_const) || IN_PLACE_BY_NAME.contains(&n) {
         Role::InOut
     } else if (n == "gradOut" || n.starts_with("gradOutput")) && is_const {
         Role::In
@@ -162,6 +168,16 @@ mod tests {
     }
 
     // ---- rule 1: *Ref is in/out, const or not ----
+
+    #[test]
+    fn amp_unscale_arguments_are_inout() {
+        // aclnnForeachNonFiniteCheckAndUnscale(const aclTensorList *scaledGrads, const aclTensor *foundInf, ...)
+        assert_eq!(role("scaledGrads", "*constaclTensorList"), Role::InOut);
+        assert_eq!(role("foundInfRef", CONST_T), Role::InOut);
+        // aclnnAmpUpdateScale's foundInf is read only
+        assert_eq!(role("foundInf", CONST_T), Role::In);
+        assert_eq!(role("invScale", CONST_T), Role::In);
+    }
 
     #[test]
     fn ref_is_inout_even_when_declared_const() {

@@ -74,6 +74,8 @@ crate::phase2!(
     aclnnForeachMinimumScalarV2,
     aclnnForeachMaximumScalar,
     aclnnForeachMinimumScalar,
+    aclnnForeachNonFiniteCheckAndUnscale,
+    aclnnAmpUpdateScale,
     aclnnForeachAddListV2,
     aclnnForeachMulList,
     aclnnForeachDivList,
@@ -457,6 +459,48 @@ macro_rules! foreach_scalar_tensor {
 }
 foreach_scalar_tensor!(aclnnForeachMaximumScalarGetWorkspaceSize, "aclnnForeachMaximumScalar", FKind::MaxScalar);
 foreach_scalar_tensor!(aclnnForeachMinimumScalarGetWorkspaceSize, "aclnnForeachMinimumScalar", FKind::MinScalar);
+
+/// `aclnnForeachNonFiniteCheckAndUnscale(const aclTensorList *scaledGrads, const aclTensor *foundInf,
+/// const aclTensor *invScale)`: torch's `_amp_foreach_non_finite_check_and_unscale_` (GradScaler); the
+/// gradients and foundInf are updated in place although CANN's header declares them const.
+#[no_mangle]
+pub extern "C" fn aclnnForeachNonFiniteCheckAndUnscaleGetWorkspaceSize(
+    grads: H,
+    found_inf: H,
+    inv_scale: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnForeachNonFiniteCheckAndUnscale", ws, ex, || {
+        let mut a = Args::new();
+        a.list(InOut, "scaledGrads", u(grads))?.t(InOut, "foundInf", u(found_inf))?.t(In, "invScale", u(inv_scale))?;
+        Ok((ext(ExtOp::NonFiniteCheckAndUnscale), a))
+    })
+}
+
+/// `aclnnAmpUpdateScale(currentScale, growthTracker, foundInf, double growthFactor, double backoffFactor,
+/// int64_t growthInterval, updatedScaleOut, updatedGrowthTrackerOut)`: torch's `_amp_update_scale_`
+/// (torch_npu passes the scale and tracker again as the outputs).
+#[no_mangle]
+pub extern "C" fn aclnnAmpUpdateScaleGetWorkspaceSize(
+    scale: H,
+    tracker: H,
+    found_inf: H,
+    growth: f64,
+    backoff: f64,
+    interval: i64,
+    scale_out: H,
+    tracker_out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnAmpUpdateScale", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "currentScale", u(scale))?.t(In, "growthTracker", u(tracker))?.t(In, "foundInf", u(found_inf))?;
+        a.t(Out, "updatedScaleOut", u(scale_out))?.t(Out, "updatedGrowthTrackerOut", u(tracker_out))?;
+        Ok((ext(ExtOp::AmpUpdateScale { growth, backoff, interval }), a))
+    })
+}
 
 macro_rules! foreach_scalar_list {
     ($name:ident, $p2:literal, $kind:expr) => {

@@ -182,6 +182,8 @@ aclnnStatus aclnnForeachMaximumScalarV2GetWorkspaceSize(const aclTensorList *x, 
 aclnnStatus aclnnForeachMinimumScalarV2GetWorkspaceSize(const aclTensorList *x, const aclScalar *scalar, aclTensorList *out, P1);
 aclnnStatus aclnnForeachMaximumScalarGetWorkspaceSize(const aclTensorList *x, const aclTensor *scalar, aclTensorList *out, P1);
 aclnnStatus aclnnForeachMinimumScalarGetWorkspaceSize(const aclTensorList *x, const aclTensor *scalar, aclTensorList *out, P1);
+aclnnStatus aclnnForeachNonFiniteCheckAndUnscaleGetWorkspaceSize(const aclTensorList *scaledGrads, const aclTensor *foundInfRef, const aclTensor *invScale, P1);
+aclnnStatus aclnnAmpUpdateScaleGetWorkspaceSize(const aclTensor *currentScale, const aclTensor *growthTracker, const aclTensor *foundInf, double growthFactor, double backoffFactor, int64_t growthInterval, const aclTensor *updatedScaleOut, const aclTensor *updatedGrowthTrackerOut, P1);
 aclnnStatus aclnnForeachAddScalarListGetWorkspaceSize(const aclTensorList *x, const aclScalarList *scalars, aclTensorList *out, P1);
 aclnnStatus aclnnForeachMulScalarListGetWorkspaceSize(const aclTensorList *x, const aclScalarList *scalars, aclTensorList *out, P1);
 aclnnStatus aclnnForeachDivScalarListGetWorkspaceSize(const aclTensorList *x, const aclScalarList *scalars, aclTensorList *out, P1);
