@@ -529,6 +529,13 @@ pub enum Op {
     Red(Box<crate::ops_reduce::RedOp>),
     /// The along-a-dimension operators of `ops_dim.rs`.
     Dim(Box<crate::ops_dim::DimOp>),
+    /// aclnnFlashAttentionScore (`grad` false) and aclnnFlashAttentionScoreGrad: slots in attention.rs.
+    Attention {
+        p: Box<crate::attention::FaParams>,
+        grad: bool,
+    },
+    /// The pointwise losses and their backward (losses.rs, which lists the slots).
+    Loss(Box<crate::losses::Loss>),
 }
 
 fn inv(msg: impl Into<String>) -> i32 {
@@ -692,6 +699,9 @@ impl Op {
             Op::Ext(e) => e.validate(s),
             Op::Red(e) => e.validate(s),
             Op::Dim(e) => e.validate(s),
+            Op::Attention { p, grad: false } => p.validate_fwd(s),
+            Op::Attention { p, grad: true } => p.validate_bwd(s),
+            Op::Loss(l) => l.validate(s),
             Op::Binary { .. } => {
                 let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
                 let bs = k::broadcast_shape(&a.shape, &b.shape)
@@ -1012,6 +1022,9 @@ impl Op {
             Op::Ext(e) => e.exec(s),
             Op::Red(e) => e.exec(s),
             Op::Dim(e) => e.exec(s),
+            Op::Attention { p, grad: false } => p.exec_fwd(s),
+            Op::Attention { p, grad: true } => p.exec_bwd(s),
+            Op::Loss(l) => l.exec(s),
             Op::Binary { op, .. } if op.rounds() => {
                 let o = t(s, 2)?;
                 rounding_div(*op, o, &bview(t(s, 0)?, &o.shape)?, Ok(&bview(t(s, 1)?, &o.shape)?))

@@ -129,10 +129,6 @@ pub enum ExtOp {
     MaxPool2dBackward { geom: PoolGeom, mask: bool },
     /// The classic aclop kernels (aclop_nn.rs); shapes are checked when the aclop call is planned.
     Nn(crate::aclop_nn::Nn),
-    /// aclnnFlashAttentionScore (`grad` false) and aclnnFlashAttentionScoreGrad: slots in attention.rs.
-    FlashAttention { p: Box<crate::attention::FaParams>, grad: bool },
-    /// The pointwise losses and their backward (losses.rs, which lists the slots).
-    Loss(crate::losses::Loss),
     /// slots: self, out (0-d, self's dtype). aclnnMax / aclnnMin over all elements, as `torch.max(x)`:
     /// a NaN anywhere gives NaN; an empty self is rejected (torch raises, CANN returns PARAM_INVALID).
     ReduceAll { min: bool },
@@ -449,9 +445,6 @@ impl ExtOp {
     pub fn validate(&self, s: &[SV]) -> Result<u64, i32> {
         match self {
             ExtOp::Nn(n) => n.validate(s),
-            ExtOp::FlashAttention { p, grad: false } => p.validate_fwd(s),
-            ExtOp::FlashAttention { p, grad: true } => p.validate_bwd(s),
-            ExtOp::Loss(l) => l.validate(s),
             ExtOp::ReduceAll { min } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 let what = if *min { "aclnnMin" } else { "aclnnMax" };
@@ -896,9 +889,6 @@ impl ExtOp {
     pub fn exec(&self, s: &[SV]) -> Result<(), i32> {
         match self {
             ExtOp::Nn(n) => n.exec(s),
-            ExtOp::FlashAttention { p, grad: false } => p.exec_fwd(s),
-            ExtOp::FlashAttention { p, grad: true } => p.exec_bwd(s),
-            ExtOp::Loss(l) => l.exec(s),
             ExtOp::ReduceAll { min } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 let x = a.read_f64()?;

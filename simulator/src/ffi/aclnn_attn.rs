@@ -8,7 +8,6 @@ use crate::consts::ACLNN_ERR_PARAM_NULLPTR;
 use crate::errmsg::fail;
 use crate::nnop::Args;
 use crate::ops::Op;
-use crate::ops_ext::ExtOp;
 use crate::trace::Role::{Input as In, Output as Out};
 use std::os::raw::{c_char, c_void};
 
@@ -78,7 +77,7 @@ pub extern "C" fn aclnnFlashAttentionScoreGetWorkspaceSize(
         a.t(In, "paddingMaskOptional", u(padding_mask))?.t(In, "attenMaskOptional", u(atten_mask))?;
         a.t(Out, "softmaxMaxOut", u(softmax_max))?.t(Out, "softmaxSumOut", u(softmax_sum))?;
         a.t(Out, "softmaxOutOut", u(softmax_out))?.t(Out, "attentionOutOut", u(attention_out))?;
-        Ok((Op::Ext(Box::new(ExtOp::FlashAttention { p: Box::new(p), grad: false })), a))
+        Ok((Op::Attention { p: Box::new(p), grad: false }, a))
     })
 }
 
@@ -132,6 +131,6 @@ pub extern "C" fn aclnnFlashAttentionScoreGradGetWorkspaceSize(
         a.t(In, "softmaxInOptional", u(softmax_in))?.t(In, "attentionInOptional", u(attention_in))?;
         a.t(Out, "dqOut", u(dq))?.t(Out, "dkOut", u(dk))?.t(Out, "dvOut", u(dv))?;
         a.t(Out, "dpseOut", u(dpse))?;
-        Ok((Op::Ext(Box::new(ExtOp::FlashAttention { p: Box::new(p), grad: true })), a))
+        Ok((Op::Attention { p: Box::new(p), grad: true }, a))
     })
 }

@@ -5,7 +5,6 @@ use super::aclnn::{p1, u};
 use crate::losses::{Loss, LossKind};
 use crate::nnop::Args;
 use crate::ops::Op;
-use crate::ops_ext::ExtOp;
 use crate::trace::Role::{Input as In, Output as Out};
 use std::os::raw::c_void;
 
@@ -47,7 +46,7 @@ fn loss(
             a.t(In, w, u(h))?;
         }
         a.t(Out, out_name, u(out))?;
-        Ok((Op::Ext(Box::new(ExtOp::Loss(Loss { kind, reduction, backward: grad.is_some() }))), a))
+        Ok((Op::Loss(Box::new(Loss { kind, reduction, backward: grad.is_some() })), a))
     })
 }
 
