@@ -335,6 +335,8 @@ SIGS = {
     "ForeachMinimumScalar": "LTL",
     "ForeachNonFiniteCheckAndUnscale": "LTT",
     "AmpUpdateScale": "TTTddlTT",
+    "GroupNorm": "TTTlllldTTT",
+    "GroupNormBackward": "TTTTTllllBTTT",
 }
 CT = {
     "T": VP,

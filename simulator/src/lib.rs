@@ -12,6 +12,7 @@ pub mod consts;
 pub mod dtype;
 pub mod errmsg;
 pub mod ffi;
+pub mod group_norm;
 pub mod hccl;
 pub mod kernels;
 pub mod losses;

@@ -268,6 +268,12 @@ ops = {
     # GradScaler: unscale with the non-finite check (x holds NaN/inf), then the scale update after it
     "amp_unscale": lambda x, y, i: amp_unscale([x.clone(), y.clone()]),
     "amp_update_scale": lambda x, y, i: amp_update(y),
+    # F.group_norm (nn.GroupNorm), forward and backward
+    "group_norm": lambda x, y, i: F.group_norm(y.reshape(2, 4, 3), 2, y[0, :4], y[1, :4]),
+    "group_norm_plain": lambda x, y, i: F.group_norm(y.reshape(1, 6, 2, 2), 3),
+    "group_norm_bw": lambda x, y, i: grad_of(
+        lambda t: F.group_norm(t.reshape(2, 4, 3), 2, y[0, :4]) * y.reshape(2, 4, 3), y
+    ),
 }
 bad = []
 for n, f in ops.items():

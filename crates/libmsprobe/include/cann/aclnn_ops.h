@@ -301,6 +301,8 @@ aclnnStatus aclnnInplaceCeilGetWorkspaceSize(aclTensor *selfRef, P1);
 aclnnStatus aclnnInplaceExpm1GetWorkspaceSize(aclTensor *selfRef, P1);
 aclnnStatus aclnnInplaceLog1pGetWorkspaceSize(aclTensor *selfRef, P1);
 aclnnStatus aclnnInplacePowTensorScalarGetWorkspaceSize(aclTensor *selfRef, const aclScalar *exponent, P1);
+aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor *self, const aclTensor *gammaOptional, const aclTensor *betaOptional, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, aclTensor *out, aclTensor *meanOut, aclTensor *rstdOut, P1);
+aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(const aclTensor *gradOut, const aclTensor *input, const aclTensor *mean, const aclTensor *rstd, const aclTensor *gamma, int64_t N, int64_t C, int64_t HxW, int64_t group, const aclBoolArray *outputMask, aclTensor *gradInput, aclTensor *gradGammaOut, aclTensor *gradBetaOut, P1);
 /* losses (F.binary_cross_entropy(_with_logits), smooth_l1_loss, l1_loss, kl_div) and their backward */
 aclnnStatus aclnnBinaryCrossEntropyGetWorkspaceSize(const aclTensor *self, const aclTensor *target, const aclTensor *weight, int64_t reduction, aclTensor *out, P1);
 aclnnStatus aclnnBinaryCrossEntropyBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, const aclTensor *target, const aclTensor *weightOptional, int64_t reduction, aclTensor *out, P1);
