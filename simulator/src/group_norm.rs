@@ -34,10 +34,15 @@ impl GroupNorm {
         }
         Ok(())
     }
-    fn check(v: &TView, shape: &[i64], what: &str) -> Result<(), i32> {
+    /// `v` of `shape` (gamma / beta may also be given as any one-dimensional view of C elements) and of the
+    /// input's float dtype.
+    fn check(v: &TView, x: &TView, shape: &[i64], what: &str) -> Result<(), i32> {
         float(v, what)?;
-        if v.numel() != shape.iter().product::<i64>() as usize {
-            return Err(inv(format!("{what}: shape {:?} must hold {shape:?}", v.shape)));
+        if v.shape != shape {
+            return Err(inv(format!("{what}: shape {:?} must be {shape:?}", v.shape)));
+        }
+        if v.dtype != x.dtype {
+            return Err(inv(format!("{what}: dtype {} must be the input's {}", v.dtype.name(), x.dtype.name())));
         }
         Ok(())
     }
@@ -50,26 +55,21 @@ impl GroupNorm {
                 self.check_x(x)?;
                 for (i, what) in [(1, "gamma"), (2, "beta")] {
                     if let Some(v) = opt(s, i) {
-                        Self::check(v, &[c], what)?;
+                        Self::check(v, x, &[c], what)?;
                     }
                 }
-                let o = t(s, 3)?;
-                if o.shape != x.shape {
-                    return Err(inv(format!("out {:?} must be input's {:?}", o.shape, x.shape)));
-                }
-                Self::check(t(s, 4)?, &ng, "meanOut")?;
-                Self::check(t(s, 5)?, &ng, "rstdOut")?;
+                Self::check(t(s, 3)?, x, &x.shape, "out")?;
+                Self::check(t(s, 4)?, x, &ng, "meanOut")?;
+                Self::check(t(s, 5)?, x, &ng, "rstdOut")?;
             }
             Some(mask) => {
                 let x = t(s, 1)?;
                 self.check_x(x)?;
-                if t(s, 0)?.shape != x.shape {
-                    return Err(inv("gradOut must have input's shape"));
-                }
-                Self::check(t(s, 2)?, &ng, "mean")?;
-                Self::check(t(s, 3)?, &ng, "rstd")?;
+                Self::check(t(s, 0)?, x, &x.shape, "gradOut")?;
+                Self::check(t(s, 2)?, x, &ng, "mean")?;
+                Self::check(t(s, 3)?, x, &ng, "rstd")?;
                 if let Some(v) = opt(s, 4) {
-                    Self::check(v, &[c], "gamma")?;
+                    Self::check(v, x, &[c], "gamma")?;
                 }
                 for (k, (i, shape, what)) in
                     [(5, x.shape.clone(), "gradInput"), (6, vec![c], "gradGammaOut"), (7, vec![c], "gradBetaOut")]
@@ -77,7 +77,7 @@ impl GroupNorm {
                         .enumerate()
                 {
                     if mask[k] {
-                        Self::check(t(s, i)?, &shape, what)?;
+                        Self::check(t(s, i)?, x, &shape, what)?;
                     }
                 }
             }

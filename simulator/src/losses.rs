@@ -31,6 +31,15 @@ pub struct Loss {
     pub backward: bool,
 }
 
+/// torch's `max(log(v), -100)`, NaN kept (an input outside [0, 1] gives NaN, not a clamped loss).
+fn clamp_log(v: f64) -> f64 {
+    if v.is_nan() {
+        v
+    } else {
+        v.max(-100.0)
+    }
+}
+
 impl LossKind {
     fn weights(self) -> usize {
         match self {
@@ -41,7 +50,7 @@ impl LossKind {
     }
     fn value(self, x: f64, t: f64, w: f64, pw: f64) -> f64 {
         match self {
-            LossKind::Bce => -w * (t * x.ln().max(-100.0) + (1.0 - t) * (1.0 - x).ln().max(-100.0)),
+            LossKind::Bce => -w * (t * clamp_log(x.ln()) + (1.0 - t) * clamp_log((1.0 - x).ln())),
             LossKind::BceLogits => {
                 w * ((1.0 - t) * x + (1.0 + (pw - 1.0) * t) * ((-x.abs()).exp().ln_1p() + (-x).max(0.0)))
             }
@@ -55,7 +64,8 @@ impl LossKind {
             }
             LossKind::L1 => (x - t).abs(),
             LossKind::KlDiv { log_target: true } => t.exp() * (t - x),
-            LossKind::KlDiv { log_target: false } if t == 0.0 => 0.0,
+            // torch's xlogy(t, t) - t · x: 0 · ln 0 is 0, but 0 · x is NaN for an infinite or NaN x
+            LossKind::KlDiv { log_target: false } if t == 0.0 => -t * x,
             LossKind::KlDiv { log_target: false } => t * (t.ln() - x),
         }
     }
@@ -85,7 +95,7 @@ impl LossKind {
                 } else if d < 0.0 {
                     -1.0
                 } else {
-                    d // 0 (and NaN stays NaN), as torch's sgn
+                    0.0 // at 0 and for NaN, as torch's sign
                 }
             }
             LossKind::KlDiv { log_target: true } => -t.exp(),
@@ -122,8 +132,11 @@ impl Loss {
         }
         let out = t(s, o)?;
         float(out, "out")?;
-        if out.dtype != x.dtype {
-            return Err(inv(format!("out: dtype {} must be self's {}", out.dtype.name(), x.dtype.name())));
+        // self's dtype, or the target's (torch_npu allocates BCE-with-logits' out like the target, L1 / KlDiv
+        // like the promoted type)
+        let target = t(s, x0 + 1)?;
+        if out.dtype != x.dtype && out.dtype != target.dtype {
+            return Err(inv(format!("out: dtype {} must be self's {} or target's", out.dtype.name(), x.dtype.name())));
         }
         let want: &[i64] = if self.reduction == 0 || self.backward { &x.shape } else { &[] };
         if out.shape != want {
@@ -131,6 +144,10 @@ impl Loss {
         }
         if self.backward {
             let g = t(s, 0)?;
+            float(g, "gradOutput")?;
+            if self.reduction != 0 && g.numel() != 1 {
+                return Err(inv(format!("gradOutput {:?} must have one element after a mean/sum", g.shape)));
+            }
             if broadcast_shape(&g.shape, &x.shape).as_deref() != Some(&x.shape[..]) {
                 return Err(inv(format!("gradOutput {:?} does not broadcast to self {:?}", g.shape, x.shape)));
             }

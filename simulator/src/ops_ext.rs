@@ -56,7 +56,7 @@ pub enum FKind {
     AddcdivScalar,
     /// y = sqrt(x)
     Sqrt,
-    /// y = max(x, s) (torch's `_foreach_clamp_min_`, `clip_grad_value_`); NaN stays NaN
+    /// y = max(x, s) (torch's `_foreach_clamp_min_`, `clip_grad_value_`); a NaN in x or s gives NaN
     MaxScalar,
     /// y = min(x, s) (`_foreach_clamp_max_`); NaN stays NaN
     MinScalar,
@@ -433,9 +433,8 @@ fn foreach_one(kind: FKind, s: f64, x: &[Vec<f64>], i: usize) -> f64 {
         FKind::AddcmulScalar => x[0][i] + s * x[1][i] * x[2][i],
         FKind::AddcdivScalar => x[0][i] + s * (x[1][i] / x[2][i]),
         FKind::Sqrt => x[0][i].sqrt(),
-        FKind::MaxScalar if x[0][i].is_nan() => x[0][i],
+        FKind::MaxScalar | FKind::MinScalar if x[0][i].is_nan() || s.is_nan() => f64::NAN,
         FKind::MaxScalar => x[0][i].max(s),
-        FKind::MinScalar if x[0][i].is_nan() => x[0][i],
         FKind::MinScalar => x[0][i].min(s),
     }
 }
@@ -745,11 +744,13 @@ impl ExtOp {
                 for g in l(s, 0)? {
                     float(g, "scaledGrads")?;
                 }
+                if l(s, 0)?.is_empty() {
+                    return Err(inv("scaledGrads is empty"));
+                }
                 for (i, what) in [(1, "foundInf"), (2, "invScale")] {
                     let v = t(s, i)?;
-                    float(v, what)?;
-                    if v.numel() != 1 {
-                        return Err(inv(format!("{what} must have one element, got {:?}", v.shape)));
+                    if v.dtype != crate::dtype::DType::F32 || v.numel() != 1 {
+                        return Err(inv(format!("{what} must be a one-element float32 tensor, got {:?}", v.shape)));
                     }
                 }
                 Ok(0)
@@ -768,6 +769,11 @@ impl ExtOp {
                 }
                 if t(s, 1)?.dtype != crate::dtype::DType::I32 || t(s, 4)?.dtype != crate::dtype::DType::I32 {
                     return Err(inv("growthTracker and updatedGrowthTrackerOut must be int32"));
+                }
+                for (i, what) in [(0, "currentScale"), (2, "foundInf"), (3, "updatedScaleOut")] {
+                    if t(s, i)?.dtype != crate::dtype::DType::F32 {
+                        return Err(inv(format!("{what} must be float32")));
+                    }
                 }
                 Ok(0)
             }
@@ -1252,12 +1258,13 @@ impl ExtOp {
                 m.write_f64(&bytes)
             }
             ExtOp::NonFiniteCheckAndUnscale => {
-                let inv_scale = t(s, 2)?.read_f64()?[0];
+                // in float32 (as torch), then rounded to each gradient's dtype
+                let inv_scale = t(s, 2)?.read_f32()?[0];
                 let mut found = false;
                 for g in l(s, 0)? {
-                    let v = g.read_f64()?;
+                    let v = g.read_f32()?;
                     found |= v.iter().any(|x| !x.is_finite());
-                    g.write_f64(&v.iter().map(|x| x * inv_scale).collect::<Vec<_>>())?;
+                    g.write_f32(&v.iter().map(|x| x * inv_scale).collect::<Vec<_>>())?;
                 }
                 if found {
                     t(s, 1)?.write_f64(&[1.0])?;
@@ -1267,11 +1274,12 @@ impl ExtOp {
             ExtOp::AmpUpdateScale { growth, backoff, interval } => {
                 let (scale, tracker, found) =
                     (t(s, 0)?.read_f64()?[0], t(s, 1)?.read_i64()?[0], t(s, 2)?.read_f64()?[0]);
+                // torch multiplies the float scale by the double factor and rounds once to float (so the growth
+                // is checked for overflow in float32: a product finite in f64 may not be)
                 let (scale, tracker) = if found != 0.0 {
-                    (scale * backoff, 0)
-                } else if tracker + 1 >= *interval {
-                    // in float32, as the scale is kept: a product finite in f64 may overflow float32
-                    let grown = (scale as f32) * (*growth as f32);
+                    (f64::from((scale * backoff) as f32), 0)
+                } else if tracker + 1 == *interval {
+                    let grown = (scale * growth) as f32;
                     (if grown.is_finite() { f64::from(grown) } else { scale }, 0)
                 } else {
                     (scale, tracker + 1)

@@ -5,6 +5,8 @@ gradInput, against central differences of the numpy forward in float64), outputM
 import numpy as np
 import pytest
 
+import cannsim_ctypes as cs
+
 
 def gn(x, g, gamma, beta, eps):
     n, c = x.shape[:2]
@@ -61,9 +63,26 @@ def test_forward_and_backward(acl, g, affine):
 
 
 def test_refusals(acl):
+    """Each case has mean/rstd of the right [N, group] shape, so only the named check can refuse it."""
     x = acl.tensor(np.zeros((2, 6, 3), np.float32))
-    out, m, r = acl.tensor(shape=(2, 6, 3)), acl.tensor(shape=(2, 4)), acl.tensor(shape=(2, 4))
-    for args in [(2, 6, 3, 4), (2, 5, 3, 1), (2, 6, 4, 2)]:  # group not dividing C, C and HxW not the input's
+    out = acl.tensor(shape=(2, 6, 3))
+    for args, why in [
+        ((2, 6, 3, 4), "group not dividing C"),
+        ((2, 5, 3, 1), "C not the input's"),
+        ((2, 6, 4, 2), "HxW not the input's"),
+    ]:
+        m, r = acl.tensor(shape=(2, args[3])), acl.tensor(shape=(2, args[3]))
         st, _, _, temps = acl.prepare("GroupNorm", x, None, None, *args, 1e-5, out, m, r)
         acl.release(temps)
-        assert st == 161002, args
+        assert st == 161002, why
+    m, r = acl.tensor(shape=(2, 2)), acl.tensor(shape=(2, 2))
+    for o, mm, why in [
+        (acl.tensor(shape=(2, 6, 3), dtype=cs.ACL_FLOAT16), m, "out dtype"),
+        (out, acl.tensor(shape=(2, 2, 1)), "meanOut shape"),
+    ]:
+        st, _, _, temps = acl.prepare("GroupNorm", x, None, None, 2, 6, 3, 2, 1e-5, o, mm, r)
+        acl.release(temps)
+        assert st == 161002, why
+    st, _, _, temps = acl.prepare("GroupNorm", x, None, None, 2, 6, 3, 2, 1e-5, out, m, r)
+    acl.release(temps)
+    assert st == 0

@@ -131,6 +131,31 @@ def test_bce_clamps_the_logs_at_minus_100(env):
     np.testing.assert_array_equal(o.numpy(e.stream), [100, 100, 0, 0])
 
 
+def test_nan_and_edge_values_as_torch(env):
+    """A NaN (or out-of-range) BCE input gives NaN, not a loss clamped at 100; L1's gradient at NaN is 0 (torch's
+    sign); KL with target 0 and an infinite input is NaN (torch's xlogy(0, 0) - 0 · inf)."""
+    e = env("float32")
+    o = e.acl.tensor(shape=(2,))
+    e.run(
+        "BinaryCrossEntropy",
+        e.acl.tensor(np.array([np.nan, 1.5], np.float32)),
+        e.acl.tensor(np.ones(2, np.float32)),
+        None,
+        0,
+        o,
+    )
+    assert np.isnan(o.numpy(e.stream)).all()
+    gi = e.acl.tensor(shape=(2,))
+    x, t = e.acl.tensor(np.array([np.nan, 3.0], np.float32)), e.acl.tensor(np.array([1.0, 1.0], np.float32))
+    e.run("L1LossBackward", e.acl.tensor(np.float32(1.0)), x, t, 2, gi)
+    np.testing.assert_array_equal(gi.numpy(e.stream), [0.0, 1.0])
+    e.run(
+        "KlDiv", e.acl.tensor(np.array([np.inf, 2.0], np.float32)), e.acl.tensor(np.zeros(2, np.float32)), 0, False, o
+    )
+    r = o.numpy(e.stream)
+    assert np.isnan(r[0]) and r[1] == 0
+
+
 def test_refusals(env):
     e = env("float32")
     x = e.acl.tensor(np.ones((2, 3), np.float32))
@@ -140,6 +165,7 @@ def test_refusals(env):
         ("L1Loss", (x, e.acl.tensor(np.ones((4,), np.float32)), 0, e.acl.tensor(shape=(2, 3)))),  # no broadcast
         ("SmoothL1Loss", (x, x, 0, -1.0, e.acl.tensor(shape=(2, 3)))),  # beta < 0
         ("KlDiv", (x, x, 0, False, e.acl.tensor(shape=(2, 3), dtype=cs.ACL_FLOAT16))),  # out dtype
+        ("L1LossBackward", (x, x, x, 1, e.acl.tensor(shape=(2, 3)))),  # gradOutput not 0-d after a mean
     ]:
         with pytest.raises(cs.AclError) as r:
             e.run(name, *args)

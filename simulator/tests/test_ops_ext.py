@@ -240,6 +240,7 @@ def test_foreach(env, dt):
     run("ForeachMinimumScalarV2", xs, -0.2, ref=[np.minimum(x, -0.2) for x in xs])
     run("ForeachMaximumScalar", xs, e.t(np.array([0.3])), ref=[np.maximum(x, q(0.3, dt)) for x in xs])
     run("ForeachMinimumScalar", xs, e.t(np.array(-0.4)), ref=[np.minimum(x, q(-0.4, dt)) for x in xs])
+    run("ForeachMaximumScalarV2", xs, float("nan"), ref=[np.full_like(x, np.nan) for x in xs])  # as torch
     # in place: the output list is a second aclTensorList over the same memory (as torch_npu passes it)
     ts = [e.t(x) for x in xs]
     e.run("ForeachMulScalarV2", ts, 2.0, ts)
@@ -411,3 +412,23 @@ def test_amp_unscale_and_update_scale(acl):
         stream=st,
     )
     assert big.numpy(st)[0] == np.float32(3e38)
+    # the float scale times the double factor, rounded once (torch: 3 * 1.1 -> 3.2999999523); the interval is
+    # reached exactly (a tracker already past it does not grow)
+    s3, tr = acl.tensor(np.array([3.0], np.float32)), acl.tensor(np.array([0], np.int32), dtype=cs.ACL_INT32)
+    zero = acl.tensor(np.zeros(1, np.float32))
+    acl.run("AmpUpdateScale", s3, tr, zero, 1.1, 0.5, 1, s3, tr, stream=st)
+    assert s3.numpy(st)[0] == np.float32(3 * 1.1)
+    tr5 = acl.tensor(np.array([5], np.int32), dtype=cs.ACL_INT32)
+    acl.run("AmpUpdateScale", s3, tr5, zero, 2.0, 0.5, 3, s3, tr5, stream=st)
+    assert (s3.numpy(st)[0], tr5.numpy(st)[0]) == (np.float32(3 * 1.1), 6)
+    # float16 gradients are unscaled in float32, then rounded (torch rounds twice)
+    g16 = acl.tensor(np.array([1 + 2**-10], np.float16), dtype=cs.ACL_FLOAT16)
+    inv = np.float32(1 + 2**-11 - 2**-21)
+    acl.run(
+        "ForeachNonFiniteCheckAndUnscale",
+        [g16],
+        acl.tensor(np.zeros(1, np.float32)),
+        acl.tensor(np.array([inv])),
+        stream=st,
+    )
+    assert g16.numpy(st)[0] == np.float16(np.float32(np.float16(1 + 2**-10)) * inv)
