@@ -21,7 +21,10 @@ And the computation: every loss, gradient and parameter CRC of our captured run 
 an uncaptured run of the same driver (`--off`).
 
 usage: python scripts/diff_msprobe.py [--framework pt|ms] [--cases a,b] [--models m1,m2] [--out target/zoo] [--json F]
-Exit status 1 when a case diverges beyond tests/data/zoo_baseline.json (or --strict: at all).
+Exit status 1 when a case diverges beyond tests/data/zoo_baseline.json (or --strict: at all). The baseline
+counts record-name and leaf differences over the models whose 1.1.1 run computed what an uncaptured run
+computes (CRCs); a model 1.1.1 perturbs (selfattn, encdec) is reported but not counted, because the number of
+leaves its rounding touches depends on the machine.
 """
 
 from __future__ import annotations
@@ -464,11 +467,16 @@ def main() -> int:
         ref_crc = crc_check(ref, off)  # msprobe 1.1.1's own run against the uncaptured one
         errors = {m: v["error"] for m, v in load(ours / "crc.json").items() if "error" in v}
         agree = 100.0 * (r.leaves - r.leaf_diffs) / max(1, r.leaves)
+        # The regression check counts only the models whose 1.1.1 run computed what an uncaptured run computes:
+        # where 1.1.1 changed the computation (selfattn, encdec: its own CRCs differ), its values differ from
+        # ours by rounding, and how many leaves that touches depends on the machine's float kernels.
+        trusted = [x for m, x in per.items() if m not in ref_crc]
         summary[case] = {
             "records": r.records,
-            "names_equal": r.names_equal,
+            "names_equal": all(x.names_equal for x in trusted),
             "leaves": r.leaves,
-            "leaf_diffs": r.leaf_diffs,
+            "leaf_diffs": sum(x.leaf_diffs for x in trusted),
+            "all_models": {"names_equal": r.names_equal, "leaf_diffs": r.leaf_diffs},
             "kinds": dict(r.kinds.most_common()),
             "crc_differs": bad_crc,
             "msprobe111_crc_differs": ref_crc,
@@ -493,8 +501,8 @@ def main() -> int:
             regress = (
                 regress
                 or bool(set(bad_crc) - set(base["crc_differs"]))
-                or (base["names_equal"] and not r.names_equal)
-                or r.leaf_diffs > base["leaf_diffs"]
+                or (base["names_equal"] and not summary[case]["names_equal"])
+                or summary[case]["leaf_diffs"] > base["leaf_diffs"]
                 # extra or lost records on our side (they add no leaf difference), where pinned
                 or ("records" in base and r.records != base["records"])
             )
