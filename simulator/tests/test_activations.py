@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cannsim_ctypes as cs
-from test_ops import DTYPES, Env
+from test_ops import DTYPES, Env, dev
 
 ALL = pytest.mark.parametrize("dt", list(DTYPES))
 
@@ -14,11 +14,6 @@ ALL = pytest.mark.parametrize("dt", list(DTYPES))
 @pytest.fixture
 def env(acl):
     return lambda dt: Env(acl, dt)
-
-
-def dev(e, x):
-    t = e.t(x)
-    return t, t.numpy(e.stream).astype(np.float64)
 
 
 def softplus(x, beta=1.0, threshold=20.0):

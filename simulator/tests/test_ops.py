@@ -50,6 +50,12 @@ class Env:
         np.testing.assert_allclose(dev.numpy(self.stream).astype(np.float64), q(ref, self.name), **tol)
 
 
+def dev(e, x):
+    """A device tensor of `x` and its values as stored (rounded to the dtype), float64."""
+    t = e.t(x)
+    return t, t.numpy(e.stream).astype(np.float64)
+
+
 @pytest.fixture
 def env(acl, request):
     return lambda dt: Env(acl, dt)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import cannsim_ctypes as cs
-from test_ops import DTYPES, Env
+from test_ops import DTYPES, Env, dev
 
 ALL = pytest.mark.parametrize("dt", list(DTYPES))
 
@@ -15,12 +15,6 @@ ALL = pytest.mark.parametrize("dt", list(DTYPES))
 @pytest.fixture
 def env(acl):
     return lambda dt: Env(acl, dt)
-
-
-def dev(e, x):
-    """A device tensor of `x` and its values as stored (rounded to the dtype), float64."""
-    t = e.t(x)
-    return t, t.numpy(e.stream).astype(np.float64)
 
 
 def i64(e, x):
