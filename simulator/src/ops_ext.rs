@@ -174,13 +174,21 @@ pub enum ExtOp {
     Stack { dim: i64 },
 }
 
-/// Convolution parameters (2-D).
+/// Convolution parameters, 1-D or 2-D, direct or transposed.
+///
+/// A 1-D convolution (3-D input and weight) is computed as a 2-D one over a height of 1; a transposed
+/// convolution as the data gradient of the direct convolution from its output back to its input,
+/// which is what it is. `lens` keeps how many elements the caller gave for stride, padding and
+/// dilation, so a 1-D call with 2-D parameters is refused as CANN refuses it.
 #[derive(Clone, Debug)]
 pub struct ConvGeom {
     pub stride: [i64; 2],
     pub pad: [i64; 2],
     pub dil: [i64; 2],
     pub groups: i64,
+    /// Some(outputPadding) for a transposed convolution.
+    pub transposed: Option<[i64; 2]>,
+    lens: [usize; 3],
 }
 
 /// Pooling parameters (2-D).
@@ -202,6 +210,13 @@ fn two(v: &[i64], what: &str, default: Option<[i64; 2]>) -> Result<[i64; 2], i32
     }
 }
 
+/// A 3-D (1-D convolution) shape as 4-D, with a height of 1.
+fn with_unit_height(s: &[i64]) -> Vec<i64> {
+    let mut v = s.to_vec();
+    v.insert(2, 1);
+    v
+}
+
 impl ConvGeom {
     pub fn new(stride: &[i64], pad: &[i64], dil: &[i64], groups: i64) -> Result<ConvGeom, i32> {
         let g = ConvGeom {
@@ -209,6 +224,8 @@ impl ConvGeom {
             pad: two(pad, "padding", Some([0, 0]))?,
             dil: two(dil, "dilation", Some([1, 1]))?,
             groups,
+            transposed: None,
+            lens: [stride.len(), pad.len(), dil.len()],
         };
         if g.stride.iter().any(|&x| x < 1) || g.dil.iter().any(|&x| x < 1) || g.pad.iter().any(|&x| x < 0) || groups < 1
         {
@@ -216,23 +233,88 @@ impl ConvGeom {
         }
         Ok(g)
     }
-    /// Output shape for input `x` and weight `w`, checking the channel counts.
-    fn out_shape(&self, x: &[i64], w: &[i64]) -> Result<Vec<i64>, i32> {
-        if x.len() != 4 || w.len() != 4 {
-            return Err(inv(format!("only 2-D convolution of 4-D input/weight is supported: {x:?}, {w:?}")));
+    /// The same geometry as a transposed convolution with `outputPadding` (1 or 2 elements, or
+    /// empty for zeros), each smaller than its stride or its dilation (torch's and CANN's rule).
+    pub fn transposed(mut self, output_padding: &[i64]) -> Result<ConvGeom, i32> {
+        let op = two(output_padding, "outputPadding", Some([0, 0]))?;
+        for i in 0..2 {
+            if op[i] < 0 || (op[i] >= self.stride[i] && op[i] >= self.dil[i]) {
+                return Err(inv(format!("outputPadding {op:?} must be smaller than the stride or the dilation")));
+            }
         }
-        if x[1] != w[1] * self.groups || w[0] % self.groups != 0 {
-            return Err(inv(format!("channels do not match: input {x:?}, weight {w:?}, groups {}", self.groups)));
+        self.transposed = Some(op);
+        Ok(self)
+    }
+    /// The 2-D geometry and 4-D input/weight shapes this call computes with (a 1-D call gains a
+    /// height of 1).
+    fn planar(&self, x: &[i64], w: &[i64]) -> Result<(ConvGeom, Vec<i64>, Vec<i64>), i32> {
+        match (x.len(), w.len()) {
+            (4, 4) => Ok((self.clone(), x.to_vec(), w.to_vec())),
+            (3, 3) => {
+                if self.lens.iter().any(|&n| n > 1) {
+                    return Err(inv(format!("a 1-D convolution takes 1-element parameters: {self:?}")));
+                }
+                let g = ConvGeom {
+                    stride: [1, self.stride[1]],
+                    pad: [0, self.pad[1]],
+                    dil: [1, self.dil[1]],
+                    transposed: self.transposed.map(|op| [0, op[1]]),
+                    ..self.clone()
+                };
+                Ok((g, with_unit_height(x), with_unit_height(w)))
+            }
+            _ => {
+                Err(inv(format!("only 1-D and 2-D convolution of 3-D or 4-D input/weight is supported: {x:?}, {w:?}")))
+            }
         }
-        let o = |i: usize| (x[2 + i] + 2 * self.pad[i] - self.dil[i] * (w[2 + i] - 1) - 1) / self.stride[i] + 1;
+    }
+    /// Output shape for input `x` and weight `w` (same rank), checking the channel counts.
+    pub fn out_shape(&self, x: &[i64], w: &[i64]) -> Result<Vec<i64>, i32> {
+        let (g, x4, w4) = self.planar(x, w)?;
+        let mut o = g.out_shape4(&x4, &w4)?;
+        if x.len() == 3 {
+            o.remove(2);
+        }
+        Ok(o)
+    }
+    fn out_shape4(&self, x: &[i64], w: &[i64]) -> Result<Vec<i64>, i32> {
+        let groups = self.groups;
+        let Some(op) = self.transposed else {
+            if x[1] != w[1] * groups || w[0] % groups != 0 {
+                return Err(inv(format!("channels do not match: input {x:?}, weight {w:?}, groups {groups}")));
+            }
+            let o = |i: usize| (x[2 + i] + 2 * self.pad[i] - self.dil[i] * (w[2 + i] - 1) - 1) / self.stride[i] + 1;
+            let (oh, ow) = (o(0), o(1));
+            if oh < 1 || ow < 1 {
+                return Err(inv("convolution output would be empty"));
+            }
+            return Ok(vec![x[0], w[0], oh, ow]);
+        };
+        // Transposed: weight [Cin, Cout / groups, kh, kw].
+        if x[1] != w[0] || w[0] % groups != 0 {
+            return Err(inv(format!("channels do not match: input {x:?}, weight {w:?}, groups {groups}")));
+        }
+        let o = |i: usize| (x[2 + i] - 1) * self.stride[i] - 2 * self.pad[i] + self.dil[i] * (w[2 + i] - 1) + op[i] + 1;
         let (oh, ow) = (o(0), o(1));
         if oh < 1 || ow < 1 {
-            return Err(inv("convolution output would be empty"));
+            return Err(inv("transposed convolution output would be empty"));
         }
-        Ok(vec![x[0], w[0], oh, ow])
+        Ok(vec![x[0], w[1] * groups, oh, ow])
     }
-    /// Call `f(out_index, in_index, weight_index)` for every multiply-accumulate term.
-    fn each(&self, x: &[i64], w: &[i64], o: &[i64], mut f: impl FnMut(usize, usize, usize)) {
+    /// Call `f(out_index, in_index, weight_index)` for every multiply-accumulate term of the
+    /// convolution of `x` by `w` into `o` (shapes as given to the op, 3-D or 4-D).
+    pub fn each(&self, x: &[i64], w: &[i64], o: &[i64], mut f: impl FnMut(usize, usize, usize)) {
+        let Ok((g, x4, w4)) = self.planar(x, w) else { return };
+        let o4 = if o.len() == 3 { with_unit_height(o) } else { o.to_vec() };
+        if g.transposed.is_some() {
+            // The direct convolution from the transposed output back to its input has the same
+            // terms with the roles of input and output swapped.
+            g.each_direct(&o4, &w4, &x4, |oi, ii, wi| f(ii, oi, wi));
+        } else {
+            g.each_direct(&x4, &w4, &o4, f);
+        }
+    }
+    fn each_direct(&self, x: &[i64], w: &[i64], o: &[i64], mut f: impl FnMut(usize, usize, usize)) {
         let (n, c, h, wd) = (x[0] as usize, x[1] as usize, x[2], x[3]);
         let (oc, icg, kh, kw) = (w[0] as usize, w[1] as usize, w[2] as usize, w[3] as usize);
         let (oh, ow) = (o[2] as usize, o[3] as usize);
@@ -797,7 +879,7 @@ impl ExtOp {
                     return Err(inv(format!("output shape {:?} differs from {os:?}", o.shape)));
                 }
                 if let Some(b) = opt(s, 2) {
-                    if b.numel() != w.shape[0] as usize {
+                    if b.numel() != os[1] as usize {
                         return Err(inv("bias must have one element per output channel"));
                     }
                 }
@@ -817,7 +899,7 @@ impl ExtOp {
                         }
                     }
                 }
-                if mask[2] && t(s, 5)?.numel() != w.shape[0] as usize {
+                if mask[2] && t(s, 5)?.numel() != os[1] as usize {
                     return Err(inv("gradBias must have one element per output channel"));
                 }
                 Ok(0)
@@ -1305,7 +1387,7 @@ impl ExtOp {
                 g.each(&x.shape, &w.shape, &o.shape, |oi, ii, wi| y[oi] += xv[ii] * wv[wi]);
                 if let Some(b) = opt(s, 2) {
                     let bv = b.read_f64()?;
-                    let hw = (o.shape[2] * o.shape[3]) as usize;
+                    let hw = numel(&o.shape[2..]);
                     let oc = o.shape[1] as usize;
                     for (i, v) in y.iter_mut().enumerate() {
                         *v += bv[(i / hw) % oc];
@@ -1333,7 +1415,7 @@ impl ExtOp {
                     t(s, 4)?.write_f64(&gw)?;
                 }
                 if mask[2] {
-                    let (oc, hw) = (go.shape[1] as usize, (go.shape[2] * go.shape[3]) as usize);
+                    let (oc, hw) = (go.shape[1] as usize, numel(&go.shape[2..]));
                     let mut gb = vec![0f64; oc];
                     for (i, v) in gv.iter().enumerate() {
                         gb[(i / hw) % oc] += v;

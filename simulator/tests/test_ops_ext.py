@@ -298,6 +298,44 @@ def test_convolution_forward_backward(env, dt, stride, pad, groups):
     e.check(gb, g.sum(axis=(0, 2, 3)), **loose)
 
 
+def conv_transpose_ref(x, w, stride, pad, out_pad, groups):
+    """Transposed 2-D convolution by its definition: each input element scatters its weighted kernel."""
+    n, cin, h, wd = x.shape
+    _, cog, kh, kw = w.shape
+    oh, ow = (h - 1) * stride - 2 * pad + kh + out_pad, (wd - 1) * stride - 2 * pad + kw + out_pad
+    y = np.zeros((n, cog * groups, oh + 2 * pad + kh, ow + 2 * pad + kw))
+    cig = cin // groups
+    for ci in range(cin):
+        g = ci // cig
+        for i in range(h):
+            for j in range(wd):
+                patch = x[:, ci, i, j][:, None, None, None] * w[ci][None]
+                y[:, g * cog : (g + 1) * cog, i * stride : i * stride + kh, j * stride : j * stride + kw] += patch
+    return y[:, :, pad : pad + oh, pad : pad + ow]
+
+
+@ALL
+def test_convolution_1d_and_transposed(env, dt):
+    """aclnnConvolution with 3-D tensors (a 1-D convolution) and with transposed=true (outputPadding honoured)."""
+    e = env(dt)
+    tol = dict(rtol=max(DTYPES[dt][1]["rtol"], 1e-4), atol=max(DTYPES[dt][1]["atol"] * 10, 1e-4))
+    x, w = e.rand(2, 4, 7), e.rand(6, 2, 3)
+    ref = conv_ref(x[:, :, None, :], w[:, :, None, :], None, 1, 0, 2)[:, :, 0, :]
+    # conv_ref pads both axes: with pad 0 and a height of 1 that is the 1-D convolution
+    y = e.out(*ref.shape)
+    e.run("Convolution", e.t(x), e.t(w), None, [1], [0], [1], False, [0], 2, y, 0)
+    e.check(y, ref, **tol)
+    with pytest.raises(cs.AclError):  # 2-D parameters for a 1-D convolution
+        e.run("Convolution", e.t(x), e.t(w), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2, e.out(*ref.shape), 0)
+    x, w = e.rand(2, 4, 3, 4), e.rand(4, 3, 3, 2)
+    ref = conv_transpose_ref(x, w, 2, 1, 1, 2)
+    y = e.out(*ref.shape)
+    e.run("Convolution", e.t(x), e.t(w), None, [2, 2], [1, 1], [1, 1], True, [1, 1], 2, y, 0)
+    e.check(y, ref, **tol)
+    with pytest.raises(cs.AclError):  # outputPadding not below the stride or the dilation
+        e.run("Convolution", e.t(x), e.t(w), None, [2, 2], [1, 1], [1, 1], True, [2, 2], 2, e.out(*ref.shape), 0)
+
+
 @ALL
 def test_batch_norm_training_and_backward(env, dt):
     e = env(dt)

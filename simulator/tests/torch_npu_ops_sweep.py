@@ -274,6 +274,22 @@ ops = {
     "group_norm_bw": lambda x, y, i: grad_of(
         lambda t: F.group_norm(t.reshape(2, 4, 3), 2, y[0, :4]) * y.reshape(2, 4, 3), y
     ),
+    # 1-D and transposed convolution (aclnnConvolution with 3-D tensors, transposed=true), both gradients
+    "conv1d": lambda x, y, i: F.conv1d(y.reshape(1, 4, 6), y[:2].reshape(2, 2, 3), y[2, :2], padding=1, groups=2),
+    "conv1d_bw_in": lambda x, y, i: grad_of(
+        lambda t: F.conv1d(t.reshape(1, 4, 6), y[:2].reshape(2, 2, 3), stride=2, groups=2) * 3, y
+    ),
+    "conv1d_bw_w": lambda x, y, i: grad_of(lambda t: F.conv1d(y.reshape(2, 2, 6), t[:2].reshape(3, 2, 2)), y),
+    "conv_transpose1d": lambda x, y, i: F.conv_transpose1d(y.reshape(2, 4, 3), y[:2].reshape(4, 3, 1), stride=2),
+    "conv_transpose2d": lambda x, y, i: F.conv_transpose2d(
+        y.reshape(1, 4, 2, 3), y[:2].reshape(4, 1, 3, 1), y[3, :1], stride=2, padding=1, output_padding=1
+    ),
+    "conv_transpose2d_bw_in": lambda x, y, i: grad_of(
+        lambda t: F.conv_transpose2d(t.reshape(1, 4, 2, 3), y[:2].reshape(4, 1, 3, 1), stride=(1, 2)) ** 2, y
+    ),
+    "conv_transpose2d_bw_w": lambda x, y, i: grad_of(
+        lambda t: F.conv_transpose2d(y.reshape(1, 4, 2, 3), t[:2].reshape(4, 3, 1, 1), dilation=2, groups=2), y
+    ),
 }
 bad = []
 for n, f in ops.items():

@@ -622,18 +622,20 @@ fn conv_geom(
     output_padding: H,
     groups: i64,
 ) -> Result<ConvGeom, i32> {
-    if transposed {
-        return Err(fail(ACLNN_ERR_PARAM_INVALID, "transposed convolution is not supported by the simulator"));
-    }
-    if !output_padding.is_null() && int_array(output_padding, "outputPadding")?.iter().any(|&v| v != 0) {
-        return Err(fail(ACLNN_ERR_PARAM_INVALID, "outputPadding must be 0 for a non-transposed convolution"));
-    }
-    ConvGeom::new(
+    let op = if output_padding.is_null() { Vec::new() } else { int_array(output_padding, "outputPadding")? };
+    let g = ConvGeom::new(
         &int_array(stride, "stride")?,
         &int_array(padding, "padding")?,
         &int_array(dilation, "dilation")?,
         groups,
-    )
+    )?;
+    if transposed {
+        return g.transposed(&op);
+    }
+    if op.iter().any(|&v| v != 0) {
+        return Err(fail(ACLNN_ERR_PARAM_INVALID, "outputPadding must be 0 for a non-transposed convolution"));
+    }
+    Ok(g)
 }
 
 #[no_mangle]
