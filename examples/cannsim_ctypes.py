@@ -224,6 +224,8 @@ SIGS = {
     "RemainderTensorScalar": "TST",
     "FloorDivide": "TTT",
     "FloorDivides": "TST",
+    "Atan2": "TTT",
+    "InplaceAtan2": "TT",
     "DivMod": "TTiT",
     "DivMods": "TSiT",
     "InplaceDivMod": "TTi",

@@ -23,6 +23,8 @@ pub enum Bin {
     FloorDiv,
     /// aclnnDivMod* mode 1: the quotient rounded toward zero (`div(rounding_mode="trunc")`)
     TruncDiv,
+    /// aclnnAtan2: the angle of (other, self), in (-pi, pi], signs of zeros honoured (C atan2)
+    Atan2,
 }
 
 impl Bin {
@@ -39,6 +41,7 @@ impl Bin {
             Bin::Pow => a.powf(b),
             Bin::Fmod => a % b,
             Bin::TruncDiv => (a / b).trunc(),
+            Bin::Atan2 => a.atan2(b),
             Bin::FloorDiv => floor_div64(a, b),
             Bin::Rem => {
                 let r = a % b;

@@ -274,6 +274,11 @@ ops = {
     "group_norm_bw": lambda x, y, i: grad_of(
         lambda t: F.group_norm(t.reshape(2, 4, 3), 2, y[0, :4]) * y.reshape(2, 4, 3), y
     ),
+    "atan2": lambda x, y, i: torch.atan2(x, y.flip(0)),  # NaN and inf rows of x included
+    "atan2_zeros": lambda x, y, i: torch.atan2(
+        torch.tensor([0.0, -0.0, 0.0, -0.0]).to(x), T([0.0, 0.0, -0.0, -1.0], x)
+    ),
+    "atan2_": lambda x, y, i: y.clone().atan2_(x),
     # 1-D and transposed convolution (aclnnConvolution with 3-D tensors, transposed=true), both gradients
     "conv1d": lambda x, y, i: F.conv1d(y.reshape(1, 4, 6), y[:2].reshape(2, 2, 3), y[2, :2], padding=1, groups=2),
     "conv1d_bw_in": lambda x, y, i: grad_of(

@@ -110,6 +110,8 @@ phase2!(
     aclnnFloorDivides,
     aclnnInplaceFloorDivide,
     aclnnInplaceFloorDivides,
+    aclnnAtan2,
+    aclnnInplaceAtan2,
     aclnnDivMod,
     aclnnDivMods,
     aclnnInplaceDivMod,
@@ -183,6 +185,7 @@ bin_tensor!(aclnnDivGetWorkspaceSize, "aclnnDiv", Bin::Div);
 bin_tensor!(aclnnRemainderTensorTensorGetWorkspaceSize, "aclnnRemainderTensorTensor", Bin::Rem);
 bin_tensor!(aclnnFmodTensorGetWorkspaceSize, "aclnnFmodTensor", Bin::Fmod);
 bin_tensor!(aclnnFloorDivideGetWorkspaceSize, "aclnnFloorDivide", Bin::FloorDiv);
+bin_tensor!(aclnnAtan2GetWorkspaceSize, "aclnnAtan2", Bin::Atan2);
 
 macro_rules! bin_scalar {
     ($name:ident, $p2:literal, $op:expr, alpha) => {
@@ -246,6 +249,7 @@ inplace_tensor!(aclnnInplaceDivGetWorkspaceSize, "aclnnInplaceDiv", Bin::Div);
 inplace_tensor!(aclnnInplaceRemainderTensorTensorGetWorkspaceSize, "aclnnInplaceRemainderTensorTensor", Bin::Rem);
 inplace_tensor!(aclnnInplaceFmodTensorGetWorkspaceSize, "aclnnInplaceFmodTensor", Bin::Fmod);
 inplace_tensor!(aclnnInplaceFloorDivideGetWorkspaceSize, "aclnnInplaceFloorDivide", Bin::FloorDiv);
+inplace_tensor!(aclnnInplaceAtan2GetWorkspaceSize, "aclnnInplaceAtan2", Bin::Atan2);
 
 macro_rules! inplace_scalar {
     ($name:ident, $p2:literal, $op:expr, alpha) => {
