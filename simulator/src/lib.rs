@@ -23,6 +23,7 @@ pub mod ops_dim;
 pub mod ops_ext;
 pub mod ops_reduce;
 pub mod rng;
+pub mod spatial;
 pub mod stats;
 pub mod stream;
 pub mod tensor;

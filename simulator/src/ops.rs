@@ -541,6 +541,8 @@ pub enum Op {
     Loss(Box<crate::losses::Loss>),
     /// aclnnGroupNorm / aclnnGroupNormBackward (slots in group_norm.rs).
     GroupNorm(Box<crate::group_norm::GroupNorm>),
+    /// Pooling, resizing and padding over the last axes (slots in spatial.rs).
+    Spatial(Box<crate::spatial::Spatial>),
 }
 
 fn inv(msg: impl Into<String>) -> i32 {
@@ -708,6 +710,7 @@ impl Op {
             Op::Attention { p, grad: true } => p.validate_bwd(s),
             Op::Loss(l) => l.validate(s),
             Op::GroupNorm(g) => g.validate(s),
+            Op::Spatial(g) => g.validate(s),
             Op::Binary { .. } => {
                 let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
                 let bs = k::broadcast_shape(&a.shape, &b.shape)
@@ -1032,6 +1035,7 @@ impl Op {
             Op::Attention { p, grad: true } => p.exec_bwd(s),
             Op::Loss(l) => l.exec(s),
             Op::GroupNorm(g) => g.exec(s),
+            Op::Spatial(g) => g.exec(s),
             Op::Binary { op, .. } if op.rounds() => {
                 let o = t(s, 2)?;
                 rounding_div(*op, o, &bview(t(s, 0)?, &o.shape)?, Ok(&bview(t(s, 1)?, &o.shape)?))

@@ -369,7 +369,7 @@ impl PoolGeom {
         Ok(g)
     }
     /// torch's pooling_output_shape.
-    fn out_len(&self, i: usize, len: i64) -> i64 {
+    pub(crate) fn out_len(&self, i: usize, len: i64) -> i64 {
         let num =
             len + 2 * self.pad[i] - self.dil[i] * (self.k[i] - 1) - 1 + if self.ceil { self.stride[i] - 1 } else { 0 };
         let mut o = num.div_euclid(self.stride[i]) + 1;

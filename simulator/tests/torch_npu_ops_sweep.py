@@ -279,6 +279,38 @@ ops = {
         torch.tensor([0.0, -0.0, 0.0, -0.0]).to(x), T([0.0, 0.0, -0.0, -1.0], x)
     ),
     "atan2_": lambda x, y, i: y.clone().atan2_(x),
+    # pooling, resizing and padding (aclnnAvgPool2d, AdaptiveAvgPool2d, UpsampleNearest2d(V2), UpsampleBilinear2d,
+    # Reflection/ReplicationPad1d/2d), forward and backward (a squared output makes the gradient non-uniform)
+    "avg_pool2d": lambda x, y, i: F.avg_pool2d(y.reshape(1, 1, 4, 6), 2),
+    "avg_pool2d_pad_ceil": lambda x, y, i: F.avg_pool2d(
+        y.reshape(1, 2, 3, 4), 3, 2, 1, ceil_mode=True, count_include_pad=False
+    ),
+    "avg_pool2d_bw": lambda x, y, i: grad_of(
+        lambda t: F.avg_pool2d(t.reshape(2, 3, 4), (2, 3), 1, (1, 0), divisor_override=4) ** 2, y
+    ),
+    "adaptive_avg_pool2d": lambda x, y, i: F.adaptive_avg_pool2d(y.reshape(1, 1, 4, 6), (3, 4)),
+    "adaptive_avg_pool2d_bw": lambda x, y, i: grad_of(
+        lambda t: F.adaptive_avg_pool2d(t.reshape(1, 2, 3, 4), (2, 3)) ** 2, y
+    ),
+    "upsample_nearest": lambda x, y, i: F.interpolate(y.reshape(1, 2, 3, 4), scale_factor=2),
+    "upsample_nearest_size": lambda x, y, i: F.interpolate(y.reshape(1, 2, 3, 4), size=(5, 7)),
+    "upsample_nearest_bw": lambda x, y, i: grad_of(
+        lambda t: F.interpolate(t.reshape(1, 2, 3, 4), scale_factor=1.5) ** 2, y
+    ),
+    "upsample_bilinear": lambda x, y, i: F.interpolate(y.reshape(1, 2, 3, 4), scale_factor=2, mode="bilinear"),
+    "upsample_bilinear_ac": lambda x, y, i: F.interpolate(
+        y.reshape(1, 2, 3, 4), size=(5, 3), mode="bilinear", align_corners=True
+    ),
+    "upsample_bilinear_bw": lambda x, y, i: grad_of(
+        lambda t: F.interpolate(t.reshape(1, 2, 3, 4), size=(4, 7), mode="bilinear") ** 2, y
+    ),
+    "pad_reflect": lambda x, y, i: F.pad(y.reshape(1, 2, 3, 4), (1, 2, 2, 0), mode="reflect"),
+    "pad_reflect_1d": lambda x, y, i: F.pad(y.reshape(2, 2, 6), (3, 1), mode="reflect"),
+    "pad_reflect_bw": lambda x, y, i: grad_of(
+        lambda t: F.pad(t.reshape(2, 3, 4), (2, 1, 1, 2), mode="reflect") ** 2, y
+    ),
+    "pad_replicate": lambda x, y, i: F.pad(y.reshape(1, 2, 3, 4), (3, 0, 1, 2), mode="replicate"),
+    "pad_replicate_1d_bw": lambda x, y, i: grad_of(lambda t: F.pad(t.reshape(4, 6), (2, 4), mode="replicate") ** 2, y),
     # 1-D and transposed convolution (aclnnConvolution with 3-D tensors, transposed=true), both gradients
     "conv1d": lambda x, y, i: F.conv1d(y.reshape(1, 4, 6), y[:2].reshape(2, 2, 3), y[2, :2], padding=1, groups=2),
     "conv1d_bw_in": lambda x, y, i: grad_of(

@@ -15,6 +15,7 @@ pub mod aclnn_ext;
 pub mod aclnn_loss;
 pub mod aclnn_ms;
 pub mod aclnn_norm;
+pub mod aclnn_spatial;
 pub mod aclop;
 pub mod hccl;
 pub mod nnopbase;
