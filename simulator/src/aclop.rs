@@ -305,7 +305,7 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
                 }
             }
             "LogicalAnd" | "LogicalOr" => {
-                let op = crate::ops_ext::ExtOp::Logical { or: op_type == "LogicalOr" };
+                let op = crate::ops_ext::ExtOp::Logical { op: if op_type == "LogicalOr" { b'|' } else { b'&' } };
                 steps.push((Op::Ext(Box::new(op)), vec![t(&iv[0]), t(&iv[1]), t(y)]));
             }
             "Cast" => steps.push((Op::Cast { dtype: y.dtype.acl() }, vec![t(&iv[0]), t(y)])),

@@ -9,6 +9,54 @@ pub fn erf_f(x: f32) -> f32 {
     unsafe { erf(x as f64) as f32 }
 }
 
+/// erf⁻¹ (torch.erfinv) rounded to float32: Giles' single-precision approximation (M. Giles,
+/// "Approximating the erfinv function", GPU Computing Gems, 2010) refined by Newton steps on libm's erf
+/// in f64, so the result is within rounding of the exact value; ±1 → ±inf, |x| > 1 and NaN → NaN, ±0 kept.
+pub fn erfinv_f(x: f32) -> f32 {
+    let x = f64::from(x);
+    if x.is_nan() || x.abs() > 1.0 {
+        return f32::NAN;
+    }
+    if x.abs() == 1.0 || x == 0.0 {
+        return (x * if x == 0.0 { 1.0 } else { f64::INFINITY }) as f32;
+    }
+    let w = -((1.0 - x) * (1.0 + x)).ln();
+    let poly = |w: f64, c: &[f64]| c.iter().fold(0.0, |p, &k| k + p * w);
+    let mut y = x * if w < 5.0 {
+        let c = [
+            2.810_226_36e-08,
+            3.432_739_39e-07,
+            -3.523_387_7e-06,
+            -4.391_506_54e-06,
+            0.000_218_580_87,
+            -0.001_253_725_03,
+            -0.004_177_681_64,
+            0.246_640_727,
+            1.501_409_41,
+        ];
+        poly(w - 2.5, &c)
+    } else {
+        let c = [
+            -0.000_200_214_257,
+            0.000_100_950_558,
+            0.001_349_343_22,
+            -0.003_673_428_44,
+            0.005_739_507_73,
+            -0.007_622_461_3,
+            0.009_438_870_47,
+            1.001_674_06,
+            2.832_976_82,
+        ];
+        poly(w.sqrt() - 3.0, &c)
+    };
+    for _ in 0..3 {
+        // SAFETY: libm's erf is a pure function of its argument.
+        let e = unsafe { erf(y) } - x;
+        y -= e / (std::f64::consts::FRAC_2_SQRT_PI * (-y * y).exp());
+    }
+    y as f32
+}
+
 /// Broadcast shape of two shapes (numpy rules), or None.
 pub fn broadcast_shape(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
     let n = a.len().max(b.len());

@@ -119,6 +119,14 @@ macro_rules! floor_div {
 floor_div!(floor_div64, f64);
 floor_div!(floor_div32, f32);
 
+/// The distributions of [`Op::InplaceRandom`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RandKind {
+    Normal,
+    Uniform,
+    Integer,
+}
+
 /// Elementwise unary math functions (aclnnLog, aclnnExp, aclnnNeg, aclnnSqrt, aclnnAbs).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum UFn {
@@ -155,6 +163,8 @@ pub enum UFn {
     Trunc,
     /// aclnnExpm1: e^x - 1
     Expm1,
+    /// aclnnErfinv: the inverse of erf on (-1, 1); ±inf at ±1, NaN outside
+    Erfinv,
     /// aclnnLog1p: ln(1 + x)
     Log1p,
     /// aclnnLog2
@@ -227,6 +237,7 @@ impl UFn {
             UFn::Rsqrt => -0.5 / (v * v.sqrt()),
             // no aclnn backward kernel takes these: autograd composes their gradients from other kernels
             UFn::Expm1
+            | UFn::Erfinv
             | UFn::Log1p
             | UFn::Log2
             | UFn::Log10
@@ -356,6 +367,7 @@ impl UFn {
             UFn::Sign => f32::from(u8::from(x > 0.0)) - f32::from(u8::from(x < 0.0)),
             UFn::Silu => x / (1.0 + (-x).exp()),
             UFn::Expm1 => x.exp_m1(),
+            UFn::Erfinv => crate::kernels::erfinv_f(x),
             UFn::Log1p => x.ln_1p(),
             UFn::Log2 => x.log2(),
             UFn::Log10 => x.log10(),
@@ -451,6 +463,20 @@ pub enum Op {
     InplaceRelu,
     /// slots: selfRef: the in-place forms of the probe's activations (aclnnInplaceLeakyRelu, …)
     InplaceUnary(UFn),
+    /// slots: selfRef. aclnnInplaceNormal (mean `a`, std `b`), aclnnInplaceUniform ([a, b)) and
+    /// aclnnInplaceRandom (integers in [a, b)): the simulator's counter-based generator (rng.rs) at
+    /// (seed, offset), Box-Muller for the normal; the same (seed, offset) gives the same values, not
+    /// those of any other generator.
+    InplaceRandom {
+        kind: RandKind,
+        a: f64,
+        b: f64,
+        seed: i64,
+        offset: i64,
+    },
+    /// slots: self, other, out (bool, one element). aclnnEqual (torch.equal): true when the shapes are
+    /// the same and every element is equal (NaN is not equal to itself).
+    Equal,
     /// slots: gradOutput, self, out
     ThresholdBackward {
         threshold: f64,
@@ -793,6 +819,36 @@ impl Op {
             }
             Op::InplaceRelu => float(t(s, 0)?, "selfRef").map(|_| 0),
             Op::InplaceUnary(_) => one_f32_family_dtype(&[(t(s, 0)?, "selfRef")]).map(|_| 0),
+            Op::Equal => {
+                let o = t(s, 2)?;
+                if o.dtype != DType::Bool || o.numel() != 1 {
+                    return Err(inv(format!(
+                        "out: a one-element bool tensor expected, got {} {:?}",
+                        o.dtype.name(),
+                        o.shape
+                    )));
+                }
+                Ok(0)
+            }
+            Op::InplaceRandom { kind, a, b, .. } => {
+                let o = t(s, 0)?;
+                if !o.dtype.is_float() && *kind != RandKind::Integer {
+                    return Err(inv(format!(
+                        "selfRef: dtype {} is not supported (a float dtype expected)",
+                        o.dtype.name()
+                    )));
+                }
+                let ok = match kind {
+                    RandKind::Normal => *b >= 0.0,
+                    RandKind::Uniform => a <= b,
+                    RandKind::Integer => a < b,
+                };
+                if !ok || !a.is_finite() || !b.is_finite() {
+                    let what = if *kind == RandKind::Normal { "mean/std" } else { "from/to" };
+                    return Err(inv(format!("{what} {a} / {b} are not valid")));
+                }
+                Ok(0)
+            }
             Op::ThresholdBackward { .. } | Op::GeluBackward | Op::UnaryBackward(_) => {
                 let (g, x, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
                 float(g, "gradOutput")?;
@@ -1099,6 +1155,47 @@ impl Op {
                 let x = t(s, 1)?.read_f32()?;
                 let th = *threshold as f32;
                 t(s, 2)?.write_f32(&g.iter().zip(&x).map(|(&g, &x)| if x > th { g } else { 0.0 }).collect::<Vec<_>>())
+            }
+            Op::Equal => {
+                let (a, b) = (t(s, 0)?, t(s, 1)?);
+                let same = a.shape == b.shape && {
+                    if a.dtype.is_float() || b.dtype.is_float() {
+                        a.read_f64()? == b.read_f64()?
+                    } else {
+                        a.read_i64()? == b.read_i64()?
+                    }
+                };
+                t(s, 2)?.write_f64(&[if same { 1.0 } else { 0.0 }])
+            }
+            Op::InplaceRandom { kind, a, b, seed, offset } => {
+                let o = t(s, 0)?;
+                let u = |i: usize| crate::rng::uniform(*seed, *offset, i);
+                if *kind == RandKind::Integer {
+                    let (lo, span) = (*a as i64, (*b as i64).wrapping_sub(*a as i64) as u64);
+                    let v: Vec<i64> =
+                        (0..o.numel()).map(|i| lo + ((u(i) * span as f64) as u64).min(span - 1) as i64).collect();
+                    return o.write_i64(&v);
+                }
+                let v: Vec<f64> = (0..o.numel())
+                    .map(|i| {
+                        if *kind == RandKind::Normal {
+                            let (u1, u2) = (1.0 - u(2 * i), u(2 * i + 1));
+                            a + b * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+                        } else {
+                            // rounded to the dtype a value may reach `to`: it becomes `from`, as torch's
+                            // CUDA kernel does, so the range stays [from, to)
+                            let x = a + (b - a) * u(i);
+                            let mut buf = [0u8; 8];
+                            o.dtype.put(&mut buf, x);
+                            if o.dtype.get(&buf) >= *b && b > a {
+                                *a
+                            } else {
+                                x
+                            }
+                        }
+                    })
+                    .collect();
+                o.write_f64(&v)
             }
             Op::InplaceUnary(f) => {
                 let o = t(s, 0)?;

@@ -147,9 +147,9 @@ pub enum ExtOp {
     /// slots: self, other, out. aclnnMaximum / aclnnMinimum (torch.maximum/minimum): elementwise,
     /// broadcast, a NaN in either gives NaN.
     MaxMin { min: bool },
-    /// slots: self, other, out. aclnnLogicalAnd / aclnnLogicalOr: on "non-zero", broadcast, 1/0 in
-    /// out's dtype.
-    Logical { or: bool },
+    /// slots: self, other, out. aclnnLogicalAnd / aclnnLogicalOr / aclnnLogicalXor (`op` b'&', b'|',
+    /// b'^'): on "non-zero", broadcast, 1/0 in out's dtype.
+    Logical { op: u8 },
     /// slots: self, other, out. aclnnBitwiseAnd/Or/XorTensor (`op` b'&', b'|', b'^'), broadcast:
     /// integers bitwise, bool logically (torch's `&`, `|`, `^`); floats are refused.
     Bitwise { op: u8 },
@@ -1130,11 +1130,15 @@ impl ExtOp {
                 };
                 o.write_f64(&a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect::<Vec<_>>())
             }
-            ExtOp::Logical { or } => {
+            ExtOp::Logical { op } => {
                 let o = t(s, 2)?;
                 let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;
                 let b = bview(t(s, 1)?, &o.shape)?.read_f64()?;
-                let f = |x: f64, y: f64| if *or { x != 0.0 || y != 0.0 } else { x != 0.0 && y != 0.0 };
+                let f = |x: f64, y: f64| match op {
+                    b'|' => x != 0.0 || y != 0.0,
+                    b'^' => (x != 0.0) != (y != 0.0),
+                    _ => x != 0.0 && y != 0.0,
+                };
                 o.write_f64(&a.iter().zip(&b).map(|(&x, &y)| if f(x, y) { 1.0 } else { 0.0 }).collect::<Vec<_>>())
             }
             ExtOp::Bitwise { op } => {

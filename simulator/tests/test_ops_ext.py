@@ -470,3 +470,45 @@ def test_amp_unscale_and_update_scale(acl):
         stream=st,
     )
     assert g16.numpy(st)[0] == np.float16(np.float32(np.float16(1 + 2**-10)) * inv)
+
+
+def test_random_fills(acl):
+    """aclnnInplaceNormal / InplaceUniform / InplaceRandom: moments and ranges of 40000 draws (5 sigma),
+    the same (seed, offset) replaying its values, another offset not; refusals."""
+    s = acl.stream()
+    n = 40000
+
+    def fill(name, *args, dtype=cs.ACL_FLOAT):
+        t = acl.tensor(shape=(n,), dtype=dtype)
+        acl.run(name, t, *args, stream=s)
+        return t.numpy(s).astype(np.float64)
+
+    g = fill("InplaceNormal", 3.0, 0.5, 11, 0)
+    assert abs(g.mean() - 3.0) < 5 * 0.5 / n**0.5 and abs(g.std() - 0.5) < 5 * 0.5 / (2 * n) ** 0.5
+    assert np.array_equal(g, fill("InplaceNormal", 3.0, 0.5, 11, 0))
+    assert not np.array_equal(g, fill("InplaceNormal", 3.0, 0.5, 11, 4))
+    u = fill("InplaceUniform", -2.0, 3.0, 5, 0, dtype=cs.ACL_FLOAT16)
+    assert u.min() >= -2.0 and u.max() < 3.0 and abs(u.mean() - 0.5) < 5 * 5 / 12**0.5 / n**0.5
+    k = fill("InplaceRandom", 3, 9, 5, 0, dtype=cs.ACL_INT32)
+    assert set(np.unique(k)) == set(range(3, 9))
+    for name, args, dtype in [
+        ("InplaceNormal", (0.0, -1.0, 1, 0), cs.ACL_FLOAT),  # negative std
+        ("InplaceUniform", (2.0, 1.0, 1, 0), cs.ACL_FLOAT),  # from > to
+        ("InplaceNormal", (0.0, 1.0, 1, 0), cs.ACL_INT32),  # an integer tensor
+        ("InplaceRandom", (4, 4, 1, 0), cs.ACL_INT64),  # empty range
+    ]:
+        with pytest.raises(cs.AclError):
+            acl.run(name, acl.tensor(shape=(4,), dtype=dtype), *args, stream=s)
+
+
+def test_equal(acl):
+    """aclnnEqual (torch.equal): one bool, true only for the same shape and equal values (NaN unequal)."""
+    s = acl.stream()
+
+    def eq(a, b):
+        o = acl.tensor(shape=(1,), dtype=cs.ACL_BOOL)
+        acl.run("Equal", acl.tensor(np.asarray(a, np.float32)), acl.tensor(np.asarray(b, np.float32)), o, stream=s)
+        return bool(o.numpy(s)[0])
+
+    assert eq([1.0, 2.0], [1.0, 2.0]) and not eq([1.0, 2.0], [1.0, 2.5])
+    assert not eq([1.0, 2.0], [[1.0, 2.0]]) and not eq([np.nan], [np.nan])

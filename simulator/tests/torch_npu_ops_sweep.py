@@ -44,6 +44,21 @@ def amp_update(y):  # an inf step (backoff), two clean steps reaching the interv
     return torch.cat(out)
 
 
+def random_checks(like):
+    """torch.rand / randn / randint / uniform_ on `like`'s device: properties any generator has (ranges,
+    moments within 5 sigma of 20000 draws, a seed replaying its draws, torch.equal), as 1/0 flags."""
+    d, n = like.device, 20000
+    torch.manual_seed(7)
+    r, g = torch.rand(n, device=d), torch.randn(n, device=d)
+    k, h = torch.randint(3, 9, (n,), device=d), torch.empty(n, dtype=torch.float16, device=d).uniform_(-2, 3)
+    torch.manual_seed(7)
+    again = torch.rand(n, device=d)
+    flags = [r.min() >= 0, r.max() < 1, (r.mean() - 0.5).abs() < 0.011, g.mean().abs() < 0.036]
+    flags += [(g.std() - 1).abs() < 0.026, k.min() == 3, k.max() == 8, h.min() >= -2, h.max() < 3]
+    flags += [torch.tensor(torch.equal(r, again), device=d), torch.tensor(not torch.equal(r, g), device=d)]
+    return torch.stack(flags).float()
+
+
 def vi(pair):  # values and indices in one float tensor (torch_npu has no float64)
     return torch.cat([pair[0], pair[1].float()])
 
@@ -279,6 +294,12 @@ ops = {
         torch.tensor([0.0, -0.0, 0.0, -0.0]).to(x), T([0.0, 0.0, -0.0, -1.0], x)
     ),
     "atan2_": lambda x, y, i: y.clone().atan2_(x),
+    "erfinv": lambda x, y, i: torch.erfinv(
+        torch.cat([x.flatten(), y.flatten() / 3, T([1.0, -1.0, 0.999999, -0.0], x)])
+    ),
+    "erfinv_": lambda x, y, i: (y / 2.5).clamp(-1, 1).erfinv_(),
+    "logical_xor": lambda x, y, i: torch.logical_xor(x, i),
+    "random": lambda x, y, i: random_checks(x),
     # pooling, resizing and padding (aclnnAvgPool2d, AdaptiveAvgPool2d, UpsampleNearest2d(V2), UpsampleBilinear2d,
     # Reflection/ReplicationPad1d/2d), forward and backward (a squared output makes the gradient non-uniform)
     "avg_pool2d": lambda x, y, i: F.avg_pool2d(y.reshape(1, 1, 4, 6), 2),

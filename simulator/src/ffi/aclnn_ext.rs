@@ -31,6 +31,7 @@ crate::phase2!(
     aclnnMaximum,
     aclnnMinimum,
     aclnnLogicalAnd,
+    aclnnLogicalXor,
     aclnnLogicalOr,
     aclnnBitwiseAndTensor,
     aclnnBitwiseOrTensor,
@@ -240,7 +241,7 @@ macro_rules! inplace_tri {
 inplace_tri!(aclnnInplaceTrilGetWorkspaceSize, "aclnnInplaceTril", false);
 inplace_tri!(aclnnInplaceTriuGetWorkspaceSize, "aclnnInplaceTriu", true);
 
-/// `aclnnMaximum` / `aclnnMinimum` / `aclnnLogicalAnd` / `aclnnLogicalOr` /
+/// `aclnnMaximum` / `aclnnMinimum` / `aclnnLogical{And,Or,Xor}` /
 /// `aclnnBitwise{And,Or,Xor}Tensor` / `aclnn{Eq,..}Tensor(self, const aclTensor *other, out)`.
 macro_rules! binary_ext {
     ($name:ident, $p2:literal, $op:expr) => {
@@ -256,8 +257,9 @@ macro_rules! binary_ext {
 }
 binary_ext!(aclnnMaximumGetWorkspaceSize, "aclnnMaximum", ExtOp::MaxMin { min: false });
 binary_ext!(aclnnMinimumGetWorkspaceSize, "aclnnMinimum", ExtOp::MaxMin { min: true });
-binary_ext!(aclnnLogicalAndGetWorkspaceSize, "aclnnLogicalAnd", ExtOp::Logical { or: false });
-binary_ext!(aclnnLogicalOrGetWorkspaceSize, "aclnnLogicalOr", ExtOp::Logical { or: true });
+binary_ext!(aclnnLogicalAndGetWorkspaceSize, "aclnnLogicalAnd", ExtOp::Logical { op: b'&' });
+binary_ext!(aclnnLogicalOrGetWorkspaceSize, "aclnnLogicalOr", ExtOp::Logical { op: b'|' });
+binary_ext!(aclnnLogicalXorGetWorkspaceSize, "aclnnLogicalXor", ExtOp::Logical { op: b'^' });
 binary_ext!(aclnnBitwiseAndTensorGetWorkspaceSize, "aclnnBitwiseAndTensor", ExtOp::Bitwise { op: b'&' });
 binary_ext!(aclnnBitwiseOrTensorGetWorkspaceSize, "aclnnBitwiseOrTensor", ExtOp::Bitwise { op: b'|' });
 binary_ext!(aclnnBitwiseXorTensorGetWorkspaceSize, "aclnnBitwiseXorTensor", ExtOp::Bitwise { op: b'^' });

@@ -81,6 +81,8 @@ aclnnStatus aclnnSWhereGetWorkspaceSize(const aclTensor *condition, const aclTen
 aclnnStatus aclnnMaximumGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out, P1);
 aclnnStatus aclnnMinimumGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out, P1);
 aclnnStatus aclnnLogicalAndGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out, P1);
+aclnnStatus aclnnLogicalXorGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out, P1);
+aclnnStatus aclnnEqualGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out, P1);
 aclnnStatus aclnnLogicalOrGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out, P1);
 aclnnStatus aclnnBitwiseAndTensorGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out, P1);
 aclnnStatus aclnnBitwiseOrTensorGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out, P1);
@@ -272,6 +274,7 @@ aclnnStatus aclnnUnique2GetWorkspaceSize(const aclTensor *self, bool sorted, boo
 aclnnStatus aclnnUniqueConsecutiveGetWorkspaceSize(const aclTensor *self, bool returnInverse, bool returnCounts, int64_t dim, aclTensor *valueOut, aclTensor *inverseOut, aclTensor *countsOut, P1);
 /* math and activations from a probe of common torch ops on torch_npu (expm1 … elu and their backward kernels) */
 aclnnStatus aclnnExpm1GetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnErfinvGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnLog1pGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnLog2GetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnLog10GetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
@@ -319,6 +322,10 @@ aclnnStatus aclnnInplaceRoundGetWorkspaceSize(aclTensor *selfRef, P1);
 aclnnStatus aclnnInplaceTruncGetWorkspaceSize(aclTensor *selfRef, P1);
 aclnnStatus aclnnInplaceCeilGetWorkspaceSize(aclTensor *selfRef, P1);
 aclnnStatus aclnnInplaceExpm1GetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceErfinvGetWorkspaceSize(aclTensor *selfRef, P1);
+aclnnStatus aclnnInplaceNormalGetWorkspaceSize(const aclTensor *selfRef, float mean, float std, int64_t seed, int64_t offset, P1);
+aclnnStatus aclnnInplaceRandomGetWorkspaceSize(const aclTensor *selfRef, int64_t from, int64_t to, int64_t seed, int64_t offset, P1);
+aclnnStatus aclnnInplaceUniformGetWorkspaceSize(const aclTensor *selfRef, double from, double to, uint64_t seed, uint64_t offset, P1);
 aclnnStatus aclnnInplaceLog1pGetWorkspaceSize(aclTensor *selfRef, P1);
 aclnnStatus aclnnInplacePowTensorScalarGetWorkspaceSize(aclTensor *selfRef, const aclScalar *exponent, P1);
 aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor *self, const aclTensor *gammaOptional, const aclTensor *betaOptional, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, aclTensor *out, aclTensor *meanOut, aclTensor *rstdOut, P1);
