@@ -474,6 +474,18 @@ pub enum Op {
         seed: i64,
         offset: i64,
     },
+    /// slots: out (1-D, `steps` elements). aclnnLinspace: start + i·step for the first half, end - (steps - 1
+    /// - i)·step for the rest (torch's symmetric formula), step = (end - start) / (steps - 1), in f64.
+    Linspace {
+        start: f64,
+        end: f64,
+        steps: i64,
+    },
+    /// slots: out [n, m]. aclnnEye: ones on the diagonal, zeros elsewhere.
+    Eye {
+        n: i64,
+        m: i64,
+    },
     /// slots: self, other, out (bool, one element). aclnnEqual (torch.equal): true when the shapes are
     /// the same and every element is equal (NaN is not equal to itself).
     Equal,
@@ -819,6 +831,21 @@ impl Op {
             }
             Op::InplaceRelu => float(t(s, 0)?, "selfRef").map(|_| 0),
             Op::InplaceUnary(_) => one_f32_family_dtype(&[(t(s, 0)?, "selfRef")]).map(|_| 0),
+            Op::Linspace { steps, .. } => {
+                let o = t(s, 0)?;
+                if *steps < 0 {
+                    return Err(inv(format!("steps {steps} must not be negative")));
+                }
+                shape_eq(o, &[*steps], "out")?;
+                Ok(0)
+            }
+            Op::Eye { n, m } => {
+                if *n < 0 || *m < 0 {
+                    return Err(inv(format!("n {n} and m {m} must not be negative")));
+                }
+                shape_eq(t(s, 0)?, &[*n, *m], "out")?;
+                Ok(0)
+            }
             Op::Equal => {
                 let o = t(s, 2)?;
                 if o.dtype != DType::Bool || o.numel() != 1 {
@@ -1155,6 +1182,23 @@ impl Op {
                 let x = t(s, 1)?.read_f32()?;
                 let th = *threshold as f32;
                 t(s, 2)?.write_f32(&g.iter().zip(&x).map(|(&g, &x)| if x > th { g } else { 0.0 }).collect::<Vec<_>>())
+            }
+            Op::Linspace { start, end, steps } => {
+                let n = *steps;
+                let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };
+                let v: Vec<f64> = (0..n)
+                    .map(|i| if i < n / 2 { start + step * i as f64 } else { end - step * (n - 1 - i) as f64 })
+                    .collect();
+                let o = t(s, 0)?;
+                if o.dtype.is_int() {
+                    return o.write_i64(&v.iter().map(|&x| x as i64).collect::<Vec<_>>());
+                }
+                o.write_f64(&v)
+            }
+            Op::Eye { n, m } => {
+                let (n, m) = (*n as usize, *m as usize);
+                let v: Vec<f64> = (0..n * m).map(|k| if k / m.max(1) == k % m.max(1) { 1.0 } else { 0.0 }).collect();
+                t(s, 0)?.write_f64(&v)
             }
             Op::Equal => {
                 let (a, b) = (t(s, 0)?, t(s, 1)?);

@@ -29,8 +29,9 @@ pub enum RKind {
 
 #[derive(Clone, Debug)]
 pub enum DimOp {
-    /// slots: self, out. aclnnCumsum along `dim`, accumulated in f64 (as torch's CPU kernel).
-    Cumsum { dim: i64 },
+    /// slots: self, out. aclnnCumsum (aclnnCumprod when `prod`) along `dim`, accumulated in f64 (as
+    /// torch's CPU kernel); integers exactly, wrapping.
+    Cumsum { dim: i64, prod: bool },
     /// slots: self, out (values; absent for ArgMax/ArgMin), indices (int64; ArgMax's out). aclnnMaxDim/MinDim
     /// and aclnnArgMax/ArgMin: the first maximum (minimum) of each row along `dim`; a NaN wins.
     Extreme { dim: i64, keep: bool, min: bool, values: bool },
@@ -414,7 +415,7 @@ impl DimOp {
     /// Phase 1: shapes and dtypes; the workspace size.
     pub fn validate(&self, s: &[SV]) -> Result<u64, i32> {
         match self {
-            DimOp::Cumsum { dim } => {
+            DimOp::Cumsum { dim, .. } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 axis(*dim, a.shape.len())?;
                 same_shape(a, o, "out")?;
@@ -619,7 +620,7 @@ impl DimOp {
     /// Phase 2, on the stream worker.
     pub fn exec(&self, s: &[SV]) -> Result<(), i32> {
         match self {
-            DimOp::Cumsum { dim } => {
+            DimOp::Cumsum { dim, prod } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 let l = lanes(&a.shape, *dim)?;
                 if o.dtype.is_int() {
@@ -629,10 +630,10 @@ impl DimOp {
                     let (outer, n, inn) = l;
                     for p in 0..outer {
                         for q in 0..inn {
-                            let mut acc = 0i64;
+                            let mut acc = i64::from(*prod);
                             for j in 0..n {
                                 let k = (p * n + j) * inn + q;
-                                acc = acc.wrapping_add(v[k]);
+                                acc = if *prod { acc.wrapping_mul(v[k]) } else { acc.wrapping_add(v[k]) };
                                 y[k] = acc;
                             }
                         }
@@ -640,9 +641,9 @@ impl DimOp {
                     return o.write_i64(&y);
                 }
                 let (y, _) = map_lanes(&a.read_f64()?, l, l.1, |x, y, _| {
-                    let mut acc = 0.0;
+                    let mut acc = if *prod { 1.0 } else { 0.0 };
                     for (v, out) in x.iter().zip(y.iter_mut()) {
-                        acc += v;
+                        acc = if *prod { acc * v } else { acc + v };
                         *out = acc;
                     }
                 });

@@ -512,3 +512,24 @@ def test_equal(acl):
 
     assert eq([1.0, 2.0], [1.0, 2.0]) and not eq([1.0, 2.0], [1.0, 2.5])
     assert not eq([1.0, 2.0], [[1.0, 2.0]]) and not eq([np.nan], [np.nan])
+
+
+def test_cumprod_linspace_eye(acl):
+    """aclnnCumprod (dim as an aclScalar, dtype -1 = out's) against np.cumprod, aclnnLinspace against
+    np.linspace, aclnnEye against np.eye; refusals."""
+    s = acl.stream()
+    x = np.random.default_rng(3).uniform(-2, 2, (3, 5)).astype(np.float32)
+    for d in (0, 1, -1):
+        o = acl.tensor(shape=x.shape)
+        acl.run("Cumprod", acl.tensor(x), d, -1, o, stream=s)
+        np.testing.assert_allclose(o.numpy(s), np.cumprod(x.astype(np.float64), axis=d), rtol=1e-6)
+    o = acl.tensor(shape=(9,))
+    acl.run("Linspace", -1.5, 2.5, 9, o, stream=s)
+    np.testing.assert_allclose(o.numpy(s), np.linspace(-1.5, 2.5, 9), rtol=1e-7)
+    o = acl.tensor(shape=(3, 4), dtype=cs.ACL_INT32)
+    acl.run("Eye", 3, 4, o, stream=s)
+    np.testing.assert_array_equal(o.numpy(s), np.eye(3, 4))
+    with pytest.raises(cs.AclError):  # dtype given and not out's
+        acl.run("Cumprod", acl.tensor(x), 0, cs.ACL_INT32, acl.tensor(shape=x.shape), stream=s)
+    with pytest.raises(cs.AclError):  # out of the wrong length
+        acl.run("Linspace", 0.0, 1.0, 5, acl.tensor(shape=(4,)), stream=s)

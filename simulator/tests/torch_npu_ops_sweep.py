@@ -300,6 +300,13 @@ ops = {
     "erfinv_": lambda x, y, i: (y / 2.5).clamp(-1, 1).erfinv_(),
     "logical_xor": lambda x, y, i: torch.logical_xor(x, i),
     "random": lambda x, y, i: random_checks(x),
+    "cumprod": lambda x, y, i: y.cumprod(1),
+    "cumprod_int": lambda x, y, i: i.cumprod(0),
+    "cumprod_dtype": lambda x, y, i: torch.cumprod(i, 1, dtype=torch.float32),
+    "cumprod_bw": lambda x, y, i: grad_of(lambda t: t.cumprod(1), y),
+    "linspace": lambda x, y, i: torch.linspace(-1.5, 2.5, 7, device=x.device),
+    "linspace_int": lambda x, y, i: torch.linspace(0, 10, 4, device=x.device, dtype=torch.int64),
+    "eye": lambda x, y, i: torch.eye(2, 4, device=x.device, dtype=torch.int32),
     # pooling, resizing and padding (aclnnAvgPool2d, AdaptiveAvgPool2d, UpsampleNearest2d(V2), UpsampleBilinear2d,
     # Reflection/ReplicationPad1d/2d), forward and backward (a squared output makes the gradient non-uniform)
     "avg_pool2d": lambda x, y, i: F.avg_pool2d(y.reshape(1, 1, 4, 6), 2),

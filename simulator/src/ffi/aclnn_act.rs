@@ -11,7 +11,7 @@ use super::aclnn::{p1, scalar, u, unary};
 use crate::consts::ACLNN_ERR_PARAM_INVALID;
 use crate::errmsg::fail;
 use crate::nnop::Args;
-use crate::ops::{Bin, Op, RandKind, UFn};
+use crate::ops::{Bin, Op, UFn};
 use crate::trace::Role::{InOut, Input as In, Output as Out};
 use std::os::raw::c_void;
 
@@ -69,10 +69,6 @@ crate::phase2!(
     aclnnInplaceCeil,
     aclnnInplaceExpm1,
     aclnnInplaceErfinv,
-    aclnnInplaceNormal,
-    aclnnInplaceUniform,
-    aclnnInplaceRandom,
-    aclnnEqual,
     aclnnInplaceLog1p,
     aclnnInplacePowTensorScalar,
 );
@@ -425,71 +421,5 @@ pub extern "C" fn aclnnInplacePowTensorScalarGetWorkspaceSize(x: H, exponent: H,
         let mut a = Args::new();
         a.t(InOut, "selfRef", u(x))?;
         Ok((Op::InplaceBinaryScalar { op: Bin::Pow, other, alpha: 1.0 }, a))
-    })
-}
-
-/// `aclnnInplaceNormal(aclTensor *selfRef, float mean, float std, int64_t seed, int64_t offset)`
-/// (`normal_`, `torch.randn(device=npu)`).
-#[no_mangle]
-pub extern "C" fn aclnnInplaceNormalGetWorkspaceSize(
-    x: H,
-    mean: f32,
-    std: f32,
-    seed: i64,
-    offset: i64,
-    ws: *mut u64,
-    ex: *mut H,
-) -> Status {
-    let op = Op::InplaceRandom { kind: RandKind::Normal, a: mean.into(), b: std.into(), seed, offset };
-    random("aclnnInplaceNormal", x, op, ws, ex)
-}
-
-/// `aclnnInplaceUniform(aclTensor *selfRef, double from, double to, uint64_t seed, uint64_t offset)`
-/// (`uniform_`, `torch.rand(device=npu)`).
-#[no_mangle]
-pub extern "C" fn aclnnInplaceUniformGetWorkspaceSize(
-    x: H,
-    from: f64,
-    to: f64,
-    seed: u64,
-    offset: u64,
-    ws: *mut u64,
-    ex: *mut H,
-) -> Status {
-    let op = Op::InplaceRandom { kind: RandKind::Uniform, a: from, b: to, seed: seed as i64, offset: offset as i64 };
-    random("aclnnInplaceUniform", x, op, ws, ex)
-}
-
-/// `aclnnInplaceRandom(aclTensor *selfRef, int64_t from, int64_t to, int64_t seed, int64_t offset)`
-/// (`random_(from, to)`, `torch.randint(device=npu)`): integers in [from, to).
-#[no_mangle]
-pub extern "C" fn aclnnInplaceRandomGetWorkspaceSize(
-    x: H,
-    from: i64,
-    to: i64,
-    seed: i64,
-    offset: i64,
-    ws: *mut u64,
-    ex: *mut H,
-) -> Status {
-    let op = Op::InplaceRandom { kind: RandKind::Integer, a: from as f64, b: to as f64, seed, offset };
-    random("aclnnInplaceRandom", x, op, ws, ex)
-}
-
-fn random(name: &'static str, x: H, op: Op, ws: *mut u64, ex: *mut H) -> Status {
-    p1(name, ws, ex, || {
-        let mut a = Args::new();
-        a.t(InOut, "selfRef", u(x))?;
-        Ok((op, a))
-    })
-}
-
-/// `aclnnEqual(const aclTensor *self, const aclTensor *other, aclTensor *out)` (torch.equal).
-#[no_mangle]
-pub extern "C" fn aclnnEqualGetWorkspaceSize(x: H, other: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
-    p1("aclnnEqual", ws, ex, || {
-        let mut a = Args::new();
-        a.t(In, "self", u(x))?.t(In, "other", u(other))?.t(Out, "out", u(out))?;
-        Ok((Op::Equal, a))
     })
 }

@@ -42,6 +42,7 @@ crate::phase2!(
     aclnnSilu,
     aclnnSiluBackward,
     aclnnCumsum,
+    aclnnCumprod,
     aclnnMaxDim,
     aclnnMinDim,
     aclnnArgMax,
@@ -102,7 +103,25 @@ pub extern "C" fn aclnnCumsumGetWorkspaceSize(
         dtype_is(dtype, out)?;
         let mut a = Args::new();
         a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((dim(DimOp::Cumsum { dim: d }), a))
+        Ok((dim(DimOp::Cumsum { dim: d, prod: false }), a))
+    })
+}
+
+/// `aclnnCumprod(input, const aclScalar *dim, aclDataType dtype, out)`: dtype ACL_DT_UNDEFINED (-1)
+/// means out's; the product is computed in out's dtype (the input converted to it).
+#[no_mangle]
+pub extern "C" fn aclnnCumprodGetWorkspaceSize(input: H, d: H, dtype: i32, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnCumprod", ws, ex, || {
+        if dtype != -1 {
+            dtype_is(dtype, out)?;
+        }
+        let dv = super::aclnn::scalar(d, "dim")?;
+        if dv.fract() != 0.0 {
+            return Err(fail(ACLNN_ERR_PARAM_INVALID, format!("dim {dv} must be an integer scalar")));
+        }
+        let mut a = Args::new();
+        a.t(In, "input", u(input))?.t(Out, "out", u(out))?;
+        Ok((dim(DimOp::Cumsum { dim: dv as i64, prod: true }), a))
     })
 }
 

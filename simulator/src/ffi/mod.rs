@@ -12,6 +12,7 @@ pub mod aclnn_act;
 pub mod aclnn_attn;
 pub mod aclnn_dim;
 pub mod aclnn_ext;
+pub mod aclnn_fill;
 pub mod aclnn_loss;
 pub mod aclnn_ms;
 pub mod aclnn_norm;
