@@ -334,7 +334,10 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
                     }
                 };
                 let keep = abool(attr, "keep_dims");
-                steps.push((Op::ReduceSum { dims, keep, dtype: y.dtype.acl(), mean: false }, vec![t(&iv[0]), t(y)]));
+                steps.push((
+                    Op::ReduceSum { dims, keep, dtype: y.dtype.acl(), mean: false, nan_zero: false },
+                    vec![t(&iv[0]), t(y)],
+                ));
             }
             "ReduceMax" | "ReduceMin" => {
                 // ReduceMax(x, axes) -> y, attr keep_dims; NaN-propagating (ops_reduce.rs).

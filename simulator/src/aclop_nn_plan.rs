@@ -228,7 +228,13 @@ pub fn plan(op: &str, ins: &[IoT], iv: &[TView], ov: &[TView], a: &Attr) -> Resu
             } else {
                 let dims = if dims.is_empty() { (0..iv[0].shape.len() as i64).collect() } else { dims };
                 vec![(
-                    Op::ReduceSum { dims, keep: boolean(a, "keep_dims"), dtype: y.dtype.acl(), mean: true },
+                    Op::ReduceSum {
+                        dims,
+                        keep: boolean(a, "keep_dims"),
+                        dtype: y.dtype.acl(),
+                        mean: true,
+                        nan_zero: false,
+                    },
                     vec![t(&iv[0]), t(y)],
                 )]
             }

@@ -21,6 +21,7 @@ pub mod nnop;
 pub mod ops;
 pub mod ops_dim;
 pub mod ops_ext;
+pub mod ops_misc;
 pub mod ops_reduce;
 pub mod rng;
 pub mod spatial;

@@ -547,6 +547,8 @@ pub enum Op {
         keep: bool,
         dtype: i32,
         mean: bool,
+        /// aclnnReduceNansum: NaN counted as 0
+        nan_zero: bool,
     },
     /// slots: selfRef, src
     InplaceCopy,
@@ -579,6 +581,8 @@ pub enum Op {
     Loss(Box<crate::losses::Loss>),
     /// aclnnGroupNorm / aclnnGroupNormBackward (slots in group_norm.rs).
     GroupNorm(Box<crate::group_norm::GroupNorm>),
+    /// Indexing and activation kernels of ops_misc.rs (slots there).
+    Misc(Box<crate::ops_misc::MiscOp>),
     /// Pooling, resizing and padding over the last axes (slots in spatial.rs).
     Spatial(Box<crate::spatial::Spatial>),
 }
@@ -749,6 +753,7 @@ impl Op {
             Op::Loss(l) => l.validate(s),
             Op::GroupNorm(g) => g.validate(s),
             Op::Spatial(g) => g.validate(s),
+            Op::Misc(m) => m.validate(s),
             Op::Binary { .. } => {
                 let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
                 let bs = k::broadcast_shape(&a.shape, &b.shape)
@@ -1037,7 +1042,7 @@ impl Op {
                 shape_eq(o, &a.shape, "out")?;
                 Ok(0)
             }
-            Op::ReduceSum { dims, keep, dtype, mean } => {
+            Op::ReduceSum { dims, keep, dtype, mean, .. } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 if *mean {
                     float(a, "self")?;
@@ -1119,6 +1124,7 @@ impl Op {
             Op::Loss(l) => l.exec(s),
             Op::GroupNorm(g) => g.exec(s),
             Op::Spatial(g) => g.exec(s),
+            Op::Misc(m) => m.exec(s),
             Op::Binary { op, .. } if op.rounds() => {
                 let o = t(s, 2)?;
                 rounding_div(*op, o, &bview(t(s, 0)?, &o.shape)?, Ok(&bview(t(s, 1)?, &o.shape)?))
@@ -1422,7 +1428,7 @@ impl Op {
                 let a = t(s, 0)?.read_f64()?;
                 t(s, 1)?.write_f64(&a)
             }
-            Op::ReduceSum { dims, mean, .. } => {
+            Op::ReduceSum { dims, mean, nan_zero, .. } => {
                 let a = t(s, 0)?;
                 let red = reduce_axes(&a.shape, dims)?;
                 let mut r = if a.dtype.is_int() || a.dtype == DType::F64 {
@@ -1435,7 +1441,11 @@ impl Op {
                         k::reduce_sum(&f, &a.shape, &red).into_iter().map(|x| x as f64).collect()
                     }
                 } else {
-                    k::reduce_sum(&a.read_f32()?, &a.shape, &red).into_iter().map(|x| x as f64).collect::<Vec<f64>>()
+                    let mut f = a.read_f32()?;
+                    if *nan_zero {
+                        f.iter_mut().filter(|x| x.is_nan()).for_each(|x| *x = 0.0);
+                    }
+                    k::reduce_sum(&f, &a.shape, &red).into_iter().map(|x| x as f64).collect::<Vec<f64>>()
                 };
                 if *mean {
                     let cnt: i64 = a.shape.iter().zip(&red).filter(|(_, &r)| r).map(|(&d, _)| d).product();

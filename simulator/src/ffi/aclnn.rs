@@ -138,6 +138,7 @@ phase2!(
     aclnnEmbeddingDenseBackward,
     aclnnCast,
     aclnnReduceSum,
+    aclnnReduceNansum,
     aclnnMean,
     aclnnInplaceCopy,
     aclnnInplaceZero,
@@ -689,7 +690,26 @@ pub extern "C" fn aclnnReduceSumGetWorkspaceSize(
         let dims = int_array(dims, "dims")?;
         let mut a = Args::new();
         a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((Op::ReduceSum { dims, keep: keep_dims, dtype, mean: false }, a))
+        Ok((Op::ReduceSum { dims, keep: keep_dims, dtype, mean: false, nan_zero: false }, a))
+    })
+}
+
+/// `aclnnReduceNansum(self, const aclIntArray *dim, bool keepDim, aclDataType dtype, out)` (torch.nansum).
+#[no_mangle]
+pub extern "C" fn aclnnReduceNansumGetWorkspaceSize(
+    self_: H,
+    dims: H,
+    keep_dims: bool,
+    dtype: i32,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnReduceNansum", ws, ex, || {
+        let dims = int_array(dims, "dim")?;
+        let mut a = Args::new();
+        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
+        Ok((Op::ReduceSum { dims, keep: keep_dims, dtype, mean: false, nan_zero: true }, a))
     })
 }
 
@@ -707,7 +727,7 @@ pub extern "C" fn aclnnMeanGetWorkspaceSize(
         let dims = int_array(dim, "dim")?;
         let mut a = Args::new();
         a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((Op::ReduceSum { dims, keep: keep_dim, dtype, mean: true }, a))
+        Ok((Op::ReduceSum { dims, keep: keep_dim, dtype, mean: true, nan_zero: false }, a))
     })
 }
 

@@ -14,6 +14,7 @@ pub mod aclnn_dim;
 pub mod aclnn_ext;
 pub mod aclnn_fill;
 pub mod aclnn_loss;
+pub mod aclnn_misc;
 pub mod aclnn_ms;
 pub mod aclnn_norm;
 pub mod aclnn_spatial;

@@ -1,0 +1,228 @@
+//! aclnnRepeatInterleave(*), aclnnIndexAdd, aclnnBincount, aclnnPrelu(+Backward), aclnnGlu(+Backward),
+//! aclnnIsClose (signatures from CANN's ops-nn / ops-math headers): the C arguments →
+//! [`crate::ops_misc::MiscOp`] and its slots.
+use super::aclnn::{p1, scalar, u};
+use crate::nnop::Args;
+use crate::ops::Op;
+use crate::ops_misc::MiscOp;
+use crate::trace::Role::{Input as In, Output as Out};
+use std::os::raw::c_void;
+
+type Status = i32;
+type H = *mut c_void;
+
+crate::phase2!(
+    aclnnRepeatInterleave,
+    aclnnRepeatInterleaveWithDim,
+    aclnnRepeatInterleaveInt,
+    aclnnRepeatInterleaveIntWithDim,
+    aclnnRepeatInterleaveTensor,
+    aclnnIndexAdd,
+    aclnnBincount,
+    aclnnPrelu,
+    aclnnPreluBackward,
+    aclnnGlu,
+    aclnnGluBackward,
+    aclnnIsClose,
+);
+
+fn misc(m: MiscOp) -> Op {
+    Op::Misc(Box::new(m))
+}
+
+/// The four self-taking repeat_interleave forms: (self, repeats tensor or count, [dim], outputSize, out).
+fn repeat(
+    name: &'static str,
+    x: H,
+    reps: Option<H>,
+    count: Option<i64>,
+    dim: Option<i64>,
+    size: i64,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1(name, ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(In, "repeats", reps.map_or(0, u))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::RepeatInterleave { count, dim, output_size: size }), a))
+    })
+}
+
+/// `aclnnRepeatInterleave(self, const aclTensor *repeats, int64_t outputSize, out)` (flattened).
+#[no_mangle]
+pub extern "C" fn aclnnRepeatInterleaveGetWorkspaceSize(
+    x: H,
+    reps: H,
+    size: i64,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    repeat("aclnnRepeatInterleave", x, Some(reps), None, None, size, out, ws, ex)
+}
+
+/// `aclnnRepeatInterleaveWithDim(self, const aclTensor *repeats, int64_t dim, int64_t outputSize, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnRepeatInterleaveWithDimGetWorkspaceSize(
+    x: H,
+    reps: H,
+    dim: i64,
+    size: i64,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    repeat("aclnnRepeatInterleaveWithDim", x, Some(reps), None, Some(dim), size, out, ws, ex)
+}
+
+/// `aclnnRepeatInterleaveInt(self, int64_t repeats, int64_t outputSize, out)` (flattened).
+#[no_mangle]
+pub extern "C" fn aclnnRepeatInterleaveIntGetWorkspaceSize(
+    x: H,
+    reps: i64,
+    size: i64,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    repeat("aclnnRepeatInterleaveInt", x, None, Some(reps), None, size, out, ws, ex)
+}
+
+/// `aclnnRepeatInterleaveIntWithDim(self, int64_t repeats, int64_t dim, int64_t outputSize, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnRepeatInterleaveIntWithDimGetWorkspaceSize(
+    x: H,
+    reps: i64,
+    dim: i64,
+    size: i64,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    repeat("aclnnRepeatInterleaveIntWithDim", x, None, Some(reps), Some(dim), size, out, ws, ex)
+}
+
+/// `aclnnRepeatInterleaveTensor(const aclTensor *repeats, int64_t outputSize, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnRepeatInterleaveTensorGetWorkspaceSize(
+    reps: H,
+    size: i64,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnRepeatInterleaveTensor", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "repeats", u(reps))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::RepeatIndices { output_size: size }), a))
+    })
+}
+
+/// `aclnnIndexAdd(self, const int64_t dim, index, source, const aclScalar *alpha, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnIndexAddGetWorkspaceSize(
+    x: H,
+    dim: i64,
+    index: H,
+    source: H,
+    alpha: H,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnIndexAdd", ws, ex, || {
+        let alpha = scalar(alpha, "alpha")?;
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(In, "index", u(index))?.t(In, "source", u(source))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::IndexAdd { dim, alpha }), a))
+    })
+}
+
+/// `aclnnBincount(self, const aclTensor *weights (may be NULL), int64_t minlength, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnBincountGetWorkspaceSize(
+    x: H,
+    weights: H,
+    minlength: i64,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnBincount", ws, ex, || {
+        if minlength < 0 {
+            return Err(crate::ops_ext::inv(format!("minlength {minlength} must not be negative")));
+        }
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(In, "weights", u(weights))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::Bincount), a))
+    })
+}
+
+/// `aclnnPrelu(self, weight, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnPreluGetWorkspaceSize(x: H, weight: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnPrelu", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(In, "weight", u(weight))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::Prelu), a))
+    })
+}
+
+/// `aclnnPreluBackward(gradOutput, self, weight, gradInput, gradWeight)`.
+#[no_mangle]
+pub extern "C" fn aclnnPreluBackwardGetWorkspaceSize(
+    g: H,
+    x: H,
+    weight: H,
+    gx: H,
+    gw: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnPreluBackward", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "gradOutput", u(g))?.t(In, "self", u(x))?.t(In, "weight", u(weight))?;
+        a.t(Out, "gradInput", u(gx))?.t(Out, "gradWeight", u(gw))?;
+        Ok((misc(MiscOp::PreluBackward), a))
+    })
+}
+
+/// `aclnnGlu(self, int64_t dim, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnGluGetWorkspaceSize(x: H, dim: i64, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnGlu", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::Glu { dim }), a))
+    })
+}
+
+/// `aclnnGluBackward(gradOut, self, int64_t dim, out)`: out is the input's gradient.
+#[no_mangle]
+pub extern "C" fn aclnnGluBackwardGetWorkspaceSize(g: H, x: H, dim: i64, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnGluBackward", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "gradOut", u(g))?.t(In, "self", u(x))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::GluBackward { dim }), a))
+    })
+}
+
+/// `aclnnIsClose(self, other, double rtol, double atol, bool equalNan, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnIsCloseGetWorkspaceSize(
+    x: H,
+    other: H,
+    rtol: f64,
+    atol: f64,
+    equal_nan: bool,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnIsClose", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(In, "other", u(other))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::IsClose { rtol, atol, equal_nan }), a))
+    })
+}

@@ -1,0 +1,402 @@
+//! Indexing and activation kernels torch_npu reaches for ordinary torch code, each as torch's CPU
+//! kernel defines it: aclnnRepeatInterleave(*), aclnnIndexAdd, aclnnBincount, aclnnPrelu(+Backward),
+//! aclnnGlu(+Backward) and aclnnIsClose. Signatures from CANN's ops-nn / ops-math headers.
+//!
+//! Slots are listed on each variant. Integer values move exactly (i64); floats in f64, rounded to
+//! the output dtype once, except where torch rounds at each step (IndexAdd, Bincount's weights).
+use crate::dtype::DType;
+use crate::kernels::broadcast_shape;
+use crate::ops_ext::{float, inv, opt, t};
+use crate::tensor::{bview, numel, TView, SV};
+
+#[derive(Clone, Debug)]
+pub enum MiscOp {
+    /// slots: self, repeats? (1-D int64 tensor, one element per index along the axis or a single
+    /// one), out. Each index along `dim` (of the flattened self when None) repeated; `count` is the
+    /// per-index count of the Int forms, `output_size` the result's length along the axis.
+    RepeatInterleave { count: Option<i64>, dim: Option<i64>, output_size: i64 },
+    /// slots: repeats (1-D int64), out. aclnnRepeatInterleaveTensor: index i repeated repeats[i] times.
+    RepeatIndices { output_size: i64 },
+    /// slots: self, index (1-D int32/int64), source, out. out = self, then out[.., index[k], ..] +=
+    /// alpha · source[.., k, ..] along `dim`, in order (rounded to the dtype at each step, as torch).
+    IndexAdd { dim: i64, alpha: f64 },
+    /// slots: self (1-D non-negative integers), weights? (self's shape), out (1-D). Counts (or sums
+    /// of weights, accumulated in out's dtype as torch) per value; out's length is chosen by the caller.
+    Bincount,
+    /// slots: self, weight (1 or C elements, C = dim 1), out: x > 0 ? x : w · x.
+    Prelu,
+    /// slots: gradOutput, self, weight, gradInput, gradWeight (weight's shape).
+    PreluBackward,
+    /// slots: self, out: a · sigmoid(b), (a, b) the halves of self along `dim`.
+    Glu { dim: i64 },
+    /// slots: gradOut, self, gradInput (self's shape).
+    GluBackward { dim: i64 },
+    /// slots: self, other, out (bool, broadcast): a == b, or |a - b| <= atol + |rtol · b| (finite),
+    /// or both NaN when `equal_nan`; in float32 for float inputs (CANN casts rtol/atol to float32).
+    IsClose { rtol: f64, atol: f64, equal_nan: bool },
+}
+
+/// `v` rounded to `dt` (so a sum rounds at each step where torch's does).
+fn round_to(dt: DType, v: f64) -> f64 {
+    let mut b = [0u8; 8];
+    dt.put(&mut b, v);
+    dt.get(&b)
+}
+
+fn axis(dim: i64, rank: usize) -> Result<usize, i32> {
+    let r = rank.max(1) as i64;
+    let d = if dim < 0 { dim + r } else { dim };
+    if d < 0 || d >= r {
+        return Err(inv(format!("dim {dim} out of range for rank {rank}")));
+    }
+    Ok(d as usize)
+}
+
+/// (outer, len, inner) of `shape` around axis `d`.
+fn lanes(shape: &[i64], d: usize) -> (usize, usize, usize) {
+    let outer = numel(&shape[..d]);
+    let inner = numel(&shape[d + 1..]);
+    (outer, shape.get(d).copied().unwrap_or(1) as usize, inner)
+}
+
+/// Values of `v` as f64, or as i64 when `int` (so integers move exactly).
+enum Vals {
+    F(Vec<f64>),
+    I(Vec<i64>),
+}
+
+fn read(v: &TView) -> Result<Vals, i32> {
+    Ok(if v.dtype.is_int() { Vals::I(v.read_i64()?) } else { Vals::F(v.read_f64()?) })
+}
+
+fn gather(v: &Vals, idx: &[usize]) -> Vals {
+    match v {
+        Vals::F(x) => Vals::F(idx.iter().map(|&i| x[i]).collect()),
+        Vals::I(x) => Vals::I(idx.iter().map(|&i| x[i]).collect()),
+    }
+}
+
+fn write(o: &TView, v: Vals) -> Result<(), i32> {
+    match v {
+        Vals::F(x) => o.write_f64(&x),
+        Vals::I(x) => o.write_i64(&x),
+    }
+}
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+impl MiscOp {
+    /// The shape of self (after flattening for a dim-less repeat_interleave) and the axis.
+    fn repeat_geom(&self, x: &TView) -> Result<(Vec<i64>, usize), i32> {
+        let MiscOp::RepeatInterleave { dim, .. } = self else { unreachable!() };
+        Ok(match dim {
+            None => (vec![x.numel() as i64], 0),
+            Some(d) => (x.shape.clone(), axis(*d, x.shape.len())?),
+        })
+    }
+
+    pub fn validate(&self, s: &[SV]) -> Result<u64, i32> {
+        match self {
+            MiscOp::RepeatInterleave { count, output_size, .. } => {
+                let x = t(s, 0)?;
+                let (mut shape, d) = self.repeat_geom(x)?;
+                if count.is_some_and(|c| c < 0) || *output_size < 0 {
+                    return Err(inv(format!("repeats {count:?} / outputSize {output_size} must not be negative")));
+                }
+                if let Some(r) = opt(s, 1) {
+                    if r.dtype.is_float() || r.shape.len() > 1 || (r.numel() != 1 && r.numel() as i64 != shape[d]) {
+                        return Err(inv(format!("repeats {:?} must be integers, one per index or one", r.shape)));
+                    }
+                }
+                if shape.is_empty() {
+                    shape.push(1);
+                }
+                shape[d] = *output_size;
+                let o = t(s, 2)?;
+                if o.shape != shape || o.dtype != x.dtype {
+                    return Err(inv(format!(
+                        "out {:?} {} must be {shape:?} {}",
+                        o.shape,
+                        o.dtype.name(),
+                        x.dtype.name()
+                    )));
+                }
+            }
+            MiscOp::RepeatIndices { output_size } => {
+                let (r, o) = (t(s, 0)?, t(s, 1)?);
+                if r.dtype.is_float() || r.shape.len() != 1 || o.shape != [*output_size] {
+                    return Err(inv(format!(
+                        "repeats {:?} (1-D integers) / out {:?} of {output_size}",
+                        r.shape, o.shape
+                    )));
+                }
+            }
+            MiscOp::IndexAdd { dim, .. } => {
+                let (x, i, src, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?, t(s, 3)?);
+                let d = axis(*dim, x.shape.len())?;
+                if !matches!(i.dtype, DType::I32 | DType::I64) || i.shape.len() > 1 {
+                    return Err(inv("index must be a 1-D int32/int64 tensor"));
+                }
+                let mut want = x.shape.clone();
+                if !want.is_empty() {
+                    want[d] = i.numel() as i64;
+                }
+                if src.shape != want && !(want.is_empty() && src.numel() == 1) {
+                    return Err(inv(format!("source {:?} must be {want:?}", src.shape)));
+                }
+                if o.shape != x.shape || o.dtype != x.dtype {
+                    return Err(inv("out must have self's shape and dtype"));
+                }
+            }
+            MiscOp::Bincount => {
+                let (x, o) = (t(s, 0)?, t(s, 2)?);
+                if !x.dtype.is_int() || x.shape.len() > 1 || o.shape.len() != 1 {
+                    return Err(inv("self must be 1-D integers and out 1-D"));
+                }
+                if let Some(w) = opt(s, 1) {
+                    if w.shape != x.shape {
+                        return Err(inv(format!("weights {:?} must have self's shape {:?}", w.shape, x.shape)));
+                    }
+                }
+            }
+            MiscOp::Prelu | MiscOp::PreluBackward => {
+                let back = matches!(self, MiscOp::PreluBackward);
+                let (x, w) = if back { (t(s, 1)?, t(s, 2)?) } else { (t(s, 0)?, t(s, 1)?) };
+                float(x, "self")?;
+                let c = if x.shape.len() >= 2 { x.shape[1] } else { 1 };
+                if w.numel() != 1 && w.numel() as i64 != c {
+                    return Err(inv(format!("weight of {} elements for {c} channels", w.numel())));
+                }
+                let outs: &[(usize, &[i64])] =
+                    if back { &[(0, &x.shape), (3, &x.shape), (4, &w.shape)] } else { &[(2, &x.shape)] };
+                for &(i, shape) in outs {
+                    if t(s, i)?.shape != shape {
+                        return Err(inv(format!("tensor {i}: shape {:?}, {shape:?} expected", t(s, i)?.shape)));
+                    }
+                }
+            }
+            MiscOp::Glu { dim } | MiscOp::GluBackward { dim } => {
+                let back = matches!(self, MiscOp::GluBackward { .. });
+                let x = t(s, usize::from(back))?;
+                float(x, "self")?;
+                let d = axis(*dim, x.shape.len())?;
+                if x.shape.is_empty() || x.shape[d] % 2 != 0 {
+                    return Err(inv(format!("glu: dim {dim} of {:?} must have an even size", x.shape)));
+                }
+                let mut half = x.shape.clone();
+                half[d] /= 2;
+                let (g, o) = if back { (Some(t(s, 0)?), t(s, 2)?) } else { (None, t(s, 1)?) };
+                let (gs, os) = if back { (half.clone(), x.shape.clone()) } else { (vec![], half) };
+                if o.shape != os || g.is_some_and(|g| g.shape != gs) {
+                    return Err(inv(format!("glu: shapes {:?} / {:?} expected", gs, os)));
+                }
+            }
+            MiscOp::IsClose { .. } => {
+                let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                if a.dtype != b.dtype {
+                    return Err(inv(format!(
+                        "self {} and other {} must have one dtype",
+                        a.dtype.name(),
+                        b.dtype.name()
+                    )));
+                }
+                let bs = broadcast_shape(&a.shape, &b.shape)
+                    .ok_or_else(|| inv(format!("shapes {:?} and {:?} do not broadcast", a.shape, b.shape)))?;
+                if o.shape != bs || o.dtype != DType::Bool {
+                    return Err(inv(format!("out must be bool {bs:?}")));
+                }
+            }
+        }
+        Ok(0)
+    }
+
+    pub fn exec(&self, s: &[SV]) -> Result<(), i32> {
+        match self {
+            MiscOp::RepeatInterleave { count, output_size, .. } => {
+                let x = t(s, 0)?;
+                let (shape, d) = self.repeat_geom(x)?;
+                let (outer, n, inner) = lanes(&shape, d);
+                let reps: Vec<i64> = match (count, opt(s, 1)) {
+                    (Some(c), _) => vec![*c; n],
+                    (None, Some(r)) => {
+                        let v = r.read_i64()?;
+                        if v.len() == 1 {
+                            vec![v[0]; n]
+                        } else {
+                            v
+                        }
+                    }
+                    (None, None) => return Err(inv("repeats is NULL")),
+                };
+                if reps.iter().any(|&r| r < 0) || reps.iter().sum::<i64>() != *output_size {
+                    return Err(inv(format!(
+                        "repeats sum to {}, outputSize is {output_size}",
+                        reps.iter().sum::<i64>()
+                    )));
+                }
+                let mut idx = Vec::with_capacity(outer * *output_size as usize * inner);
+                for p in 0..outer {
+                    for (j, &r) in reps.iter().enumerate() {
+                        for _ in 0..r {
+                            idx.extend((0..inner).map(|q| (p * n + j) * inner + q));
+                        }
+                    }
+                }
+                write(t(s, 2)?, gather(&read(x)?, &idx))
+            }
+            MiscOp::RepeatIndices { output_size } => {
+                let r = t(s, 0)?.read_i64()?;
+                if r.iter().any(|&v| v < 0) || r.iter().sum::<i64>() != *output_size {
+                    return Err(inv(format!("repeats sum to {}, outputSize is {output_size}", r.iter().sum::<i64>())));
+                }
+                let v: Vec<i64> =
+                    r.iter().enumerate().flat_map(|(i, &k)| std::iter::repeat_n(i as i64, k as usize)).collect();
+                t(s, 1)?.write_i64(&v)
+            }
+            MiscOp::IndexAdd { dim, alpha } => {
+                let (x, i, src, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?, t(s, 3)?);
+                let d = axis(*dim, x.shape.len())?;
+                let (outer, n, inner) = lanes(&x.shape, d);
+                let idx = i.read_i64()?;
+                let m = idx.len();
+                for &k in &idx {
+                    if k < -(n as i64) || k >= n as i64 {
+                        return Err(inv(format!("index {k} out of range for size {n}")));
+                    }
+                }
+                let at = |p: usize, j: usize, q: usize, len: usize| (p * len + j) * inner + q;
+                let pos = |k: i64| if k < 0 { (k + n as i64) as usize } else { k as usize };
+                if x.dtype.is_int() {
+                    let (mut v, sv, a) = (x.read_i64()?, src.read_i64()?, *alpha as i64);
+                    for p in 0..outer {
+                        for (j, &k) in idx.iter().enumerate() {
+                            for q in 0..inner {
+                                let e = &mut v[at(p, pos(k), q, n)];
+                                *e = e.wrapping_add(a.wrapping_mul(sv[at(p, j, q, m)]));
+                            }
+                        }
+                    }
+                    return o.write_i64(&v);
+                }
+                let (mut v, sv) = (x.read_f64()?, src.read_f64()?);
+                let wide = x.dtype == DType::F64;
+                for p in 0..outer {
+                    for (j, &k) in idx.iter().enumerate() {
+                        for q in 0..inner {
+                            let e = &mut v[at(p, pos(k), q, n)];
+                            let b = sv[at(p, j, q, m)];
+                            *e = if wide {
+                                *e + alpha * b
+                            } else {
+                                round_to(x.dtype, f64::from(*e as f32 + *alpha as f32 * b as f32))
+                            };
+                        }
+                    }
+                }
+                o.write_f64(&v)
+            }
+            MiscOp::Bincount => {
+                let (x, o) = (t(s, 0)?, t(s, 2)?);
+                let v = x.read_i64()?;
+                let bins = o.numel();
+                if let Some(&bad) = v.iter().find(|&&k| k < 0 || k as usize >= bins) {
+                    return Err(inv(format!("bincount: value {bad} outside [0, {bins})")));
+                }
+                match opt(s, 1) {
+                    None => {
+                        let mut c = vec![0i64; bins];
+                        v.iter().for_each(|&k| c[k as usize] += 1);
+                        if o.dtype.is_int() {
+                            o.write_i64(&c)
+                        } else {
+                            o.write_f64(&c.iter().map(|&k| k as f64).collect::<Vec<_>>())
+                        }
+                    }
+                    Some(w) => {
+                        let wv = w.read_f64()?;
+                        let mut c = vec![0f64; bins];
+                        for (&k, &x) in v.iter().zip(&wv) {
+                            c[k as usize] = round_to(o.dtype, c[k as usize] + x);
+                        }
+                        o.write_f64(&c)
+                    }
+                }
+            }
+            MiscOp::Prelu | MiscOp::PreluBackward => {
+                let back = matches!(self, MiscOp::PreluBackward);
+                let (x, w) = if back { (t(s, 1)?, t(s, 2)?) } else { (t(s, 0)?, t(s, 1)?) };
+                let (xv, wv) = (x.read_f64()?, w.read_f64()?);
+                let plane = if x.shape.len() >= 2 { numel(&x.shape[2..]) } else { 1 };
+                let ch = |i: usize| if wv.len() == 1 { 0 } else { (i / plane) % wv.len() };
+                if !back {
+                    let y: Vec<f64> =
+                        xv.iter().enumerate().map(|(i, &v)| if v > 0.0 { v } else { wv[ch(i)] * v }).collect();
+                    return t(s, 2)?.write_f64(&y);
+                }
+                let g = t(s, 0)?.read_f64()?;
+                let mut gw = vec![0f64; wv.len()];
+                let gx: Vec<f64> = xv
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| {
+                        if v > 0.0 {
+                            g[i]
+                        } else {
+                            gw[ch(i)] += v * g[i];
+                            wv[ch(i)] * g[i]
+                        }
+                    })
+                    .collect();
+                t(s, 3)?.write_f64(&gx)?;
+                t(s, 4)?.write_f64(&gw)
+            }
+            MiscOp::Glu { dim } | MiscOp::GluBackward { dim } => {
+                let back = matches!(self, MiscOp::GluBackward { .. });
+                let x = t(s, usize::from(back))?;
+                let d = axis(*dim, x.shape.len())?;
+                let (outer, n, inner) = lanes(&x.shape, d);
+                let h = n / 2;
+                let xv = x.read_f64()?;
+                let g = if back { t(s, 0)?.read_f64()? } else { Vec::new() };
+                let mut y = vec![0f64; if back { xv.len() } else { xv.len() / 2 }];
+                for p in 0..outer {
+                    for j in 0..h {
+                        for q in 0..inner {
+                            let (ia, ib) = ((p * n + j) * inner + q, (p * n + j + h) * inner + q);
+                            let o = (p * h + j) * inner + q;
+                            let (a, sb) = (xv[ia], sigmoid(xv[ib]));
+                            if back {
+                                y[ia] = g[o] * sb;
+                                y[ib] = g[o] * a * sb * (1.0 - sb);
+                            } else {
+                                y[o] = a * sb;
+                            }
+                        }
+                    }
+                }
+                t(s, if back { 2 } else { 1 })?.write_f64(&y)
+            }
+            MiscOp::IsClose { rtol, atol, equal_nan } => {
+                let o = t(s, 2)?;
+                let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;
+                let b = bview(t(s, 1)?, &o.shape)?.read_f64()?;
+                let f32_math = t(s, 0)?.dtype != DType::F64;
+                let close = |x: f64, y: f64| {
+                    if x == y || (*equal_nan && x.is_nan() && y.is_nan()) {
+                        return true;
+                    }
+                    let (err, allowed) = if f32_math {
+                        let (x, y) = (x as f32, y as f32);
+                        (f64::from((x - y).abs()), f64::from(*atol as f32 + (*rtol as f32 * y).abs()))
+                    } else {
+                        ((x - y).abs(), atol + (rtol * y).abs())
+                    };
+                    err.is_finite() && err <= allowed
+                };
+                o.write_f64(&a.iter().zip(&b).map(|(&x, &y)| if close(x, y) { 1.0 } else { 0.0 }).collect::<Vec<_>>())
+            }
+        }
+    }
+}

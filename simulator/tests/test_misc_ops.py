@@ -1,0 +1,101 @@
+"""ops_misc.rs against numpy: repeat_interleave (np.repeat), index_add (np.add.at in float32, sequential as
+torch), bincount (np.bincount), prelu and glu by their formulas, isclose (np.isclose), nansum
+(np.nansum); refusals."""
+
+import numpy as np
+import pytest
+
+import cannsim_ctypes as cs
+
+
+def f32(a):
+    return np.asarray(a, np.float32)
+
+
+def test_repeat_interleave(acl):
+    s = acl.stream()
+    x = f32(np.arange(12).reshape(3, 4))
+
+    def run(name, *args, shape, dtype=cs.ACL_FLOAT):
+        o = acl.tensor(shape=shape, dtype=dtype)
+        acl.run(name, *args, o, stream=s)
+        return o.numpy(s)
+
+    np.testing.assert_array_equal(
+        run("RepeatInterleaveIntWithDim", acl.tensor(x), 2, 1, 8, shape=(3, 8)), np.repeat(x, 2, 1)
+    )
+    np.testing.assert_array_equal(run("RepeatInterleaveInt", acl.tensor(x), 2, 24, shape=(24,)), np.repeat(x, 2))
+    reps = acl.tensor(np.array([2, 0, 1], np.int64), dtype=cs.ACL_INT64)
+    np.testing.assert_array_equal(
+        run("RepeatInterleaveWithDim", acl.tensor(x), reps, 0, 3, shape=(3, 4)), np.repeat(x, [2, 0, 1], 0)
+    )
+    got = run("RepeatInterleaveTensor", reps, 3, shape=(3,), dtype=cs.ACL_INT64)
+    np.testing.assert_array_equal(got, np.repeat(np.arange(3), [2, 0, 1]))
+
+
+def test_index_add_bincount(acl):
+    s = acl.stream()
+    rng = np.random.default_rng(1)
+    x, src = f32(rng.normal(size=(5, 3))), f32(rng.normal(size=(4, 3)))
+    idx = np.array([4, 0, 4, 2], np.int64)
+    o = acl.tensor(shape=x.shape)
+    acl.run("IndexAdd", acl.tensor(x), 0, acl.tensor(idx, dtype=cs.ACL_INT64), acl.tensor(src), 0.5, o, stream=s)
+    ref = x.copy()
+    np.add.at(ref, idx, np.float32(0.5) * src)  # float32, in index order, as torch
+    np.testing.assert_array_equal(o.numpy(s), ref)
+    v = rng.integers(0, 6, 50)
+    w = f32(rng.uniform(size=50))
+    c = acl.tensor(shape=(8,), dtype=cs.ACL_INT64)
+    acl.run("Bincount", acl.tensor(v, dtype=cs.ACL_INT64), None, 8, c, stream=s)
+    np.testing.assert_array_equal(c.numpy(s), np.bincount(v, minlength=8))
+    c = acl.tensor(shape=(6,))
+    acl.run("Bincount", acl.tensor(v, dtype=cs.ACL_INT64), acl.tensor(w), 0, c, stream=s)
+    np.testing.assert_allclose(c.numpy(s), np.bincount(v, w), rtol=1e-6)
+
+
+def test_prelu_glu_isclose_nansum(acl):
+    s = acl.stream()
+    rng = np.random.default_rng(2)
+    x, w, g = f32(rng.normal(size=(2, 3, 4))), f32([0.1, 0.2, 0.3]), f32(rng.normal(size=(2, 3, 4)))
+    o = acl.tensor(shape=x.shape)
+    acl.run("Prelu", acl.tensor(x), acl.tensor(w), o, stream=s)
+    np.testing.assert_allclose(o.numpy(s), np.where(x > 0, x, w[None, :, None] * x), rtol=1e-6)
+    gx, gw = acl.tensor(shape=x.shape), acl.tensor(shape=(3,))
+    acl.run("PreluBackward", acl.tensor(g), acl.tensor(x), acl.tensor(w), gx, gw, stream=s)
+    np.testing.assert_allclose(gx.numpy(s), np.where(x > 0, g, w[None, :, None] * g), rtol=1e-6)
+    np.testing.assert_allclose(gw.numpy(s), np.where(x > 0, 0, x * g).sum(axis=(0, 2)), rtol=1e-5)
+    o = acl.tensor(shape=(2, 3, 2))
+    acl.run("Glu", acl.tensor(x), -1, o, stream=s)
+    a, b = x[..., :2].astype(np.float64), x[..., 2:].astype(np.float64)
+    np.testing.assert_allclose(o.numpy(s), a / (1 + np.exp(-b)), rtol=1e-6)
+    y = x + f32(rng.choice([0, 1e-6, 1e-3], size=x.shape))
+    y[0, 0, 0], x[0, 0, 0] = np.nan, np.nan
+    for equal_nan in (False, True):
+        o = acl.tensor(shape=x.shape, dtype=cs.ACL_BOOL)
+        acl.run("IsClose", acl.tensor(x), acl.tensor(y), 1e-5, 1e-8, equal_nan, o, stream=s)
+        np.testing.assert_array_equal(o.numpy(s), np.isclose(x, y, 1e-5, 1e-8, equal_nan))
+    o = acl.tensor(shape=(2, 1, 4))
+    acl.run("ReduceNansum", acl.tensor(y), [1], True, cs.ACL_FLOAT, o, stream=s)
+    np.testing.assert_allclose(o.numpy(s), np.nansum(y.astype(np.float64), 1, keepdims=True), rtol=1e-6)
+    bad = [
+        ("Glu", (acl.tensor(x), 1, acl.tensor(shape=(2, 1, 4)))),  # odd size along dim
+        (
+            "IsClose",
+            (
+                acl.tensor(x),
+                acl.tensor(x, dtype=cs.ACL_FLOAT16),
+                1e-5,
+                1e-8,
+                False,
+                acl.tensor(shape=x.shape, dtype=cs.ACL_BOOL),
+            ),
+        ),
+        ("Prelu", (acl.tensor(x), acl.tensor(f32([0.1, 0.2])), acl.tensor(shape=x.shape))),  # 2 weights, 3 channels
+        (
+            "IndexAdd",
+            (acl.tensor(x), 0, acl.tensor(f32([0.0])), acl.tensor(x[:1]), 1.0, acl.tensor(shape=x.shape)),
+        ),  # float index
+    ]
+    for name, args in bad:
+        with pytest.raises(cs.AclError):
+            acl.run(name, *args, stream=s)
