@@ -149,6 +149,8 @@ SIGS = {
     "Glu": "TlT",
     "GluBackward": "TTlT",
     "IsClose": "TTdd?T",
+    "IndexFillTensor": "TlIST",
+    "InplaceIndexFillTensor": "TlIS",
     "Mean": "TI?iT",
     "InplaceCopy": "TT",
     "InplaceZero": "T",

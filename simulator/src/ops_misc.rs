@@ -34,6 +34,9 @@ pub enum MiscOp {
     /// slots: self, other, out (bool, broadcast): a == b, or |a - b| <= atol + |rtol · b| (finite),
     /// or both NaN when `equal_nan`; in float32 for float inputs (CANN casts rtol/atol to float32).
     IsClose { rtol: f64, atol: f64, equal_nan: bool },
+    /// slots: self, out (or selfRef alone, in place). aclnnIndexFillTensor: out = self with the slices
+    /// at `index` (a host array, negative counted from the end) along `dim` set to `value`.
+    IndexFill { dim: i64, index: Vec<i64>, value: f64, in_place: bool },
 }
 
 /// `v` rounded to `dt` (so a sum rounds at each step where torch's does).
@@ -208,6 +211,17 @@ impl MiscOp {
                     return Err(inv(format!("out must be bool {bs:?}")));
                 }
             }
+            MiscOp::IndexFill { dim, index, in_place, .. } => {
+                let x = t(s, 0)?;
+                let d = axis(*dim, x.shape.len())?;
+                let n = x.shape.get(d).copied().unwrap_or(1);
+                if let Some(&k) = index.iter().find(|&&k| k < -n || k >= n) {
+                    return Err(inv(format!("index {k} out of range for size {n}")));
+                }
+                if !*in_place && (t(s, 1)?.shape != x.shape || t(s, 1)?.dtype != x.dtype) {
+                    return Err(inv("out must have self's shape and dtype"));
+                }
+            }
         }
         Ok(0)
     }
@@ -377,6 +391,24 @@ impl MiscOp {
                     }
                 }
                 t(s, if back { 2 } else { 1 })?.write_f64(&y)
+            }
+            MiscOp::IndexFill { dim, index, value, in_place } => {
+                let x = t(s, 0)?;
+                let (_, n, inner) = lanes(&x.shape, axis(*dim, x.shape.len())?);
+                let o = t(s, if *in_place { 0 } else { 1 })?;
+                let mut hit = vec![false; n];
+                index.iter().for_each(|&k| hit[if k < 0 { (k + n as i64) as usize } else { k as usize }] = true);
+                let fill = |i: usize| hit[(i / inner) % n];
+                match read(x)? {
+                    Vals::I(mut v) => {
+                        v.iter_mut().enumerate().filter(|(i, _)| fill(*i)).for_each(|(_, e)| *e = *value as i64);
+                        o.write_i64(&v)
+                    }
+                    Vals::F(mut v) => {
+                        v.iter_mut().enumerate().filter(|(i, _)| fill(*i)).for_each(|(_, e)| *e = *value);
+                        o.write_f64(&v)
+                    }
+                }
             }
             MiscOp::IsClose { rtol, atol, equal_nan } => {
                 let o = t(s, 2)?;

@@ -99,3 +99,19 @@ def test_prelu_glu_isclose_nansum(acl):
     for name, args in bad:
         with pytest.raises(cs.AclError):
             acl.run(name, *args, stream=s)
+
+
+def test_index_fill(acl):
+    """aclnnIndexFillTensor (index a host array, negative from the end) and its in-place form."""
+    s = acl.stream()
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    o = acl.tensor(shape=x.shape)
+    acl.run("IndexFillTensor", acl.tensor(x), 1, [0, -1], 2.5, o, stream=s)
+    ref = x.copy()
+    ref[:, [0, 5]] = 2.5
+    np.testing.assert_array_equal(o.numpy(s), ref)
+    t = acl.tensor(np.arange(6, dtype=np.int64).reshape(2, 3), dtype=cs.ACL_INT64)
+    acl.run("InplaceIndexFillTensor", t, 0, [1], -7, stream=s)
+    np.testing.assert_array_equal(t.numpy(s), [[0, 1, 2], [-7, -7, -7]])
+    with pytest.raises(cs.AclError):  # index out of range
+        acl.run("IndexFillTensor", acl.tensor(x), 0, [4], 1.0, acl.tensor(shape=x.shape), stream=s)

@@ -322,6 +322,8 @@ ops = {
     "prelu_bw_weight": lambda x, y, i: grad_of(lambda w: F.prelu(y.reshape(2, 3, 4), w) ** 2, y[1, :3]),
     "glu": lambda x, y, i: F.glu(y, 0),
     "glu_bw": lambda x, y, i: grad_of(lambda t: F.glu(t) ** 2, y),
+    "index_fill": lambda x, y, i: y.index_fill(1, T([0, 2, -1], i), 1.5),
+    "index_fill_": lambda x, y, i: i.clone().index_fill_(0, T([3, 1], i), -7),
     "isclose": lambda x, y, i: torch.isclose(x, x + 1e-6),
     "isclose_nan": lambda x, y, i: torch.isclose(x, x, equal_nan=True),
     "nansum": lambda x, y, i: torch.nansum(x.masked_fill(x.isinf(), 1.0), 1),

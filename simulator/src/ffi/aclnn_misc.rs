@@ -1,11 +1,11 @@
 //! aclnnRepeatInterleave(*), aclnnIndexAdd, aclnnBincount, aclnnPrelu(+Backward), aclnnGlu(+Backward),
 //! aclnnIsClose (signatures from CANN's ops-nn / ops-math headers): the C arguments →
 //! [`crate::ops_misc::MiscOp`] and its slots.
-use super::aclnn::{p1, scalar, u};
+use super::aclnn::{int_array, p1, scalar, u};
 use crate::nnop::Args;
 use crate::ops::Op;
 use crate::ops_misc::MiscOp;
-use crate::trace::Role::{Input as In, Output as Out};
+use crate::trace::Role::{InOut, Input as In, Output as Out};
 use std::os::raw::c_void;
 
 type Status = i32;
@@ -24,6 +24,8 @@ crate::phase2!(
     aclnnGlu,
     aclnnGluBackward,
     aclnnIsClose,
+    aclnnIndexFillTensor,
+    aclnnInplaceIndexFillTensor,
 );
 
 fn misc(m: MiscOp) -> Op {
@@ -224,5 +226,42 @@ pub extern "C" fn aclnnIsCloseGetWorkspaceSize(
         let mut a = Args::new();
         a.t(In, "self", u(x))?.t(In, "other", u(other))?.t(Out, "out", u(out))?;
         Ok((misc(MiscOp::IsClose { rtol, atol, equal_nan }), a))
+    })
+}
+
+/// `aclnnIndexFillTensor(self, int64_t dim, const aclIntArray *index, const aclScalar *value, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnIndexFillTensorGetWorkspaceSize(
+    x: H,
+    dim: i64,
+    index: H,
+    value: H,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnIndexFillTensor", ws, ex, || {
+        let (index, value) = (int_array(index, "index")?, scalar(value, "value")?);
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::IndexFill { dim, index, value, in_place: false }), a))
+    })
+}
+
+/// `aclnnInplaceIndexFillTensor(aclTensor *selfRef, int64_t dim, const aclIntArray *index, const aclScalar *value)`.
+#[no_mangle]
+pub extern "C" fn aclnnInplaceIndexFillTensorGetWorkspaceSize(
+    x: H,
+    dim: i64,
+    index: H,
+    value: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnInplaceIndexFillTensor", ws, ex, || {
+        let (index, value) = (int_array(index, "index")?, scalar(value, "value")?);
+        let mut a = Args::new();
+        a.t(InOut, "selfRef", u(x))?;
+        Ok((misc(MiscOp::IndexFill { dim, index, value, in_place: true }), a))
     })
 }
