@@ -37,6 +37,57 @@ pub enum MiscOp {
     /// slots: self, out (or selfRef alone, in place). aclnnIndexFillTensor: out = self with the slices
     /// at `index` (a host array, negative counted from the end) along `dim` set to `value`.
     IndexFill { dim: i64, index: Vec<i64>, value: f64, in_place: bool },
+    /// slots: self, stdOut, meanOut. aclnnStdMeanCorrection over `dims` (all when empty): the mean and
+    /// sqrt(Σ (x - mean)² / (N - correction)), in f64.
+    StdMean { dims: Vec<i64>, correction: i64, keep: bool },
+    /// slots: self, tensor, out (0-d). aclnnDot: Σ a·b of two 1-D tensors.
+    Dot,
+    /// slots: self, valuesOut, indicesOut (int64). aclnnKthvalue: the k-th smallest (1-based) along
+    /// `dim`, NaN above every number, ties by position.
+    Kthvalue { k: i64, dim: i64, keep: bool },
+    /// slots: self, valuesOut, indicesOut (int64). aclnnCummax along `dim`: the running maximum and
+    /// where it was last reached (torch's `>=`); a NaN stays from where it appears.
+    Cummax { dim: i64 },
+    /// slots: self, other, out. aclnnLinalgCross: the cross product along `dim` (of size 3), broadcast.
+    Cross { dim: i64 },
+}
+
+/// The shape after reducing `red` axes (kept as 1 when `keep`).
+fn reduced(shape: &[i64], red: &[bool], keep: bool) -> Vec<i64> {
+    shape.iter().zip(red).filter_map(|(&d, &r)| if r { keep.then_some(1) } else { Some(d) }).collect()
+}
+
+/// Which axes `dims` reduces (all when empty).
+fn red_axes(shape: &[i64], dims: &[i64]) -> Result<Vec<bool>, i32> {
+    let mut red = vec![dims.is_empty(); shape.len()];
+    for &d in dims {
+        let a = axis(d, shape.len())?;
+        if a < red.len() {
+            red[a] = true;
+        }
+    }
+    Ok(red)
+}
+
+/// The flat indices of `shape` grouped by their position in the kept axes (row-major).
+fn groups(shape: &[i64], red: &[bool]) -> Vec<Vec<usize>> {
+    let kept: Vec<i64> = shape.iter().zip(red).map(|(&d, &r)| if r { 1 } else { d }).collect();
+    let strides = crate::tensor::contiguous_strides(&kept);
+    let mut g = vec![Vec::new(); numel(&kept).max(1)];
+    let total = numel(shape);
+    let mut idx = vec![0i64; shape.len()];
+    for flat in 0..total {
+        let key: i64 = idx.iter().zip(red).zip(&strides).map(|((&i, &r), &s)| if r { 0 } else { i * s }).sum();
+        g[key as usize].push(flat);
+        for a in (0..shape.len()).rev() {
+            idx[a] += 1;
+            if idx[a] < shape[a] {
+                break;
+            }
+            idx[a] = 0;
+        }
+    }
+    g
 }
 
 /// `v` rounded to `dt` (so a sum rounds at each step where torch's does).
@@ -88,6 +139,28 @@ fn write(o: &TView, v: Vals) -> Result<(), i32> {
 
 fn sigmoid(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())
+}
+
+/// Kthvalue's (`kth` = (k, keepdim)) or Cummax's valuesOut and indicesOut (int64).
+fn check_values_indices(s: &[SV], dim: i64, kth: Option<(i64, bool)>) -> Result<(), i32> {
+    let x = t(s, 0)?;
+    let d = axis(dim, x.shape.len())?;
+    let n = x.shape.get(d).copied().unwrap_or(1);
+    let want = match kth {
+        Some((k, keep)) => {
+            if k < 1 || k > n {
+                return Err(inv(format!("k {k} out of range for size {n}")));
+            }
+            let red: Vec<bool> = (0..x.shape.len()).map(|a| a == d).collect();
+            reduced(&x.shape, &red, keep)
+        }
+        None => x.shape.clone(),
+    };
+    let (v, i) = (t(s, 1)?, t(s, 2)?);
+    if v.shape != want || i.shape != want || i.dtype != DType::I64 || v.dtype != x.dtype {
+        return Err(inv(format!("valuesOut/indicesOut (int64) must be {want:?}")));
+    }
+    Ok(())
 }
 
 impl MiscOp {
@@ -209,6 +282,41 @@ impl MiscOp {
                     .ok_or_else(|| inv(format!("shapes {:?} and {:?} do not broadcast", a.shape, b.shape)))?;
                 if o.shape != bs || o.dtype != DType::Bool {
                     return Err(inv(format!("out must be bool {bs:?}")));
+                }
+            }
+            MiscOp::StdMean { dims, keep, .. } => {
+                let x = t(s, 0)?;
+                float(x, "self")?;
+                let want = reduced(&x.shape, &red_axes(&x.shape, dims)?, *keep);
+                for (i, what) in [(1, "stdOut"), (2, "meanOut")] {
+                    if t(s, i)?.shape != want {
+                        return Err(inv(format!("{what}: shape {:?}, {want:?} expected", t(s, i)?.shape)));
+                    }
+                }
+            }
+            MiscOp::Dot => {
+                let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                if a.shape.len() != 1
+                    || a.shape != b.shape
+                    || a.dtype != b.dtype
+                    || o.numel() != 1
+                    || !o.shape.is_empty()
+                {
+                    return Err(inv(format!(
+                        "dot: two 1-D tensors of one size and dtype and a 0-d out, got {:?} {:?} {:?}",
+                        a.shape, b.shape, o.shape
+                    )));
+                }
+            }
+            MiscOp::Kthvalue { k, dim, keep } => check_values_indices(s, *dim, Some((*k, *keep)))?,
+            MiscOp::Cummax { dim } => check_values_indices(s, *dim, None)?,
+            MiscOp::Cross { dim } => {
+                let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let bs = broadcast_shape(&a.shape, &b.shape)
+                    .ok_or_else(|| inv(format!("shapes {:?} and {:?} do not broadcast", a.shape, b.shape)))?;
+                let d = axis(*dim, bs.len())?;
+                if bs.get(d) != Some(&3) || o.shape != bs {
+                    return Err(inv(format!("cross: dim {dim} of {bs:?} must have size 3, out {:?}", o.shape)));
                 }
             }
             MiscOp::IndexFill { dim, index, in_place, .. } => {
@@ -409,6 +517,74 @@ impl MiscOp {
                         o.write_f64(&v)
                     }
                 }
+            }
+            MiscOp::StdMean { dims, correction, .. } => {
+                let x = t(s, 0)?;
+                let xv = x.read_f64()?;
+                let (mut sd, mut mean) = (Vec::new(), Vec::new());
+                for g in groups(&x.shape, &red_axes(&x.shape, dims)?) {
+                    let n = g.len() as f64;
+                    let m = g.iter().map(|&i| xv[i]).sum::<f64>() / n;
+                    let ss: f64 = g.iter().map(|&i| (xv[i] - m) * (xv[i] - m)).sum();
+                    sd.push((ss / (n - *correction as f64).max(0.0)).sqrt());
+                    mean.push(m);
+                }
+                t(s, 1)?.write_f64(&sd)?;
+                t(s, 2)?.write_f64(&mean)
+            }
+            MiscOp::Dot => {
+                let (a, b) = (t(s, 0)?.read_f64()?, t(s, 1)?.read_f64()?);
+                t(s, 2)?.write_f64(&[a.iter().zip(&b).map(|(x, y)| x * y).sum()])
+            }
+            MiscOp::Kthvalue { dim, .. } | MiscOp::Cummax { dim } => {
+                let x = t(s, 0)?;
+                let (outer, n, inner) = lanes(&x.shape, axis(*dim, x.shape.len())?);
+                let xv = x.read_f64()?;
+                let (mut vals, mut idx) = (Vec::new(), Vec::new());
+                let kth = if let MiscOp::Kthvalue { k, .. } = self { Some(*k as usize) } else { None };
+                for p in 0..outer {
+                    for q in 0..inner {
+                        let at = |j: usize| (p * n + j) * inner + q;
+                        if let Some(k) = kth {
+                            let mut order: Vec<usize> = (0..n).collect();
+                            order.sort_by(|&a, &b| xv[at(a)].total_cmp(&xv[at(b)]).then(a.cmp(&b)));
+                            // total_cmp puts -NaN first: NaN (either sign) sorts above every number
+                            order.sort_by_key(|&j| xv[at(j)].is_nan());
+                            vals.push((p * inner + q, xv[at(order[k - 1])]));
+                            idx.push((p * inner + q, order[k - 1] as i64));
+                        } else {
+                            let (mut best, mut bi) = (f64::NAN, 0usize);
+                            for j in 0..n {
+                                let v = xv[at(j)];
+                                if j == 0 || v.is_nan() || (!best.is_nan() && v >= best) {
+                                    (best, bi) = (v, j);
+                                }
+                                vals.push((at(j), best));
+                                idx.push((at(j), bi as i64));
+                            }
+                        }
+                    }
+                }
+                vals.sort_by_key(|e| e.0);
+                idx.sort_by_key(|e| e.0);
+                t(s, 1)?.write_f64(&vals.iter().map(|e| e.1).collect::<Vec<_>>())?;
+                t(s, 2)?.write_i64(&idx.iter().map(|e| e.1).collect::<Vec<_>>())
+            }
+            MiscOp::Cross { dim } => {
+                let o = t(s, 2)?;
+                let (a, b) = (bview(t(s, 0)?, &o.shape)?.read_f64()?, bview(t(s, 1)?, &o.shape)?.read_f64()?);
+                let (outer, _, inner) = lanes(&o.shape, axis(*dim, o.shape.len())?);
+                let mut y = vec![0f64; a.len()];
+                for p in 0..outer {
+                    for q in 0..inner {
+                        let at = |j: usize| (p * 3 + j) * inner + q;
+                        for j in 0..3 {
+                            let (u, v) = ((j + 1) % 3, (j + 2) % 3);
+                            y[at(j)] = a[at(u)] * b[at(v)] - a[at(v)] * b[at(u)];
+                        }
+                    }
+                }
+                o.write_f64(&y)
             }
             MiscOp::IsClose { rtol, atol, equal_nan } => {
                 let o = t(s, 2)?;

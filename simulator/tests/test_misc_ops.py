@@ -115,3 +115,42 @@ def test_index_fill(acl):
     np.testing.assert_array_equal(t.numpy(s), [[0, 1, 2], [-7, -7, -7]])
     with pytest.raises(cs.AclError):  # index out of range
         acl.run("IndexFillTensor", acl.tensor(x), 0, [4], 1.0, acl.tensor(shape=x.shape), stream=s)
+
+
+def test_std_mean_dot_kthvalue_cummax_cross(acl):
+    """aclnnStdMeanCorrection, Dot, Kthvalue, Cummax and LinalgCross against numpy."""
+    s = acl.stream()
+    rng = np.random.default_rng(4)
+    x = f32(rng.normal(size=(3, 5)))
+    sd, mean = acl.tensor(shape=(3,)), acl.tensor(shape=(3,))
+    acl.run("StdMeanCorrection", acl.tensor(x), [1], 1, False, sd, mean, stream=s)
+    np.testing.assert_allclose(sd.numpy(s), x.astype(np.float64).std(1, ddof=1), rtol=1e-6)
+    np.testing.assert_allclose(mean.numpy(s), x.astype(np.float64).mean(1), rtol=1e-6, atol=1e-7)
+    o = acl.tensor(shape=())
+    acl.run("Dot", acl.tensor(x[0]), acl.tensor(x[1]), o, stream=s)
+    np.testing.assert_allclose(o.numpy(s), np.dot(x[0].astype(np.float64), x[1]), rtol=1e-6)
+    v, i = acl.tensor(shape=(3,)), acl.tensor(shape=(3,), dtype=cs.ACL_INT64)
+    acl.run("Kthvalue", acl.tensor(x), 2, 1, False, v, i, stream=s)
+    order = np.argsort(x, axis=1, kind="stable")[:, 1]
+    np.testing.assert_array_equal(i.numpy(s), order)
+    np.testing.assert_array_equal(v.numpy(s), x[np.arange(3), order])
+    v, i = acl.tensor(shape=x.shape), acl.tensor(shape=x.shape, dtype=cs.ACL_INT64)
+    acl.run("Cummax", acl.tensor(x), 1, v, i, stream=s)
+    np.testing.assert_array_equal(v.numpy(s), np.maximum.accumulate(x, axis=1))
+    a, b = f32(rng.normal(size=(4, 3))), f32(rng.normal(size=(1, 3)))
+    o = acl.tensor(shape=(4, 3))
+    acl.run("LinalgCross", acl.tensor(a), acl.tensor(b), -1, o, stream=s)
+    np.testing.assert_allclose(o.numpy(s), np.cross(a.astype(np.float64), b), rtol=1e-5, atol=1e-6)
+    with pytest.raises(cs.AclError):  # k beyond the axis
+        acl.run(
+            "Kthvalue",
+            acl.tensor(x),
+            6,
+            1,
+            False,
+            acl.tensor(shape=(3,)),
+            acl.tensor(shape=(3,), dtype=cs.ACL_INT64),
+            stream=s,
+        )
+    with pytest.raises(cs.AclError):  # the cross axis is not of size 3
+        acl.run("LinalgCross", acl.tensor(x), acl.tensor(x), 1, acl.tensor(shape=x.shape), stream=s)

@@ -322,6 +322,15 @@ ops = {
     "prelu_bw_weight": lambda x, y, i: grad_of(lambda w: F.prelu(y.reshape(2, 3, 4), w) ** 2, y[1, :3]),
     "glu": lambda x, y, i: F.glu(y, 0),
     "glu_bw": lambda x, y, i: grad_of(lambda t: F.glu(t) ** 2, y),
+    "std_mean": lambda x, y, i: torch.cat([t.flatten() for t in torch.std_mean(y, 1)]),
+    "std_mean_all_c0": lambda x, y, i: torch.stack(torch.std_mean(y, correction=0)),
+    "dot": lambda x, y, i: torch.dot(y[0], y[1]),
+    "kthvalue": lambda x, y, i: vi(y.kthvalue(3, 1)),
+    "kthvalue_nan": lambda x, y, i: vi(x.kthvalue(6, 1, keepdim=True)),  # NaN above every number
+    "cummax": lambda x, y, i: vi(x.cummax(1)),  # NaN stays, ties take the later index
+    "cummax_ties": lambda x, y, i: vi(T([[1.0, 3.0, 3.0, 2.0, 5.0, 5.0]], x).cummax(1)),
+    "cross": lambda x, y, i: torch.linalg.cross(y.reshape(8, 3), y.flip(0).reshape(8, 3)),
+    "cross_dim0": lambda x, y, i: torch.cross(y.reshape(3, 8), y.flip(1).reshape(3, 8), dim=0),
     "index_fill": lambda x, y, i: y.index_fill(1, T([0, 2, -1], i), 1.5),
     "index_fill_": lambda x, y, i: i.clone().index_fill_(0, T([3, 1], i), -7),
     "isclose": lambda x, y, i: torch.isclose(x, x + 1e-6),

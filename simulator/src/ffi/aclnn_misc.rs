@@ -26,6 +26,11 @@ crate::phase2!(
     aclnnIsClose,
     aclnnIndexFillTensor,
     aclnnInplaceIndexFillTensor,
+    aclnnStdMeanCorrection,
+    aclnnDot,
+    aclnnKthvalue,
+    aclnnCummax,
+    aclnnLinalgCross,
 );
 
 fn misc(m: MiscOp) -> Op {
@@ -263,5 +268,88 @@ pub extern "C" fn aclnnInplaceIndexFillTensorGetWorkspaceSize(
         let mut a = Args::new();
         a.t(InOut, "selfRef", u(x))?;
         Ok((misc(MiscOp::IndexFill { dim, index, value, in_place: true }), a))
+    })
+}
+
+/// `aclnnStdMeanCorrection(self, const aclIntArray *dim, int64_t correction, bool keepdim, stdOut, meanOut)`.
+#[no_mangle]
+pub extern "C" fn aclnnStdMeanCorrectionGetWorkspaceSize(
+    x: H,
+    dim: H,
+    correction: i64,
+    keep: bool,
+    std_out: H,
+    mean_out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnStdMeanCorrection", ws, ex, || {
+        let dims = if dim.is_null() { Vec::new() } else { int_array(dim, "dim")? };
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(Out, "stdOut", u(std_out))?.t(Out, "meanOut", u(mean_out))?;
+        Ok((misc(MiscOp::StdMean { dims, correction, keep }), a))
+    })
+}
+
+/// `aclnnDot(self, tensor, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnDotGetWorkspaceSize(x: H, y: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnDot", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(In, "tensor", u(y))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::Dot), a))
+    })
+}
+
+/// `aclnnKthvalue(self, int64_t k, int64_t dim, bool keepdim, valuesOut, indicesOut)`.
+#[no_mangle]
+pub extern "C" fn aclnnKthvalueGetWorkspaceSize(
+    x: H,
+    k: i64,
+    dim: i64,
+    keep: bool,
+    values: H,
+    indices: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnKthvalue", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(Out, "valuesOut", u(values))?.t(Out, "indicesOut", u(indices))?;
+        Ok((misc(MiscOp::Kthvalue { k, dim, keep }), a))
+    })
+}
+
+/// `aclnnCummax(self, int64_t dim, valuesOut, indicesOut)`.
+#[no_mangle]
+pub extern "C" fn aclnnCummaxGetWorkspaceSize(
+    x: H,
+    dim: i64,
+    values: H,
+    indices: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnCummax", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(Out, "valuesOut", u(values))?.t(Out, "indicesOut", u(indices))?;
+        Ok((misc(MiscOp::Cummax { dim }), a))
+    })
+}
+
+/// `aclnnLinalgCross(self, other, int64_t dim, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnLinalgCrossGetWorkspaceSize(
+    x: H,
+    other: H,
+    dim: i64,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnLinalgCross", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(In, "other", u(other))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::Cross { dim }), a))
     })
 }
