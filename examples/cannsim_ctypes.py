@@ -156,6 +156,8 @@ SIGS = {
     "Kthvalue": "Tll?TT",
     "Cummax": "TlTT",
     "LinalgCross": "TTlT",
+    "AdaptiveMaxPool2d": "TITT",
+    "AdaptiveMaxPool2dBackward": "TTTT",
     "Mean": "TI?iT",
     "InplaceCopy": "TT",
     "InplaceZero": "T",

@@ -48,6 +48,12 @@ pub enum MiscOp {
     /// slots: self, valuesOut, indicesOut (int64). aclnnCummax along `dim`: the running maximum and
     /// where it was last reached (torch's `>=`); a NaN stays from where it appears.
     Cummax { dim: i64 },
+    /// slots: self [.., H, W], outputOut, indicesOut (int64, h·W + w in the plane). aclnnAdaptiveMaxPool2d:
+    /// the maximum of each adaptive window ([floor(o·in/out), ceil((o+1)·in/out))), the first one, a NaN
+    /// winning (torch's `val > max || isnan(val)`).
+    AdaptiveMaxPool2d { out: [i64; 2] },
+    /// slots: gradOutput, self, indices, gradInput: each gradient added at its index.
+    AdaptiveMaxPool2dBackward,
     /// slots: self, other, out. aclnnLinalgCross: the cross product along `dim` (of size 3), broadcast.
     Cross { dim: i64 },
 }
@@ -306,6 +312,25 @@ impl MiscOp {
                         "dot: two 1-D tensors of one size and dtype and a 0-d out, got {:?} {:?} {:?}",
                         a.shape, b.shape, o.shape
                     )));
+                }
+            }
+            MiscOp::AdaptiveMaxPool2d { out } => {
+                let x = t(s, 0)?;
+                float(x, "self")?;
+                if !(3..=4).contains(&x.shape.len()) || out.iter().any(|&o| o < 1) || x.shape.iter().any(|&d| d < 1) {
+                    return Err(inv(format!("self {:?} must be 3-D or 4-D and outputSize {out:?} positive", x.shape)));
+                }
+                let mut want = x.shape[..x.shape.len() - 2].to_vec();
+                want.extend(out);
+                let (o, i) = (t(s, 1)?, t(s, 2)?);
+                if o.shape != want || i.shape != want || i.dtype != DType::I64 || o.dtype != x.dtype {
+                    return Err(inv(format!("outputOut/indicesOut (int64) must be {want:?}")));
+                }
+            }
+            MiscOp::AdaptiveMaxPool2dBackward => {
+                let (g, x, i, gx) = (t(s, 0)?, t(s, 1)?, t(s, 2)?, t(s, 3)?);
+                if g.shape != i.shape || gx.shape != x.shape || g.shape.len() != x.shape.len() || g.shape.len() < 3 {
+                    return Err(inv("gradOutput/indices and gradInput/self must pair up"));
                 }
             }
             MiscOp::Kthvalue { k, dim, keep } => check_values_indices(s, *dim, Some((*k, *keep)))?,
@@ -569,6 +594,51 @@ impl MiscOp {
                 idx.sort_by_key(|e| e.0);
                 t(s, 1)?.write_f64(&vals.iter().map(|e| e.1).collect::<Vec<_>>())?;
                 t(s, 2)?.write_i64(&idx.iter().map(|e| e.1).collect::<Vec<_>>())
+            }
+            MiscOp::AdaptiveMaxPool2d { out } => {
+                let x = t(s, 0)?;
+                let r = x.shape.len();
+                let (h, w) = (x.shape[r - 2] as usize, x.shape[r - 1] as usize);
+                let (oh, ow) = (out[0] as usize, out[1] as usize);
+                let xv = x.read_f64()?;
+                let (mut vals, mut idx) = (Vec::new(), Vec::new());
+                for p in 0..xv.len() / (h * w) {
+                    let plane = &xv[p * h * w..(p + 1) * h * w];
+                    for oy in 0..oh {
+                        let (y0, y1) = (oy * h / oh, ((oy + 1) * h).div_ceil(oh));
+                        for ox in 0..ow {
+                            let (x0, x1) = (ox * w / ow, ((ox + 1) * w).div_ceil(ow));
+                            let (mut best, mut bi) = (f64::NEG_INFINITY, y0 * w + x0);
+                            for y in y0..y1 {
+                                for xx in x0..x1 {
+                                    let v = plane[y * w + xx];
+                                    if v > best || v.is_nan() {
+                                        (best, bi) = (v, y * w + xx);
+                                    }
+                                }
+                            }
+                            vals.push(plane[bi]);
+                            idx.push(bi as i64);
+                        }
+                    }
+                }
+                t(s, 1)?.write_f64(&vals)?;
+                t(s, 2)?.write_i64(&idx)
+            }
+            MiscOp::AdaptiveMaxPool2dBackward => {
+                let (g, x, i, gx) = (t(s, 0)?, t(s, 1)?, t(s, 2)?, t(s, 3)?);
+                let r = x.shape.len();
+                let plane_in = (x.shape[r - 2] * x.shape[r - 1]) as usize;
+                let plane_out = (g.shape[r - 2] * g.shape[r - 1]) as usize;
+                let (gv, iv) = (g.read_f64()?, i.read_i64()?);
+                let mut out = vec![0f64; x.numel()];
+                for (k, (&gk, &ik)) in gv.iter().zip(&iv).enumerate() {
+                    if ik < 0 || ik as usize >= plane_in {
+                        return Err(inv(format!("index {ik} outside the plane of {plane_in}")));
+                    }
+                    out[(k / plane_out) * plane_in + ik as usize] += gk;
+                }
+                gx.write_f64(&out)
             }
             MiscOp::Cross { dim } => {
                 let o = t(s, 2)?;

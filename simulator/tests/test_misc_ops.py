@@ -154,3 +154,31 @@ def test_std_mean_dot_kthvalue_cummax_cross(acl):
         )
     with pytest.raises(cs.AclError):  # the cross axis is not of size 3
         acl.run("LinalgCross", acl.tensor(x), acl.tensor(x), 1, acl.tensor(shape=x.shape), stream=s)
+
+
+def test_adaptive_max_pool2d(acl):
+    """aclnnAdaptiveMaxPool2d: each adaptive window's first maximum and its in-plane index (numpy loop);
+    the backward adds each gradient at its index."""
+    s = acl.stream()
+    x = f32(np.random.default_rng(5).normal(size=(2, 5, 7)))
+    o, i = acl.tensor(shape=(2, 3, 2)), acl.tensor(shape=(2, 3, 2), dtype=cs.ACL_INT64)
+    acl.run("AdaptiveMaxPool2d", acl.tensor(x), [3, 2], o, i, stream=s)
+    ref_i = np.zeros((2, 3, 2), np.int64)
+    for p in range(2):
+        for a in range(3):
+            for b in range(2):
+                y0, y1, x0, x1 = a * 5 // 3, -(-(a + 1) * 5 // 3), b * 7 // 2, -(-(b + 1) * 7 // 2)
+                win = x[p, y0:y1, x0:x1]
+                r, c = np.unravel_index(np.argmax(win), win.shape)
+                ref_i[p, a, b] = (y0 + r) * 7 + x0 + c
+    np.testing.assert_array_equal(i.numpy(s), ref_i)
+    np.testing.assert_array_equal(
+        o.numpy(s), np.take_along_axis(x.reshape(2, -1), ref_i.reshape(2, -1), 1).reshape(2, 3, 2)
+    )
+    g = f32(np.arange(12).reshape(2, 3, 2))
+    gx = acl.tensor(shape=x.shape)
+    acl.run("AdaptiveMaxPool2dBackward", acl.tensor(g), acl.tensor(x), i, gx, stream=s)
+    ref = np.zeros((2, 35))
+    for p in range(2):
+        np.add.at(ref[p], ref_i[p].ravel(), g[p].ravel())
+    np.testing.assert_array_equal(gx.numpy(s), ref.reshape(x.shape))

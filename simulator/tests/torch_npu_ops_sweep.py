@@ -346,6 +346,10 @@ ops = {
         lambda t: F.avg_pool2d(t.reshape(2, 3, 4), (2, 3), 1, (1, 0), divisor_override=4) ** 2, y
     ),
     "adaptive_avg_pool2d": lambda x, y, i: F.adaptive_avg_pool2d(y.reshape(1, 1, 4, 6), (3, 4)),
+    "adaptive_max_pool2d": lambda x, y, i: vi(F.adaptive_max_pool2d(x.reshape(1, 4, 6), (3, 4), return_indices=True)),
+    "adaptive_max_pool2d_bw": lambda x, y, i: grad_of(
+        lambda t: F.adaptive_max_pool2d(t.reshape(1, 2, 3, 4), 2) ** 2, y
+    ),
     "adaptive_avg_pool2d_bw": lambda x, y, i: grad_of(
         lambda t: F.adaptive_avg_pool2d(t.reshape(1, 2, 3, 4), (2, 3)) ** 2, y
     ),

@@ -31,6 +31,8 @@ crate::phase2!(
     aclnnKthvalue,
     aclnnCummax,
     aclnnLinalgCross,
+    aclnnAdaptiveMaxPool2d,
+    aclnnAdaptiveMaxPool2dBackward,
 );
 
 fn misc(m: MiscOp) -> Op {
@@ -351,5 +353,43 @@ pub extern "C" fn aclnnLinalgCrossGetWorkspaceSize(
         let mut a = Args::new();
         a.t(In, "self", u(x))?.t(In, "other", u(other))?.t(Out, "out", u(out))?;
         Ok((misc(MiscOp::Cross { dim }), a))
+    })
+}
+
+/// `aclnnAdaptiveMaxPool2d(self, const aclIntArray *outputSize, outputOut, indicesOut)`.
+#[no_mangle]
+pub extern "C" fn aclnnAdaptiveMaxPool2dGetWorkspaceSize(
+    x: H,
+    size: H,
+    out: H,
+    indices: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnAdaptiveMaxPool2d", ws, ex, || {
+        let o = match int_array(size, "outputSize")?[..] {
+            [a, b] => [a, b],
+            ref v => return Err(crate::ops_ext::inv(format!("outputSize must have 2 elements, got {v:?}"))),
+        };
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(Out, "outputOut", u(out))?.t(Out, "indicesOut", u(indices))?;
+        Ok((misc(MiscOp::AdaptiveMaxPool2d { out: o }), a))
+    })
+}
+
+/// `aclnnAdaptiveMaxPool2dBackward(gradOutput, self, indices, gradInput)`.
+#[no_mangle]
+pub extern "C" fn aclnnAdaptiveMaxPool2dBackwardGetWorkspaceSize(
+    g: H,
+    x: H,
+    indices: H,
+    gx: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnAdaptiveMaxPool2dBackward", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "gradOutput", u(g))?.t(In, "self", u(x))?.t(In, "indices", u(indices))?.t(Out, "gradInput", u(gx))?;
+        Ok((misc(MiscOp::AdaptiveMaxPool2dBackward), a))
     })
 }
