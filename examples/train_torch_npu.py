@@ -1,4 +1,5 @@
-"""An ordinary torch_npu training script: a small GPT, CNN or mixture of experts, on `npu` (or `cpu` for comparison).
+"""An ordinary torch_npu training script: a small GPT, CNN, mixture of experts or diffusion U-Net, on `npu`
+(or `cpu` for comparison).
 
 Nothing in it knows about the CANN simulator: it is what a user writes for an Ascend host
 (`import torch_npu`, `torch.npu.set_device`, `.npu()`, default optimizers). Under `torchrun` it trains
@@ -7,6 +8,7 @@ data-parallel with `torch.distributed` (backend `hccl` on npu, `gloo` on cpu).
     python examples/train_torch_npu.py --model gpt --steps 3            # GPT, AdamW (foreach default)
     python examples/train_torch_npu.py --model cnn --steps 3            # CNN, SGD with momentum
     python examples/train_torch_npu.py --model moe --steps 3            # top-2 MoE, Adam (per tensor)
+    python examples/train_torch_npu.py --model unet --steps 3           # diffusion U-Net denoiser, AdamW
     torchrun --nproc-per-node 2 examples/train_torch_npu.py --model gpt # 2-rank DDP
     python examples/train_torch_npu.py --device cpu ...                 # the same on CPU torch
     python examples/train_torch_npu.py --msprobe config.json ...        # with msprobe.pytorch's usual lines
@@ -138,6 +140,39 @@ class MoE(nn.Module):
         return (logits.logsumexp(-1) - picked).mean() + 0.01 * F.mse_loss(logits.flip(1), logits.detach())
 
 
+class UNet(nn.Module):
+    """A diffusion denoiser: a noise schedule made on the device (`linspace`, `cumprod`), a small U-Net
+    (GroupNorm, SiLU, average pooling down, a transposed convolution and nearest / bilinear upsampling up,
+    reflection padding, a 1-D convolution over the channel means, a PReLU) and an MSE + smooth-L1 loss on
+    the predicted noise."""
+
+    def __init__(self, ch=8, steps=50):
+        super().__init__()
+        self.steps = steps
+        self.inp = nn.Conv2d(3, ch, 3, padding=1)
+        self.n1 = nn.GroupNorm(4, ch)
+        self.down = nn.Conv2d(ch, 2 * ch, 3, padding=1)
+        self.n2 = nn.GroupNorm(4, 2 * ch)
+        self.up = nn.ConvTranspose2d(2 * ch, ch, 2, stride=2)
+        self.gate = nn.Conv1d(1, 1, 3, padding=1)
+        self.act = nn.PReLU(ch)
+        self.out = nn.Conv2d(3 * ch, 3, 3)
+
+    def forward(self, x0, noise):
+        b = x0.shape[0]
+        alphas = torch.cumprod(1 - torch.linspace(1e-4, 0.02, self.steps, device=x0.device), 0)
+        a = alphas[(torch.arange(b, device=x0.device) * 13) % self.steps].view(b, 1, 1, 1)
+        x = a.sqrt() * x0 + (1 - a).sqrt() * noise
+        h1 = F.silu(self.n1(self.inp(x)))
+        h2 = F.silu(self.n2(self.down(F.avg_pool2d(h1, 2))))
+        u = self.up(h2)
+        g = torch.sigmoid(self.gate(F.adaptive_avg_pool2d(u, 1).view(b, 1, -1))).view(b, -1, 1, 1)
+        skip = F.interpolate(F.interpolate(h1, scale_factor=0.5, mode="bilinear"), scale_factor=2, mode="nearest")
+        h = torch.cat([self.act(u * g), h1, skip], 1)
+        pred = self.out(F.pad(h, (1, 1, 1, 1), mode="reflect"))
+        return F.mse_loss(pred, noise) + 0.1 * F.smooth_l1_loss(pred, noise)
+
+
 def batches(model, steps, batch, rank, world, seq=16, vocab=64):
     """Deterministic synthetic data; each rank takes its slice of the global batch."""
     g = torch.Generator().manual_seed(1234)
@@ -145,6 +180,9 @@ def batches(model, steps, batch, rank, world, seq=16, vocab=64):
         if model in ("gpt", "moe"):
             x = torch.randint(0, vocab, (batch * world, seq), generator=g)
             y = torch.roll(x, -1, dims=1)
+        elif model == "unet":  # images and the noise to predict
+            x = torch.randn(batch * world, 3, 16, 16, generator=g)
+            y = torch.randn(batch * world, 3, 16, 16, generator=g)
         else:
             x = torch.randn(batch * world, 3, 16, 16, generator=g)
             y = torch.randint(0, 10, (batch * world,), generator=g)
@@ -153,7 +191,7 @@ def batches(model, steps, batch, rank, world, seq=16, vocab=64):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", choices=["gpt", "cnn", "moe"], default="gpt")
+    ap.add_argument("--model", choices=["gpt", "cnn", "moe", "unet"], default="gpt")
     ap.add_argument("--device", choices=["npu", "cpu"], default="npu")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=4)
@@ -187,6 +225,9 @@ def main():
     elif a.model == "moe":
         model = MoE(vocab=a.vocab, d=a.d_model)
         opt_ctor = lambda p: torch.optim.Adam(p, lr=a.lr or 1e-2, foreach=False)  # noqa: E731  (per-tensor lerp_)
+    elif a.model == "unet":
+        model = UNet()
+        opt_ctor = lambda p: torch.optim.AdamW(p, lr=a.lr or 1e-2)  # noqa: E731
     else:
         model = CNN()
         opt_ctor = lambda p: torch.optim.SGD(p, lr=a.lr or 0.01, momentum=0.9)  # noqa: E731

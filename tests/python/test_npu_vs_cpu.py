@@ -438,12 +438,14 @@ def test_our_npu_dump_is_what_msprobe_111_writes_on_npu(dumps, dump111):
         print(f"1.1.1 on npu, mix step {step}: {len(c.common)} records equal, max relative difference {c.max_err:.2g}")
 
 
-@pytest.mark.parametrize("model", ["moe", "cnn"])
+@pytest.mark.parametrize("model", ["moe", "cnn", "unet"])
 def test_other_models_dump_what_msprobe_111_writes_on_npu(tmp_path, model):
     """The same on models none of the above tunes for (examples/train_torch_npu.py --model moe: top-2
     routing, SwiGLU, var, cumsum, gather, logsumexp, mse_loss, per-tensor Adam; --model cnn: conv,
-    batch norm, max pool, SGD with momentum): our mix dump on npu holds the records msprobe 1.1.1 writes
-    on npu, in its order, with its structure and statistics within TOL."""
+    batch norm, max pool, SGD with momentum; --model unet: linspace/cumprod on the device, group norm,
+    avg pool, transposed and 1-D conv, interpolate, reflect pad, prelu, smooth-L1): our mix dump on npu
+    holds the records msprobe 1.1.1 writes on npu, in its order, with its structure and statistics within
+    TOL."""
     if not (MS111 / ".ready").exists():
         pytest.skip("target/venv-msprobe111 is absent (bash scripts/setup-msprobe111.sh)")
     runs = [start(tmp_path, n, "npu", "mix", ms111=n == "theirs", model=model) for n in ("ours", "theirs")]
@@ -453,7 +455,16 @@ def test_other_models_dump_what_msprobe_111_writes_on_npu(tmp_path, model):
         assert list(a[0]) == list(b[0]), step
         c = Comparison(a, b)
         assert not c.structure and not c.over_tol and not c.construct, (c.structure, c.over_tol, c.construct)
-        want = ("Tensor.topk.", ".logsumexp.") if model == "moe" else ("Functional.conv2d.", "Functional.batch_norm.")
+        want = {
+            "moe": ("Tensor.topk.", ".logsumexp."),
+            "cnn": ("Functional.conv2d.", "Functional.batch_norm."),
+            "unet": (
+                "Functional.conv_transpose2d.",
+                "Functional.group_norm.",
+                "Functional.interpolate.",
+                "Functional.pad.",
+            ),
+        }[model]
         assert all(any(w in k for k in a[0]) for w in want), (want, list(a[0])[:40])
         print(
             f"1.1.1 on the npu {model}, mix step {step}: {len(c.common)} records equal, max rel. diff. {c.max_err:.2g}"
