@@ -54,6 +54,13 @@ pub enum MiscOp {
     AdaptiveMaxPool2d { out: [i64; 2] },
     /// slots: gradOutput, self, indices, gradInput: each gradient added at its index.
     AdaptiveMaxPool2dBackward,
+    /// slots: x1 [.., P, M], x2 [.., R, M], out [.., P, R]. aclnnCdist: the p-norm distance of every
+    /// pair of rows (p = 0: the count of differing coordinates, p = inf: the largest), in f64.
+    Cdist { p: f64 },
+    /// slots: self, shiftBits? (tensor, broadcast), out. aclnnLeftShift(s) / aclnnRightShift on integers,
+    /// as torch: a shift outside [0, bits) gives 0 (left) or the sign fill (right); `scalar` is the
+    /// aclScalar of aclnnLeftShifts.
+    Shift { left: bool, scalar: Option<i64> },
     /// slots: self, other, out. aclnnLinalgCross: the cross product along `dim` (of size 3), broadcast.
     Cross { dim: i64 },
 }
@@ -331,6 +338,40 @@ impl MiscOp {
                 let (g, x, i, gx) = (t(s, 0)?, t(s, 1)?, t(s, 2)?, t(s, 3)?);
                 if g.shape != i.shape || gx.shape != x.shape || g.shape.len() != x.shape.len() || g.shape.len() < 3 {
                     return Err(inv("gradOutput/indices and gradInput/self must pair up"));
+                }
+            }
+            MiscOp::Cdist { p } => {
+                let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                float(a, "x1")?;
+                let (ra, rb) = (a.shape.len(), b.shape.len());
+                if ra < 2
+                    || ra != rb
+                    || a.shape[..ra - 2] != b.shape[..rb - 2]
+                    || a.shape[ra - 1] != b.shape[rb - 1]
+                    || *p < 0.0
+                {
+                    return Err(inv(format!(
+                        "cdist: x1 {:?} and x2 {:?} must be [.., P, M] and [.., R, M], p {p} >= 0",
+                        a.shape, b.shape
+                    )));
+                }
+                let mut want = a.shape[..ra - 1].to_vec();
+                want.push(b.shape[rb - 2]);
+                if o.shape != want || o.dtype != a.dtype {
+                    return Err(inv(format!("out must be {want:?} of x1's dtype")));
+                }
+            }
+            MiscOp::Shift { scalar, .. } => {
+                let (x, o) = (t(s, 0)?, t(s, if scalar.is_some() { 1 } else { 2 })?);
+                if !x.dtype.is_int() || !o.dtype.is_int() || x.dtype == DType::Bool {
+                    return Err(inv(format!("shifts take integers, got {} / {}", x.dtype.name(), o.dtype.name())));
+                }
+                let want = match scalar {
+                    Some(_) => x.shape.clone(),
+                    None => broadcast_shape(&x.shape, &t(s, 1)?.shape).ok_or_else(|| inv("shapes do not broadcast"))?,
+                };
+                if o.shape != want {
+                    return Err(inv(format!("out shape {:?}, {want:?} expected", o.shape)));
                 }
             }
             MiscOp::Kthvalue { k, dim, keep } => check_values_indices(s, *dim, Some((*k, *keep)))?,
@@ -639,6 +680,60 @@ impl MiscOp {
                     out[(k / plane_out) * plane_in + ik as usize] += gk;
                 }
                 gx.write_f64(&out)
+            }
+            MiscOp::Cdist { p } => {
+                let (a, b, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
+                let r = a.shape.len();
+                let (np, m, nr) = (a.shape[r - 2] as usize, a.shape[r - 1] as usize, b.shape[r - 2] as usize);
+                let (av, bv) = (a.read_f64()?, b.read_f64()?);
+                let batches = o.numel().checked_div(np * nr).unwrap_or(0);
+                let mut y = Vec::with_capacity(o.numel());
+                for bi in 0..batches {
+                    for i in 0..np {
+                        for j in 0..nr {
+                            let d = (0..m).map(|k| (av[(bi * np + i) * m + k] - bv[(bi * nr + j) * m + k]).abs());
+                            y.push(if *p == 0.0 {
+                                d.filter(|&v| v != 0.0).count() as f64
+                            } else if p.is_infinite() {
+                                d.fold(0.0, f64::max)
+                            } else {
+                                d.map(|v| v.powf(*p)).sum::<f64>().powf(1.0 / p)
+                            });
+                        }
+                    }
+                }
+                o.write_f64(&y)
+            }
+            MiscOp::Shift { left, scalar } => {
+                let x = t(s, 0)?;
+                let o = t(s, if scalar.is_some() { 1 } else { 2 })?;
+                let xv = bview(x, &o.shape)?.read_i64()?;
+                let sv = match scalar {
+                    Some(k) => vec![*k; xv.len()],
+                    None => bview(t(s, 1)?, &o.shape)?.read_i64()?,
+                };
+                let bits = (o.dtype.size() * 8) as i64;
+                let unsigned = matches!(o.dtype, DType::U8 | DType::U16 | DType::U32 | DType::U64);
+                let f = |a: i64, k: i64| {
+                    if *left {
+                        if (0..bits).contains(&k) {
+                            a.wrapping_shl(k as u32)
+                        } else {
+                            0
+                        }
+                    } else if (0..bits).contains(&k) {
+                        if unsigned {
+                            ((a as u64) >> k) as i64
+                        } else {
+                            a >> k
+                        }
+                    } else if unsigned || a >= 0 {
+                        0
+                    } else {
+                        -1
+                    }
+                };
+                o.write_i64(&xv.iter().zip(&sv).map(|(&a, &k)| f(a, k)).collect::<Vec<_>>())
             }
             MiscOp::Cross { dim } => {
                 let o = t(s, 2)?;

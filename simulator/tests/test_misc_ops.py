@@ -182,3 +182,38 @@ def test_adaptive_max_pool2d(acl):
     for p in range(2):
         np.add.at(ref[p], ref_i[p].ravel(), g[p].ravel())
     np.testing.assert_array_equal(gx.numpy(s), ref.reshape(x.shape))
+
+
+def test_cdist_and_shifts(acl):
+    """aclnnCdist (p = 2, 1, 0, inf) against numpy; LeftShift(s) / RightShift on int32 as torch (a shift
+    outside [0, 32) gives 0, or the sign fill to the right)."""
+    s = acl.stream()
+    rng = np.random.default_rng(6)
+    a, b = f32(rng.normal(size=(3, 4))), f32(rng.normal(size=(5, 4)))
+    diff = np.abs(a[:, None, :].astype(np.float64) - b[None, :, :])
+    for p, ref in [
+        (2.0, np.sqrt((diff**2).sum(-1))),
+        (1.0, diff.sum(-1)),
+        (0.0, (diff != 0).sum(-1)),
+        (np.inf, diff.max(-1)),
+    ]:
+        o = acl.tensor(shape=(3, 5))
+        acl.run("Cdist", acl.tensor(a), acl.tensor(b), p, 0, o, stream=s)
+        np.testing.assert_allclose(o.numpy(s), ref, rtol=1e-6)
+    x = np.array([-5, -1, 0, 1, 7, 1 << 30], np.int32)
+    k = np.array([1, 31, 32, 40, -1, 2], np.int32)
+
+    def run(name, *args):
+        o = acl.tensor(shape=(6,), dtype=cs.ACL_INT32)
+        acl.run(name, acl.tensor(x, dtype=cs.ACL_INT32), *args, o, stream=s)
+        return o.numpy(s)
+
+    inside = (k >= 0) & (k < 32)
+    kk = np.where(inside, k, 0)
+    np.testing.assert_array_equal(
+        run("LeftShift", acl.tensor(k, dtype=cs.ACL_INT32)), np.where(inside, np.left_shift(x, kk), 0)
+    )
+    np.testing.assert_array_equal(
+        run("RightShift", acl.tensor(k, dtype=cs.ACL_INT32)), np.where(inside, x >> kk, np.where(x < 0, -1, 0))
+    )
+    np.testing.assert_array_equal(run("LeftShifts", 3), np.left_shift(x, 3))

@@ -331,6 +331,13 @@ ops = {
     "cummax_ties": lambda x, y, i: vi(T([[1.0, 3.0, 3.0, 2.0, 5.0, 5.0]], x).cummax(1)),
     "cross": lambda x, y, i: torch.linalg.cross(y.reshape(8, 3), y.flip(0).reshape(8, 3)),
     "cross_dim0": lambda x, y, i: torch.cross(y.reshape(3, 8), y.flip(1).reshape(3, 8), dim=0),
+    "cdist": lambda x, y, i: torch.cdist(y.reshape(2, 3, 4), y.flip(0).reshape(2, 3, 4)),
+    "cdist_p1_inf": lambda x, y, i: torch.cat(
+        [torch.cdist(y[:2], y[2:], p=1), torch.cdist(y[:2], y[1:], p=float("inf"))], 1
+    ),
+    "shift_left": lambda x, y, i: i << 3,
+    "shift_left_tensor": lambda x, y, i: i << (i.abs() % 5),
+    "shift_right": lambda x, y, i: (i * 1000) >> T([1, 2, 3, 0, 70, 63], i),  # a shift past the width: the sign fill
     "index_fill": lambda x, y, i: y.index_fill(1, T([0, 2, -1], i), 1.5),
     "index_fill_": lambda x, y, i: i.clone().index_fill_(0, T([3, 1], i), -7),
     "isclose": lambda x, y, i: torch.isclose(x, x + 1e-6),

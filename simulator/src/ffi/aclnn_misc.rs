@@ -33,6 +33,10 @@ crate::phase2!(
     aclnnLinalgCross,
     aclnnAdaptiveMaxPool2d,
     aclnnAdaptiveMaxPool2dBackward,
+    aclnnCdist,
+    aclnnLeftShift,
+    aclnnLeftShifts,
+    aclnnRightShift,
 );
 
 fn misc(m: MiscOp) -> Op {
@@ -391,5 +395,57 @@ pub extern "C" fn aclnnAdaptiveMaxPool2dBackwardGetWorkspaceSize(
         let mut a = Args::new();
         a.t(In, "gradOutput", u(g))?.t(In, "self", u(x))?.t(In, "indices", u(indices))?.t(Out, "gradInput", u(gx))?;
         Ok((misc(MiscOp::AdaptiveMaxPool2dBackward), a))
+    })
+}
+
+/// `aclnnCdist(x1, x2, float p, int64_t compute_mode, out)`: compute_mode only picks how a device
+/// computes p = 2, the values are the same.
+#[no_mangle]
+pub extern "C" fn aclnnCdistGetWorkspaceSize(
+    x1: H,
+    x2: H,
+    p: f32,
+    mode: i64,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnCdist", ws, ex, || {
+        if !(0..=2).contains(&mode) {
+            return Err(crate::ops_ext::inv(format!("compute_mode {mode} must be 0, 1 or 2")));
+        }
+        let mut a = Args::new();
+        a.t(In, "x1", u(x1))?.t(In, "x2", u(x2))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::Cdist { p: p.into() }), a))
+    })
+}
+
+/// `aclnnLeftShift` / `aclnnRightShift(self, const aclTensor *shiftBits, out)`.
+macro_rules! shift {
+    ($name:ident, $p2:literal, $left:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(x: H, bits: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+            p1($p2, ws, ex, || {
+                let mut a = Args::new();
+                a.t(In, "self", u(x))?.t(In, "shiftBits", u(bits))?.t(Out, "out", u(out))?;
+                Ok((misc(MiscOp::Shift { left: $left, scalar: None }), a))
+            })
+        }
+    };
+}
+shift!(aclnnLeftShiftGetWorkspaceSize, "aclnnLeftShift", true);
+shift!(aclnnRightShiftGetWorkspaceSize, "aclnnRightShift", false);
+
+/// `aclnnLeftShifts(self, const aclScalar *shiftBits, out)`.
+#[no_mangle]
+pub extern "C" fn aclnnLeftShiftsGetWorkspaceSize(x: H, bits: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnLeftShifts", ws, ex, || {
+        let k = scalar(bits, "shiftBits")?;
+        if k.fract() != 0.0 {
+            return Err(crate::ops_ext::inv(format!("shiftBits {k} must be an integer")));
+        }
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::Shift { left: true, scalar: Some(k as i64) }), a))
     })
 }
