@@ -13,6 +13,12 @@ import sys
 from pathlib import Path
 
 
+def md5_of(tensor: dict, when: str) -> str:
+    """What msprobe's `md5` holds for a trace tensor: the CRC of its elements, of their float32 conversion
+    for bfloat16 (msprobe 1.1.1 hashes bf16 as float32)."""
+    return tensor.get(f"crc_f32_view_{when}") or tensor[f"crc_view_{when}"]
+
+
 def record_of(op):
     if op.startswith("aclnn"):
         return "Aclnn", op[len("aclnn") :]
@@ -45,8 +51,8 @@ def main():
             missed[t["op"]] += 1
             continue
         captured += 1
-        want = [x["crc_view_before"] for x in t["tensors"] if x["role"] in ("input", "inout")]
-        want += [x["crc_view_after"] for x in t["tensors"] if x["role"] in ("output", "inout")]
+        want = [md5_of(x, "before") for x in t["tensors"] if x["role"] in ("input", "inout")]
+        want += [md5_of(x, "after") for x in t["tensors"] if x["role"] in ("output", "inout")]
         got = [x.get("md5") for x in leaves(rec.get("input_args", []))]
         got += [x.get("md5") for x in leaves(rec.get("output", []))]
         if got != want:

@@ -1190,15 +1190,35 @@ impl Op {
                 t(s, 2)?.write_f32(&g.iter().zip(&x).map(|(&g, &x)| if x > th { g } else { 0.0 }).collect::<Vec<_>>())
             }
             Op::Linspace { start, end, steps } => {
-                let n = *steps;
-                let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };
-                let v: Vec<f64> = (0..n)
-                    .map(|i| if i < n / 2 { start + step * i as f64 } else { end - step * (n - 1 - i) as f64 })
-                    .collect();
-                let o = t(s, 0)?;
+                // torch's linspace kernel: start and end converted to out's dtype first; the step and each
+                // term computed in that dtype (each operation rounded, as c10::Half / BFloat16 arithmetic
+                // is), in double for integers (then truncated)
+                let (n, o) = (*steps, t(s, 0)?);
+                let half = n / 2;
                 if o.dtype.is_int() {
-                    return o.write_i64(&v.iter().map(|&x| x as i64).collect::<Vec<_>>());
+                    let (a, b) = (start.trunc(), end.trunc());
+                    let step = if n > 1 { (b - a) / (n - 1) as f64 } else { 0.0 };
+                    let v: Vec<i64> = (0..n)
+                        .map(|i| if i < half { a + step * i as f64 } else { b - step * (n - 1 - i) as f64 } as i64)
+                        .collect();
+                    return o.write_i64(&v);
                 }
+                let rd = |x: f64| {
+                    let mut b = [0u8; 8];
+                    o.dtype.put(&mut b, x);
+                    o.dtype.get(&b)
+                };
+                let (a, b) = (rd(*start), rd(*end));
+                let step = if n > 1 { rd(rd(b - a) / rd((n - 1) as f64)) } else { 0.0 };
+                let v: Vec<f64> = (0..n)
+                    .map(|i| {
+                        if i < half {
+                            rd(a + rd(step * rd(i as f64)))
+                        } else {
+                            rd(b - rd(step * rd((n - 1 - i) as f64)))
+                        }
+                    })
+                    .collect();
                 o.write_f64(&v)
             }
             Op::Eye { n, m } => {
@@ -1432,7 +1452,10 @@ impl Op {
                 let a = t(s, 0)?;
                 let red = reduce_axes(&a.shape, dims)?;
                 let mut r = if a.dtype.is_int() || a.dtype == DType::F64 {
-                    let v = a.read_f64()?;
+                    let mut v = a.read_f64()?;
+                    if *nan_zero {
+                        v.iter_mut().filter(|x| x.is_nan()).for_each(|x| *x = 0.0);
+                    }
                     // exact-ish accumulation for integers / f64
                     let f: Vec<f32> = v.iter().map(|&x| x as f32).collect();
                     if a.dtype.is_int() && !*mean {

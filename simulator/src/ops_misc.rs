@@ -17,7 +17,7 @@ pub enum MiscOp {
     RepeatInterleave { count: Option<i64>, dim: Option<i64>, output_size: i64 },
     /// slots: repeats (1-D int64), out. aclnnRepeatInterleaveTensor: index i repeated repeats[i] times.
     RepeatIndices { output_size: i64 },
-    /// slots: self, index (1-D int32/int64), source, out. out = self, then out[.., index[k], ..] +=
+    /// slots: self, index (1-D int32/int64, in [0, size)), source, out. out = self, then out[.., index[k], ..] +=
     /// alpha · source[.., k, ..] along `dim`, in order (rounded to the dtype at each step, as torch).
     IndexAdd { dim: i64, alpha: f64 },
     /// slots: self (1-D non-negative integers), weights? (self's shape), out (1-D). Counts (or sums
@@ -120,9 +120,10 @@ fn axis(dim: i64, rank: usize) -> Result<usize, i32> {
 }
 
 /// (outer, len, inner) of `shape` around axis `d`.
+/// (outer, len, inner) of `shape` around axis `d`; a 0-d tensor is one lane of one element.
 fn lanes(shape: &[i64], d: usize) -> (usize, usize, usize) {
-    let outer = numel(&shape[..d]);
-    let inner = numel(&shape[d + 1..]);
+    let outer = numel(&shape[..d.min(shape.len())]);
+    let inner = shape.get(d + 1..).map_or(1, numel);
     (outer, shape.get(d).copied().unwrap_or(1) as usize, inner)
 }
 
@@ -147,6 +148,92 @@ fn write(o: &TView, v: Vals) -> Result<(), i32> {
     match v {
         Vals::F(x) => o.write_f64(&x),
         Vals::I(x) => o.write_i64(&x),
+    }
+}
+
+/// An element compared as torch's sort kernels compare: integers exactly, floats with NaN above every
+/// number.
+#[derive(Clone, Copy, Debug)]
+enum Key {
+    F(f64),
+    I(i64),
+}
+
+impl Key {
+    fn is_nan(self) -> bool {
+        matches!(self, Key::F(v) if v.is_nan())
+    }
+    /// torch's `gt_or_nan`: `(isnan(x) && !isnan(y)) || x > y`.
+    fn gt_or_nan(self, o: Key) -> bool {
+        match (self, o) {
+            (Key::I(a), Key::I(b)) => a > b,
+            (a, b) => (a.is_nan() && !b.is_nan()) || a.as_f64() > b.as_f64(),
+        }
+    }
+    fn as_f64(self) -> f64 {
+        match self {
+            Key::F(v) => v,
+            Key::I(v) => v as f64,
+        }
+    }
+    fn as_i64(self) -> i64 {
+        match self {
+            Key::F(v) => v as i64,
+            Key::I(v) => v,
+        }
+    }
+}
+
+/// torch's `quick_select_template` (aten/src/ATen/native/SortingUtils.h): median-of-three quickselect
+/// leaving the k-th smallest (0-based) at `k`, with the same swaps, so that among equal values the same
+/// index is chosen as torch's CPU kthvalue.
+fn quick_select(a: &mut [(Key, usize)], k: usize) {
+    let gt = |x: Key, y: Key| x.gt_or_nan(y);
+    let (mut l, mut r) = (0usize, a.len() - 1);
+    loop {
+        if r <= l {
+            return;
+        }
+        if r == l + 1 {
+            if gt(a[l].0, a[r].0) {
+                a.swap(l, r);
+            }
+            return;
+        }
+        let p = l + (r - l) / 2;
+        a.swap(p, l + 1);
+        if gt(a[l + 1].0, a[r].0) {
+            a.swap(l + 1, r);
+        }
+        if gt(a[l].0, a[r].0) {
+            a.swap(l, r);
+        }
+        if gt(a[l + 1].0, a[l].0) {
+            a.swap(l + 1, l);
+        }
+        let (mut i, mut j) = (l + 1, r);
+        let piv = a[l].0;
+        loop {
+            i += 1;
+            while gt(piv, a[i].0) {
+                i += 1;
+            }
+            j -= 1;
+            while gt(a[j].0, piv) {
+                j -= 1;
+            }
+            if j < i {
+                break;
+            }
+            a.swap(i, j);
+        }
+        a.swap(l, j);
+        if j <= k {
+            l = i;
+        }
+        if j >= k {
+            r = j - 1;
+        }
     }
 }
 
@@ -324,7 +411,10 @@ impl MiscOp {
             MiscOp::AdaptiveMaxPool2d { out } => {
                 let x = t(s, 0)?;
                 float(x, "self")?;
-                if !(3..=4).contains(&x.shape.len()) || out.iter().any(|&o| o < 1) || x.shape.iter().any(|&d| d < 1) {
+                if !(3..=4).contains(&x.shape.len())
+                    || out.iter().any(|&o| o < 1)
+                    || x.shape[x.shape.len() - 3..].iter().any(|&d| d < 1)
+                {
                     return Err(inv(format!("self {:?} must be 3-D or 4-D and outputSize {out:?} positive", x.shape)));
                 }
                 let mut want = x.shape[..x.shape.len() - 2].to_vec();
@@ -450,7 +540,8 @@ impl MiscOp {
                 let idx = i.read_i64()?;
                 let m = idx.len();
                 for &k in &idx {
-                    if k < -(n as i64) || k >= n as i64 {
+                    // torch's index_add refuses negative indices too ("index out of range in self")
+                    if k < 0 || k >= n as i64 {
                         return Err(inv(format!("index {k} out of range for size {n}")));
                     }
                 }
@@ -599,30 +690,37 @@ impl MiscOp {
                 t(s, 2)?.write_f64(&mean)
             }
             MiscOp::Dot => {
+                if let (Vals::I(a), Vals::I(b)) = (read(t(s, 0)?)?, read(t(s, 1)?)?) {
+                    let d = a.iter().zip(&b).fold(0i64, |acc, (x, y)| acc.wrapping_add(x.wrapping_mul(*y)));
+                    return t(s, 2)?.write_i64(&[d]);
+                }
                 let (a, b) = (t(s, 0)?.read_f64()?, t(s, 1)?.read_f64()?);
                 t(s, 2)?.write_f64(&[a.iter().zip(&b).map(|(x, y)| x * y).sum()])
             }
             MiscOp::Kthvalue { dim, .. } | MiscOp::Cummax { dim } => {
                 let x = t(s, 0)?;
                 let (outer, n, inner) = lanes(&x.shape, axis(*dim, x.shape.len())?);
-                let xv = x.read_f64()?;
+                // integers compare exactly in i64 (int64 beyond 2^53), floats in f64 with NaN above all
+                let keys: Vec<Key> = match read(x)? {
+                    Vals::I(v) => v.into_iter().map(Key::I).collect(),
+                    Vals::F(v) => v.into_iter().map(Key::F).collect(),
+                };
                 let (mut vals, mut idx) = (Vec::new(), Vec::new());
                 let kth = if let MiscOp::Kthvalue { k, .. } = self { Some(*k as usize) } else { None };
                 for p in 0..outer {
                     for q in 0..inner {
                         let at = |j: usize| (p * n + j) * inner + q;
                         if let Some(k) = kth {
-                            let mut order: Vec<usize> = (0..n).collect();
-                            order.sort_by(|&a, &b| xv[at(a)].total_cmp(&xv[at(b)]).then(a.cmp(&b)));
-                            // total_cmp puts -NaN first: NaN (either sign) sorts above every number
-                            order.sort_by_key(|&j| xv[at(j)].is_nan());
-                            vals.push((p * inner + q, xv[at(order[k - 1])]));
-                            idx.push((p * inner + q, order[k - 1] as i64));
+                            let mut lane: Vec<(Key, usize)> = (0..n).map(|j| (keys[at(j)], j)).collect();
+                            quick_select(&mut lane, k - 1);
+                            vals.push((p * inner + q, lane[k - 1].0));
+                            idx.push((p * inner + q, lane[k - 1].1 as i64));
                         } else {
-                            let (mut best, mut bi) = (f64::NAN, 0usize);
+                            let (mut best, mut bi) = (keys[at(0)], 0usize);
                             for j in 0..n {
-                                let v = xv[at(j)];
-                                if j == 0 || v.is_nan() || (!best.is_nan() && v >= best) {
+                                let v = keys[at(j)];
+                                // torch's cummax: a NaN takes over and stays; else the later of equal maxima
+                                if j == 0 || v.is_nan() || (!best.is_nan() && !best.gt_or_nan(v)) {
                                     (best, bi) = (v, j);
                                 }
                                 vals.push((at(j), best));
@@ -633,7 +731,12 @@ impl MiscOp {
                 }
                 vals.sort_by_key(|e| e.0);
                 idx.sort_by_key(|e| e.0);
-                t(s, 1)?.write_f64(&vals.iter().map(|e| e.1).collect::<Vec<_>>())?;
+                let vo = t(s, 1)?;
+                if vo.dtype.is_int() {
+                    vo.write_i64(&vals.iter().map(|e| e.1.as_i64()).collect::<Vec<_>>())?;
+                } else {
+                    vo.write_f64(&vals.iter().map(|e| e.1.as_f64()).collect::<Vec<_>>())?;
+                }
                 t(s, 2)?.write_i64(&idx.iter().map(|e| e.1).collect::<Vec<_>>())
             }
             MiscOp::AdaptiveMaxPool2d { out } => {
@@ -737,18 +840,28 @@ impl MiscOp {
             }
             MiscOp::Cross { dim } => {
                 let o = t(s, 2)?;
-                let (a, b) = (bview(t(s, 0)?, &o.shape)?.read_f64()?, bview(t(s, 1)?, &o.shape)?.read_f64()?);
+                let (av, bv) = (bview(t(s, 0)?, &o.shape)?, bview(t(s, 1)?, &o.shape)?);
                 let (outer, _, inner) = lanes(&o.shape, axis(*dim, o.shape.len())?);
-                let mut y = vec![0f64; a.len()];
-                for p in 0..outer {
-                    for q in 0..inner {
-                        let at = |j: usize| (p * 3 + j) * inner + q;
-                        for j in 0..3 {
-                            let (u, v) = ((j + 1) % 3, (j + 2) % 3);
-                            y[at(j)] = a[at(u)] * b[at(v)] - a[at(v)] * b[at(u)];
+                let each = |f: &mut dyn FnMut(usize, usize, usize)| {
+                    for p in 0..outer {
+                        for q in 0..inner {
+                            let at = |j: usize| (p * 3 + j) * inner + q;
+                            for j in 0..3 {
+                                f(at(j), at((j + 1) % 3), at((j + 2) % 3));
+                            }
                         }
                     }
+                };
+                if o.dtype.is_int() {
+                    // integers exactly, wrapping as torch's CPU kernel
+                    let (a, b) = (av.read_i64()?, bv.read_i64()?);
+                    let mut y = vec![0i64; a.len()];
+                    each(&mut |k, u, v| y[k] = a[u].wrapping_mul(b[v]).wrapping_sub(a[v].wrapping_mul(b[u])));
+                    return o.write_i64(&y);
                 }
+                let (a, b) = (av.read_f64()?, bv.read_f64()?);
+                let mut y = vec![0f64; a.len()];
+                each(&mut |k, u, v| y[k] = a[u] * b[v] - a[v] * b[u]);
                 o.write_f64(&y)
             }
             MiscOp::IsClose { rtol, atol, equal_nan } => {

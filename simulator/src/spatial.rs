@@ -10,6 +10,7 @@
 //!
 //! Slots: forward `self, out`; backward `gradOut, [self], gradInput` (the upsample backwards take the
 //! input's size as an array instead of `self`). Leading axes (batch, channels) are any, at most two.
+use crate::dtype::DType;
 use crate::ops_ext::{float, inv, t, PoolGeom};
 use crate::tensor::{numel, TView, SV};
 
@@ -110,8 +111,8 @@ impl Spatial {
                 *out
             }
             Kind::Pad { reflect, pads } => {
-                if pads.len() != 2 * self.dims || pads.iter().any(|&p| p < 0) {
-                    return Err(inv(format!("padding {pads:?}: {} non-negative values expected", 2 * self.dims)));
+                if pads.len() != 2 * self.dims {
+                    return Err(inv(format!("padding {pads:?}: {} values expected", 2 * self.dims)));
                 }
                 let pw = [pads[0], pads[1]];
                 let ph = if self.dims == 2 { [pads[2], pads[3]] } else { [0, 0] };
@@ -189,6 +190,11 @@ impl Spatial {
         r
     }
 
+    /// Whether each output element is one input element (so any dtype moves exactly).
+    fn moves_only(&self) -> bool {
+        matches!(self.kind, Kind::Pad { .. } | Kind::Nearest { .. })
+    }
+
     /// (leading shape, h, w) of a tensor of this op's rank.
     fn split<'a>(&self, shape: &'a [i64], what: &str) -> Result<(&'a [i64], i64, i64), i32> {
         let d = self.dims;
@@ -240,7 +246,10 @@ impl Spatial {
     fn validate_resolved(&self, s: &[SV]) -> Result<u64, i32> {
         let (x, y) = self.io(s)?;
         let (xw, yw) = if self.backward.is_some() { ("gradInput", "gradOut") } else { ("self", "out") };
-        float(x, xw)?;
+        // the pads and nearest resizing only move elements: CANN takes integers (and bool) there too
+        if self.backward.is_some() || !self.moves_only() {
+            float(x, xw)?;
+        }
         if y.dtype != x.dtype {
             return Err(inv(format!("{yw}: dtype {} must be {xw}'s {}", y.dtype.name(), x.dtype.name())));
         }
@@ -274,6 +283,17 @@ impl Spatial {
         let (pin, pout) = ((h * w) as usize, (o[0] * o[1]) as usize);
         let planes = numel(&x.shape).checked_div(pin).unwrap_or(0);
         match self.backward {
+            None if x.dtype.is_int() || x.dtype == DType::Bool => {
+                // a move of raw values (int64 beyond 2^53 exact)
+                let xv = x.read_i64()?;
+                let mut out = vec![0i64; planes * pout];
+                for p in 0..planes {
+                    for (k, tap) in taps.iter().enumerate() {
+                        out[p * pout + k] = xv[p * pin + tap[0].0];
+                    }
+                }
+                y.write_i64(&out)
+            }
             None => {
                 let xv = x.read_f64()?;
                 let mut out = vec![0f64; planes * pout];

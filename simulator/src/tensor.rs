@@ -116,6 +116,15 @@ impl TView {
         }
         Ok(h.finalize())
     }
+    /// CRC-32 of the view's elements converted to float32 (little-endian): msprobe 1.1.1's `md5` of a
+    /// bfloat16 tensor, which it hashes as float32.
+    pub fn crc_elements_f32(&self) -> Result<u32, i32> {
+        let mut h = crc32fast::Hasher::new();
+        for v in self.read_f64()? {
+            h.update(&(v as f32).to_le_bytes());
+        }
+        Ok(h.finalize())
+    }
     pub fn read_f64(&self) -> Result<Vec<f64>, i32> {
         let b = self.read_span()?;
         let es = self.dtype.size();

@@ -97,6 +97,9 @@ pub fn run_traced_shaped(
     let Some(s) = sink() else { return f() };
     let before: Vec<Option<u32>> = args.iter().map(|a| a.view.crc().ok()).collect();
     let before_view: Vec<Option<u32>> = args.iter().map(|a| a.view.crc_elements().ok()).collect();
+    // bfloat16 views also as msprobe hashes them (float32), so a dump's md5 can be checked against the trace
+    let bf16_crc = |v: &TView| if v.dtype == crate::dtype::DType::Bf16 { v.crc_elements_f32().ok() } else { None };
+    let before_f32: Vec<Option<u32>> = args.iter().map(|a| bf16_crc(&a.view)).collect();
     let r = f();
     let views: Vec<TView> = (0..args.len())
         .map(|i| {
@@ -120,6 +123,10 @@ pub fn run_traced_shaped(
     let before: Vec<Option<u32>> = before.into_iter().enumerate().map(|(i, c)| c.filter(|_| !resized(i))).collect();
     let before_view: Vec<Option<u32>> =
         before_view.into_iter().enumerate().map(|(i, c)| c.filter(|_| !resized(i))).collect();
+    let before_f32: Vec<Option<u32>> =
+        before_f32.into_iter().enumerate().map(|(i, c)| c.filter(|_| !resized(i))).collect();
+    let after_f32: Vec<Option<u32>> =
+        views.iter().enumerate().map(|(i, v)| if writes(i) { bf16_crc(v) } else { None }).collect();
     let after: Vec<Option<u32>> =
         views.iter().enumerate().map(|(i, v)| if writes(i) { v.crc().ok() } else { None }).collect();
     let after_view: Vec<Option<u32>> =
@@ -135,11 +142,16 @@ pub fn run_traced_shaped(
             let v = &views[i];
             let (start, len) = v.byte_span();
             let li = a.list_index.map(|l| format!("\"list_index\":{l},")).unwrap_or_default();
+            let f32_crcs = if v.dtype == crate::dtype::DType::Bf16 {
+                format!(",\"crc_f32_view_before\":{},\"crc_f32_view_after\":{}", hex(before_f32[i]), hex(after_f32[i]))
+            } else {
+                String::new()
+            };
             format!(
                 concat!(
                     "{{\"role\":\"{}\",\"index\":{},{}\"name\":{},\"addr\":\"{:#x}\",\"span_addr\":\"{:#x}\",",
                     "\"bytes\":{},\"dtype\":\"{}\",\"acl_dtype\":{},\"shape\":{},\"strides\":{},\"offset\":{},",
-                    "\"crc_before\":{},\"crc_after\":{},\"crc_view_before\":{},\"crc_view_after\":{}}}"
+                    "\"crc_before\":{},\"crc_after\":{},\"crc_view_before\":{},\"crc_view_after\":{}{}}}"
                 ),
                 a.role.name(),
                 a.index,
@@ -156,7 +168,8 @@ pub fn run_traced_shaped(
                 hex(before[i]),
                 hex(after[i]),
                 hex(before_view[i]),
-                hex(after_view[i])
+                hex(after_view[i]),
+                f32_crcs
             )
         })
         .collect();

@@ -153,7 +153,7 @@ def test_refusals(env):
     bad = [
         ("ReflectionPad2d", (x, [4, 0, 0, 0], e.out(1, 1, 3, 8))),  # reflection pad not below the width
         ("ReflectionPad2d", (x, [1, 1], e.out(1, 1, 3, 6))),  # 2 values for a 2-D pad
-        ("ReplicationPad2d", (x, [-1, 0, 0, 0], e.out(1, 1, 3, 3))),  # negative
+        ("ReplicationPad2d", (x, [-4, 0, 0, 0], e.out(1, 1, 3, 0))),  # cropped to nothing (torch crops with < 0)
         ("UpsampleBilinear2d", (x, [6, 8], False, -2.0, 2.0, e.out(1, 1, 6, 8))),  # negative scale
         ("UpsampleNearest2d", (x, [6, 8], e.out(1, 1, 6, 7))),  # out shape
         ("AvgPool2d", (x, [3, 3], [1, 1], [2, 2], False, True, 0, 0, e.out(1, 1, 5, 6))),  # pad above k / 2
@@ -167,3 +167,21 @@ def test_refusals(env):
     e.run("ReflectionPad2d", x, [3, 0, 0, 0], e.out(1, 1, 3, 7))
     e.run("AvgPool2d", x, [2, 2], [], [0], False, True, 0, 0, e.out(1, 1, 1, 2))
     e.run("UpsampleBilinear2d", x, [6, 8], False, 2.0, 2.0, e.out(1, 1, 6, 8))
+
+
+def test_pads_crop_and_move_integers(acl):
+    """Negative padding crops (as torch's F.pad); integer tensors are padded and resized by moving their
+    values exactly (int64 beyond 2^53 included)."""
+    s = acl.stream()
+    x = np.arange(20, dtype=np.float32).reshape(1, 4, 5)
+    o = acl.tensor(shape=(1, 3, 6))
+    acl.run("ReflectionPad2d", acl.tensor(x), [-1, 2, 1, -2], o, stream=s)
+    np.testing.assert_array_equal(o.numpy(s), np.pad(x, ((0, 0), (1, 0), (0, 2)), mode="reflect")[:, :3, 1:])
+    big = np.array([[2**60 + 1, 2**60 + 3]], np.int64)
+    o = acl.tensor(shape=(1, 5), dtype=cs.ACL_INT64)
+    acl.run("ReplicationPad1d", acl.tensor(big, dtype=cs.ACL_INT64), [1, 2], o, stream=s)
+    np.testing.assert_array_equal(o.numpy(s), np.pad(big, ((0, 0), (1, 2)), mode="edge"))
+    u = np.arange(6, dtype=np.uint8).reshape(1, 1, 2, 3)
+    o = acl.tensor(shape=(1, 1, 4, 6), dtype=cs.ACL_UINT8)
+    acl.run("UpsampleNearest2d", acl.tensor(u, dtype=cs.ACL_UINT8), [4, 6], o, stream=s)
+    np.testing.assert_array_equal(o.numpy(s), u.repeat(2, 2).repeat(2, 3))

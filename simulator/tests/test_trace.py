@@ -51,6 +51,9 @@ assert ia[0]["crc_after"] == crc((o_add + b).astype(np.float32))
 cast = recs[3]["tensors"]
 assert cast[1]["dtype"] == "bfloat16" and cast[1]["acl_dtype"] == 27
 assert cast[1]["crc_after"] == crc(cs.f32_to_bf16_bits(a))
+# bfloat16 also as msprobe hashes it (its float32 conversion); other dtypes have no such field
+assert cast[1]["crc_f32_view_after"] == crc(cs.bf16_bits_to_f32(cs.f32_to_bf16_bits(a)).astype(np.float32))
+assert "crc_f32_view_after" not in cast[0] and "crc_f32_view_after" not in add[2]
 hc = recs[4]["tensors"]
 assert hc[0]["role"] == "inout" and hc[0]["crc_after"] == crc(o_final)
 print("trace OK")

@@ -329,6 +329,30 @@ ops = {
     "kthvalue_nan": lambda x, y, i: vi(x.kthvalue(6, 1, keepdim=True)),  # NaN above every number
     "cummax": lambda x, y, i: vi(x.cummax(1)),  # NaN stays, ties take the later index
     "cummax_ties": lambda x, y, i: vi(T([[1.0, 3.0, 3.0, 2.0, 5.0, 5.0]], x).cummax(1)),
+    # review fixes: 0-d tensors, torch's quickselect ties, int64 beyond 2^53, float64 nansum, integer and
+    # half linspace, integer / negative pads, uint8 nearest resizing
+    "kthvalue_0d": lambda x, y, i: torch.stack([t.float() for t in y[0, 0].kthvalue(1)]),
+    "index_fill_0d": lambda x, y, i: y[0, 0].clone().index_fill(0, T([0], i), 5.0),
+    "index_add_0d": lambda x, y, i: y[0, 0].index_add(0, T([0], i), y[1, 1]),
+    "kthvalue_ties": lambda x, y, i: vi(
+        T([[5, 1, 1, 1, 1, 2, 2, 1, 1, 0], [0, -0.0, 0, -0.0, 1, 1, 1, 1, 1, 1]], x).kthvalue(3)
+    ),
+    "cummax_int64_big": lambda x, y, i: torch.cat(
+        [t.flatten() for t in T([2**60 + 1, 2**60, 2**60 + 3, 2**60 + 2], i).cummax(0)]
+    ),
+    "kthvalue_int64_big": lambda x, y, i: T([2**60 + 3, 2**60 + 1, 2**60 + 2], i).kthvalue(2)[0],
+    "dot_int64": lambda x, y, i: torch.dot(T([2**40, 3], i), T([2**20 + 1, 5], i)),
+    "cross_int64_wraps": lambda x, y, i: torch.linalg.cross(T([[2**40, 3, 2**35]], i), T([[5, 2**30, 7]], i)),
+    # (made on the host: torch_npu's `.double()` of an npu tensor allocates float32 here)
+    "nansum_f64": lambda x, y, i: torch.nansum(x.cpu().masked_fill(x.cpu().isinf(), 2.0).double().to(x.device), 1),
+    "linspace_int_frac": lambda x, y, i: torch.linspace(-7.9, 3.2, 6, dtype=torch.int32, device=x.device),
+    "linspace_half": lambda x, y, i: torch.linspace(-3.3, 7.1, 37, dtype=torch.float16, device=x.device),
+    "linspace_bf16": lambda x, y, i: torch.linspace(-3.3, 7.1, 37, dtype=torch.bfloat16, device=x.device),
+    "pad_reflect_int": lambda x, y, i: F.pad(i.reshape(1, 4, 6).int(), (2, 2, 1, 1), mode="reflect"),
+    "pad_negative": lambda x, y, i: F.pad(y.reshape(1, 4, 6), (-1, 2, 1, -2), mode="reflect"),
+    "upsample_nearest_uint8": lambda x, y, i: F.interpolate(
+        (i + 5).to(torch.uint8).reshape(1, 1, 4, 6), scale_factor=2
+    ),
     "cross": lambda x, y, i: torch.linalg.cross(y.reshape(8, 3), y.flip(0).reshape(8, 3)),
     "cross_dim0": lambda x, y, i: torch.cross(y.reshape(3, 8), y.flip(1).reshape(3, 8), dim=0),
     "cdist": lambda x, y, i: torch.cdist(y.reshape(2, 3, 4), y.flip(0).reshape(2, 3, 4)),

@@ -59,8 +59,8 @@ def check(trace: Path, rank_dir: Path):
         if rec is None:
             missed.append(name)
             continue
-        want = [x["crc_view_before"] for x in t["tensors"] if x["role"] in ("input", "inout")]
-        want += [x["crc_view_after"] for x in t["tensors"] if x["role"] in ("output", "inout")]
+        want = [cov.md5_of(x, "before") for x in t["tensors"] if x["role"] in ("input", "inout")]
+        want += [cov.md5_of(x, "after") for x in t["tensors"] if x["role"] in ("output", "inout")]
         got = [x.get("md5") for x in cov.leaves(rec.get("input_args", []))]
         got += [x.get("md5") for x in cov.leaves(rec.get("output", []))]
         if got != want:
