@@ -686,11 +686,24 @@ pub extern "C" fn aclnnReduceSumGetWorkspaceSize(
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
-    p1("aclnnReduceSum", ws, ex, || {
-        let dims = int_array(dims, "dims")?;
+    reduce_sum("aclnnReduceSum", [self_, dims, out], keep_dims, dtype, false, ws, ex)
+}
+
+/// aclnnReduceSum and aclnnReduceNansum (NaN counted as 0): slots self, out; `[x, dims, out]` handles.
+fn reduce_sum(
+    name: &'static str,
+    [x, dims, out]: [H; 3],
+    keep: bool,
+    dtype: i32,
+    nan_zero: bool,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1(name, ws, ex, || {
+        let dims = int_array(dims, if nan_zero { "dim" } else { "dims" })?;
         let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((Op::ReduceSum { dims, keep: keep_dims, dtype, mean: false, nan_zero: false }, a))
+        a.t(In, "self", u(x))?.t(Out, "out", u(out))?;
+        Ok((Op::ReduceSum { dims, keep, dtype, mean: false, nan_zero }, a))
     })
 }
 
@@ -705,12 +718,7 @@ pub extern "C" fn aclnnReduceNansumGetWorkspaceSize(
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
-    p1("aclnnReduceNansum", ws, ex, || {
-        let dims = int_array(dims, "dim")?;
-        let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((Op::ReduceSum { dims, keep: keep_dims, dtype, mean: false, nan_zero: true }, a))
-    })
+    reduce_sum("aclnnReduceNansum", [self_, dims, out], keep_dims, dtype, true, ws, ex)
 }
 
 #[no_mangle]

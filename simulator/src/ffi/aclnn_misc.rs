@@ -172,16 +172,6 @@ pub extern "C" fn aclnnBincountGetWorkspaceSize(
     })
 }
 
-/// `aclnnPrelu(self, weight, out)`.
-#[no_mangle]
-pub extern "C" fn aclnnPreluGetWorkspaceSize(x: H, weight: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
-    p1("aclnnPrelu", ws, ex, || {
-        let mut a = Args::new();
-        a.t(In, "self", u(x))?.t(In, "weight", u(weight))?.t(Out, "out", u(out))?;
-        Ok((misc(MiscOp::Prelu), a))
-    })
-}
-
 /// `aclnnPreluBackward(gradOutput, self, weight, gradInput, gradWeight)`.
 #[no_mangle]
 pub extern "C" fn aclnnPreluBackwardGetWorkspaceSize(
@@ -294,16 +284,6 @@ pub extern "C" fn aclnnStdMeanCorrectionGetWorkspaceSize(
         let mut a = Args::new();
         a.t(In, "self", u(x))?.t(Out, "stdOut", u(std_out))?.t(Out, "meanOut", u(mean_out))?;
         Ok((misc(MiscOp::StdMean { dims, correction, keep }), a))
-    })
-}
-
-/// `aclnnDot(self, tensor, out)`.
-#[no_mangle]
-pub extern "C" fn aclnnDotGetWorkspaceSize(x: H, y: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
-    p1("aclnnDot", ws, ex, || {
-        let mut a = Args::new();
-        a.t(In, "self", u(x))?.t(In, "tensor", u(y))?.t(Out, "out", u(out))?;
-        Ok((misc(MiscOp::Dot), a))
     })
 }
 
@@ -420,21 +400,34 @@ pub extern "C" fn aclnnCdistGetWorkspaceSize(
     })
 }
 
-/// `aclnnLeftShift` / `aclnnRightShift(self, const aclTensor *shiftBits, out)`.
-macro_rules! shift {
-    ($name:ident, $p2:literal, $left:expr) => {
+/// The `(self, const aclTensor *<second>, out)` forms: `aclnnPrelu(self, weight, out)`,
+/// `aclnnDot(self, tensor, out)`, `aclnnLeftShift` / `aclnnRightShift(self, shiftBits, out)`.
+macro_rules! self_tensor_out {
+    ($name:ident, $p2:literal, $second:literal, $op:expr) => {
         #[no_mangle]
-        pub extern "C" fn $name(x: H, bits: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+        pub extern "C" fn $name(x: H, y: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
             p1($p2, ws, ex, || {
                 let mut a = Args::new();
-                a.t(In, "self", u(x))?.t(In, "shiftBits", u(bits))?.t(Out, "out", u(out))?;
-                Ok((misc(MiscOp::Shift { left: $left, scalar: None }), a))
+                a.t(In, "self", u(x))?.t(In, $second, u(y))?.t(Out, "out", u(out))?;
+                Ok((misc($op), a))
             })
         }
     };
 }
-shift!(aclnnLeftShiftGetWorkspaceSize, "aclnnLeftShift", true);
-shift!(aclnnRightShiftGetWorkspaceSize, "aclnnRightShift", false);
+self_tensor_out!(aclnnPreluGetWorkspaceSize, "aclnnPrelu", "weight", MiscOp::Prelu);
+self_tensor_out!(aclnnDotGetWorkspaceSize, "aclnnDot", "tensor", MiscOp::Dot);
+self_tensor_out!(
+    aclnnLeftShiftGetWorkspaceSize,
+    "aclnnLeftShift",
+    "shiftBits",
+    MiscOp::Shift { left: true, scalar: None }
+);
+self_tensor_out!(
+    aclnnRightShiftGetWorkspaceSize,
+    "aclnnRightShift",
+    "shiftBits",
+    MiscOp::Shift { left: false, scalar: None }
+);
 
 /// `aclnnLeftShifts(self, const aclScalar *shiftBits, out)`.
 #[no_mangle]

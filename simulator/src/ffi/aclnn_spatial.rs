@@ -38,6 +38,63 @@ fn op(kind: Kind, dims: usize, backward: Option<Backward>) -> Op {
     Op::Spatial(Box::new(Spatial { kind, dims, backward }))
 }
 
+/// Phase 1 of a forward form: slots self, out.
+fn forward(
+    name: &'static str,
+    x: H,
+    out: H,
+    dims: usize,
+    ws: *mut u64,
+    ex: *mut H,
+    kind: impl FnOnce() -> Result<Kind, i32>,
+) -> Status {
+    p1(name, ws, ex, || {
+        let kind = kind()?;
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(Out, "out", u(out))?;
+        Ok((op(kind, dims, None), a))
+    })
+}
+
+/// Phase 1 of a backward form that takes `self`: slots gradOutput, self and the input's gradient, the
+/// last named `grad` as in the header (`[g, x, gi]` are their handles).
+fn backward(
+    name: &'static str,
+    [g, x, gi]: [H; 3],
+    grad: &'static str,
+    dims: usize,
+    ws: *mut u64,
+    ex: *mut H,
+    kind: impl FnOnce() -> Result<Kind, i32>,
+) -> Status {
+    p1(name, ws, ex, || {
+        let kind = kind()?;
+        let mut a = Args::new();
+        a.t(In, "gradOutput", u(g))?.t(In, "self", u(x))?.t(Out, grad, u(gi))?;
+        Ok((op(kind, dims, Some(Backward { has_self: true, sizes: None })), a))
+    })
+}
+
+/// Phase 1 of an upsample backward: slots gradOut and the input's gradient (named `grad`), the sizes
+/// given as outputSize [H, W] and inputSize [N, C, H, W] (`[os, is]`); `kind` gets the output size.
+fn upsample_backward(
+    name: &'static str,
+    [g, gi]: [H; 2],
+    grad: &'static str,
+    [os, is]: [H; 2],
+    ws: *mut u64,
+    ex: *mut H,
+    kind: impl FnOnce([i64; 2]) -> Kind,
+) -> Status {
+    p1(name, ws, ex, || {
+        let o = size2(os, "outputSize")?;
+        let b = Backward { has_self: false, sizes: Some((o.to_vec(), int_array(is, "inputSize")?)) };
+        let mut a = Args::new();
+        a.t(In, "gradOut", u(g))?.t(Out, grad, u(gi))?;
+        Ok((op(kind(o), 2, Some(b)), a))
+    })
+}
+
 /// A two-element size array (outputSize).
 fn size2(h: H, what: &str) -> Result<[i64; 2], i32> {
     match int_array(h, what)?[..] {
@@ -74,11 +131,8 @@ pub extern "C" fn aclnnAvgPool2dGetWorkspaceSize(
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
-    p1("aclnnAvgPool2d", ws, ex, || {
-        let kind = avg_kind(kernel, strides, paddings, ceil_mode, count_include_pad, divisor, cube_math_type)?;
-        let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((op(kind, 2, None), a))
+    forward("aclnnAvgPool2d", self_, out, 2, ws, ex, || {
+        avg_kind(kernel, strides, paddings, ceil_mode, count_include_pad, divisor, cube_math_type)
     })
 }
 
@@ -99,11 +153,8 @@ pub extern "C" fn aclnnAvgPool2dBackwardGetWorkspaceSize(
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
-    p1("aclnnAvgPool2dBackward", ws, ex, || {
-        let kind = avg_kind(kernel, stride, padding, ceil_mode, count_include_pad, divisor, cube_math_type)?;
-        let mut a = Args::new();
-        a.t(In, "gradOutput", u(grad_output))?.t(In, "self", u(self_))?.t(Out, "gradInput", u(grad_input))?;
-        Ok((op(kind, 2, Some(Backward { has_self: true, sizes: None })), a))
+    backward("aclnnAvgPool2dBackward", [grad_output, self_, grad_input], "gradInput", 2, ws, ex, || {
+        avg_kind(kernel, stride, padding, ceil_mode, count_include_pad, divisor, cube_math_type)
     })
 }
 
@@ -116,11 +167,8 @@ pub extern "C" fn aclnnAdaptiveAvgPool2dGetWorkspaceSize(
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
-    p1("aclnnAdaptiveAvgPool2d", ws, ex, || {
-        let kind = Kind::AdaptiveAvg { out: size2(output_size, "outputSize")? };
-        let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((op(kind, 2, None), a))
+    forward("aclnnAdaptiveAvgPool2d", self_, out, 2, ws, ex, || {
+        Ok(Kind::AdaptiveAvg { out: size2(output_size, "outputSize")? })
     })
 }
 
@@ -133,11 +181,9 @@ pub extern "C" fn aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize(
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
-    p1("aclnnAdaptiveAvgPool2dBackward", ws, ex, || {
-        let kind = Kind::AdaptiveAvg { out: [0, 0] }; // gradOutput's, at launch
-        let mut a = Args::new();
-        a.t(In, "gradOutput", u(grad_output))?.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((op(kind, 2, Some(Backward { has_self: true, sizes: None })), a))
+    // the output size is gradOutput's, read at launch
+    backward("aclnnAdaptiveAvgPool2dBackward", [grad_output, self_, out], "out", 2, ws, ex, || {
+        Ok(Kind::AdaptiveAvg { out: [0, 0] })
     })
 }
 
@@ -150,11 +196,8 @@ pub extern "C" fn aclnnUpsampleNearest2dGetWorkspaceSize(
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
-    p1("aclnnUpsampleNearest2d", ws, ex, || {
-        let kind = Kind::Nearest { out: size2(output_size, "outputSize")?, scales: [-1.0, -1.0] };
-        let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((op(kind, 2, None), a))
+    forward("aclnnUpsampleNearest2d", self_, out, 2, ws, ex, || {
+        Ok(Kind::Nearest { out: size2(output_size, "outputSize")?, scales: [-1.0, -1.0] })
     })
 }
 
@@ -169,19 +212,9 @@ pub extern "C" fn aclnnUpsampleNearest2dV2GetWorkspaceSize(
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
-    p1("aclnnUpsampleNearest2dV2", ws, ex, || {
-        let kind = Kind::Nearest { out: size2(output_size, "outputSize")?, scales: [scales_h.into(), scales_w.into()] };
-        let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((op(kind, 2, None), a))
+    forward("aclnnUpsampleNearest2dV2", self_, out, 2, ws, ex, || {
+        Ok(Kind::Nearest { out: size2(output_size, "outputSize")?, scales: [scales_h.into(), scales_w.into()] })
     })
-}
-
-/// The upsample backwards' size arrays: outputSize [H, W], inputSize [N, C, H, W].
-fn sizes(output_size: H, input_size: H) -> Result<([i64; 2], Backward), i32> {
-    let o = size2(output_size, "outputSize")?;
-    let i = int_array(input_size, "inputSize")?;
-    Ok((o, Backward { has_self: false, sizes: Some((o.to_vec(), i)) }))
 }
 
 /// `aclnnUpsampleNearest2dBackward(gradOut, outputSize, inputSize, double scalesH, double scalesW, gradInput)`.
@@ -196,11 +229,9 @@ pub extern "C" fn aclnnUpsampleNearest2dBackwardGetWorkspaceSize(
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
-    p1("aclnnUpsampleNearest2dBackward", ws, ex, || {
-        let (o, b) = sizes(output_size, input_size)?;
-        let mut a = Args::new();
-        a.t(In, "gradOut", u(grad_out))?.t(Out, "gradInput", u(grad_input))?;
-        Ok((op(Kind::Nearest { out: o, scales: [scales_h, scales_w] }, 2, Some(b)), a))
+    let sizes = [output_size, input_size];
+    upsample_backward("aclnnUpsampleNearest2dBackward", [grad_out, grad_input], "gradInput", sizes, ws, ex, |o| {
+        Kind::Nearest { out: o, scales: [scales_h, scales_w] }
     })
 }
 
@@ -217,12 +248,8 @@ pub extern "C" fn aclnnUpsampleBilinear2dGetWorkspaceSize(
     ws: *mut u64,
     ex: *mut H,
 ) -> Status {
-    p1("aclnnUpsampleBilinear2d", ws, ex, || {
-        let kind =
-            Kind::Bilinear { out: size2(output_size, "outputSize")?, align_corners, scales: [scales_h, scales_w] };
-        let mut a = Args::new();
-        a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-        Ok((op(kind, 2, None), a))
+    forward("aclnnUpsampleBilinear2d", self_, out, 2, ws, ex, || {
+        Ok(Kind::Bilinear { out: size2(output_size, "outputSize")?, align_corners, scales: [scales_h, scales_w] })
     })
 }
 
@@ -242,12 +269,10 @@ macro_rules! bilinear_backward {
             ws: *mut u64,
             ex: *mut H,
         ) -> Status {
-            p1($p2, ws, ex, || {
-                let (o, b) = sizes(output_size, input_size)?;
-                let kind = Kind::Bilinear { out: o, align_corners, scales: [scales_h, scales_w] };
-                let mut a = Args::new();
-                a.t(In, "gradOut", u(grad_out))?.t(Out, "out", u(out))?;
-                Ok((op(kind, 2, Some(b)), a))
+            upsample_backward($p2, [grad_out, out], "out", [output_size, input_size], ws, ex, |o| Kind::Bilinear {
+                out: o,
+                align_corners,
+                scales: [scales_h, scales_w],
             })
         }
     };
@@ -261,11 +286,8 @@ macro_rules! pad {
     ($fwd:ident, $p2:literal, $bwd:ident, $p2b:literal, $reflect:expr, $dims:expr) => {
         #[no_mangle]
         pub extern "C" fn $fwd(self_: H, padding: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
-            p1($p2, ws, ex, || {
-                let kind = Kind::Pad { reflect: $reflect, pads: int_array(padding, "padding")? };
-                let mut a = Args::new();
-                a.t(In, "self", u(self_))?.t(Out, "out", u(out))?;
-                Ok((op(kind, $dims, None), a))
+            forward($p2, self_, out, $dims, ws, ex, || {
+                Ok(Kind::Pad { reflect: $reflect, pads: int_array(padding, "padding")? })
             })
         }
         #[no_mangle]
@@ -277,11 +299,9 @@ macro_rules! pad {
             ws: *mut u64,
             ex: *mut H,
         ) -> Status {
-            p1($p2b, ws, ex, || {
-                let kind = Kind::Pad { reflect: $reflect, pads: int_array(padding, "padding")? };
-                let mut a = Args::new();
-                a.t(In, "gradOutput", u(grad_output))?.t(In, "self", u(self_))?.t(Out, "gradInput", u(grad_input))?;
-                Ok((op(kind, $dims, Some(Backward { has_self: true, sizes: None })), a))
+            let handles = [grad_output, self_, grad_input];
+            backward($p2b, handles, "gradInput", $dims, ws, ex, || {
+                Ok(Kind::Pad { reflect: $reflect, pads: int_array(padding, "padding")? })
             })
         }
     };
