@@ -63,7 +63,8 @@ class AttnNet(nn.Cell):
         super().__init__()
         self.ln = nn.LayerNorm((16,))
         self.fc = nn.Dense(16, 16)
-        self.gelu = nn.GELU(approximate=False)
+        # the exact form (decomposed with Erf) and the default tanh form (one Gelu kernel, CANN's tanh form)
+        self.gelu, self.gelu_tanh = nn.GELU(approximate=False), nn.GELU()
         self.tanh, self.sig = nn.Tanh(), nn.Sigmoid()
         self.bmm = ops.BatchMatMul(transpose_b=True)
         self.softmax = ops.Softmax(-1)
@@ -75,7 +76,7 @@ class AttnNet(nn.Cell):
 
     def construct(self, x):
         h = self.ln(x)
-        h = self.gelu(self.fc(h)) + self.tanh(h) + self.sig(h)
+        h = self.gelu(self.fc(h)) + self.gelu_tanh(h) + self.tanh(h) + self.sig(h)
         h = ops.matmul(self.softmax(self.bmm(h, h)), h)
         t = self.tile(self.transpose(h, (0, 2, 1)), (1, 1, 2))  # [N, 16, 16]
         p = self.pool(ops.expand_dims(t, 1))  # [N, 1, 8, 8]

@@ -63,7 +63,9 @@ class Block(nn.Module):
 
     def forward(self, x):
         x = x + self.attention(self.ln1(x))
-        return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))
+        # GPT-2's tanh GELU: torch_npu sends F.gelu of either mode to aclnnGelu, which CANN computes in the
+        # tanh form, so with it the npu run and CPU torch compute the same function.
+        return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh")))
 
 
 class GPT(nn.Module):

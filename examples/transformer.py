@@ -69,8 +69,8 @@ def np_forward(p, tok, tgt):
     x1 = x0 + (pr @ v) @ p["wo"]
     h2 = ln(x1, p["g2"], p["b2"])
     u = h2 @ p["w1"]
-    erf = np.vectorize(__import__("math").erf)
-    x2 = x1 + (0.5 * u * (1 + erf(u / np.sqrt(2)))) @ p["w2"]
+    # aclnnGelu computes the tanh form (CANN ops-nn activation/gelu), not the exact erf form
+    x2 = x1 + (0.5 * u * (1 + np.tanh(np.sqrt(2 / np.pi) * (u + 0.044715 * u**3)))) @ p["w2"]
     lg = (x2 @ p["wout"]).reshape(N, V)
     lp = lg - lg.max(-1, keepdims=True) - np.log(np.exp(lg - lg.max(-1, keepdims=True)).sum(-1, keepdims=True))
     return -lp[np.arange(N), tgt.reshape(N)].mean()

@@ -279,8 +279,8 @@ pub fn plan(op: &str, ins: &[IoT], iv: &[TView], ov: &[TView], a: &Attr) -> Resu
             vec![(nn(Nn::GenMask { numel: numel as usize, seed, offset: 0 }), vec![t(&iv[1]), t(y)])]
         }
         "DropOutDoMask" => vec![(nn(Nn::DoMask), vec![t(&iv[0]), t(&iv[1]), t(&iv[2]), t(y)])],
-        "Gelu" => vec![(Op::Gelu, vec![t(&iv[0]), t(y)])],
-        "GeluGrad" => vec![(Op::GeluBackward, vec![t(&iv[0]), t(&iv[1]), t(y)])],
+        "Gelu" => vec![(Op::Gelu { tanh: true }, vec![t(&iv[0]), t(y)])],
+        "GeluGrad" => vec![(Op::GeluBackward { tanh: true }, vec![t(&iv[0]), t(&iv[1]), t(y)])],
         "ReluGrad" => vec![(Op::ThresholdBackward { threshold: 0.0 }, vec![t(&iv[0]), t(&iv[1]), t(y)])],
         "LogSoftmaxV2" | "SoftmaxGrad" | "LogSoftmaxGrad" => {
             let key = if op == "LogSoftmaxGrad" { "axis" } else { "axes" };

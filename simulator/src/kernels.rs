@@ -143,6 +143,30 @@ pub fn softmax_backward(g: &[f32], y: &[f32], (o, d, i): (usize, usize, usize), 
 pub fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + erf_f(x / std::f32::consts::SQRT_2))
 }
+/// CANN's Gelu (aclnnGelu, the aclop Gelu kernel): the tanh approximation written as a sigmoid,
+/// `x / (1 + exp(-sqrt(8/pi) (x + 0.044715 x^3)))`, in float32 as the device computes it (ops-nn
+/// `activation/gelu`; 0.5 (1 + tanh(z)) = 1 / (1 + exp(-2z))). Equal to torch's `approximate="tanh"`
+/// up to float32 rounding.
+pub fn gelu_sigmoid_form(x: f32) -> f32 {
+    const C0: f32 = -0.071_354_816; // -sqrt(8/pi) * 0.044715
+    const C1: f32 = -1.595_769; // -sqrt(8/pi)
+    x / (((x * x * C0 + C1) * x).exp() + 1.0)
+}
+/// The gradient CANN's GeluGrad computes for [`gelu_sigmoid_form`] (its 910B formula):
+/// `px = exp((c0 x^2 + c1) x)`, `t = 1 / (px + 1)`, `dx = (px (c2 x^2 + c3) x t^2 + t) dy`.
+pub fn gelu_sigmoid_form_grad(dy: f32, x: f32) -> f32 {
+    const C0: f32 = -0.071_354_816;
+    const C1: f32 = -1.595_769;
+    const C2: f32 = 0.214_064_45; // 3 * 0.044715 * sqrt(8/pi)
+    const C3: f32 = 1.595_769;
+    let px = ((x * x * C0 + C1) * x).exp();
+    let t = 1.0 / (px + 1.0);
+    let r = (x * x * C2 + C3) * x;
+    if px.is_infinite() {
+        return 0.0 * dy; // x very negative: the limit of px t^2 r + t is 0 (inf * 0 would be NaN)
+    }
+    (px * r * t * t + t) * dy
+}
 pub fn gelu_grad(x: f32) -> f32 {
     let cdf = 0.5 * (1.0 + erf_f(x / std::f32::consts::SQRT_2));
     let pdf = (-0.5 * x * x).exp() / (2.0 * std::f32::consts::PI).sqrt();

@@ -493,12 +493,18 @@ pub enum Op {
     ThresholdBackward {
         threshold: f64,
     },
-    /// slots: self, out
-    Gelu,
+    /// slots: self, out. `tanh`: the form CANN's aclnnGelu and the aclop Gelu kernel compute,
+    /// `x / (1 + exp(-sqrt(8/pi) (x + 0.044715 x^3)))` (ops-nn `activation/gelu`); else the exact erf form
+    /// (aclnnGeluV2 with approximate 0). torch_npu sends F.gelu of either mode to aclnnGelu.
+    Gelu {
+        tanh: bool,
+    },
     /// slots: gradOutput, output (Tanh, Sigmoid) or self (GeluTanh), gradInput: gradOutput * f'
     UnaryBackward(UFn),
-    /// slots: gradOutput, self, gradInput
-    GeluBackward,
+    /// slots: gradOutput, self, gradInput; `tanh` as in [`Op::Gelu`] (aclnnGeluBackward, aclop GeluGrad)
+    GeluBackward {
+        tanh: bool,
+    },
     /// slots: self, out
     Softmax {
         dim: i64,
@@ -822,7 +828,7 @@ impl Op {
                 shape_eq(o, &a.shape, "out")?;
                 Ok(0)
             }
-            Op::Relu | Op::Gelu | Op::Unary(_) => {
+            Op::Relu | Op::Gelu { .. } | Op::Unary(_) => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
                 float(a, "self")?;
                 float(o, "out")?;
@@ -881,7 +887,7 @@ impl Op {
                 }
                 Ok(0)
             }
-            Op::ThresholdBackward { .. } | Op::GeluBackward | Op::UnaryBackward(_) => {
+            Op::ThresholdBackward { .. } | Op::GeluBackward { .. } | Op::UnaryBackward(_) => {
                 let (g, x, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
                 float(g, "gradOutput")?;
                 float(x, "self")?;
@@ -1280,19 +1286,21 @@ impl Op {
                 let a = t(s, 0)?.read_f32()?;
                 t(s, 1)?.write_f32(&a.iter().map(|&x| f.apply(x)).collect::<Vec<_>>())
             }
-            Op::Gelu => {
+            Op::Gelu { tanh } => {
                 let a = t(s, 0)?.read_f32()?;
-                t(s, 1)?.write_f32(&a.iter().map(|&x| k::gelu(x)).collect::<Vec<_>>())
+                let f = if *tanh { k::gelu_sigmoid_form } else { k::gelu };
+                t(s, 1)?.write_f32(&a.iter().map(|&x| f(x)).collect::<Vec<_>>())
             }
             Op::UnaryBackward(f) => {
                 let g = t(s, 0)?.read_f32()?;
                 let v = t(s, 1)?.read_f32()?;
                 t(s, 2)?.write_f32(&g.iter().zip(&v).map(|(&g, &v)| f.backward(g, v)).collect::<Vec<_>>())
             }
-            Op::GeluBackward => {
+            Op::GeluBackward { tanh } => {
                 let g = t(s, 0)?.read_f32()?;
                 let x = t(s, 1)?.read_f32()?;
-                t(s, 2)?.write_f32(&g.iter().zip(&x).map(|(&g, &x)| g * k::gelu_grad(x)).collect::<Vec<_>>())
+                let f = if *tanh { k::gelu_sigmoid_form_grad } else { |g: f32, x: f32| g * k::gelu_grad(x) };
+                t(s, 2)?.write_f32(&g.iter().zip(&x).map(|(&g, &x)| f(g, x)).collect::<Vec<_>>())
             }
             Op::Softmax { dim, log } => {
                 let a = t(s, 0)?;

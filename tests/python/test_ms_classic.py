@@ -7,7 +7,7 @@ O0) and PyNative give the losses of the same script on MindSpore's CPU backend (
 LD_PRELOAD=libmsprobe.so MSPROBE_LEVEL=L2 MSPROBE_SUMMARY_MODE=md5 every launch of the simulator's ground-truth
 trace, aclop and aclnn, is in the dump with equal CRCs, one step directory per step, and capture changes no result.
 
-Nets: --net cnn (the CNN above) and --net attn (LayerNorm, GELU, Tanh, Sigmoid, BatchMatMul, Softmax,
+Nets: --net cnn (the CNN above) and --net attn (LayerNorm, GELU in both forms, Tanh, Sigmoid, BatchMatMul, Softmax,
 Transpose, Tile, AvgPool2d, LogSoftmax, ReduceMean: LayerNorm(Grad) and AvgPool(Grad) take the aclop path, the rest
 aclnn).
 
@@ -46,7 +46,16 @@ KINDS = {
         "SoftmaxCrossEntropyWithLogits",
         "DropOutDoMask",
     ],
-    "attn": ["LayerNorm", "LayerNormGrad", "AvgPoolGrad", "aclnnTanhBackward", "aclnnSigmoid", "aclnnErf"],
+    "attn": [
+        "LayerNorm",
+        "LayerNormGrad",
+        "AvgPoolGrad",
+        "aclnnTanhBackward",
+        "aclnnSigmoid",
+        "aclnnErf",
+        "aclnnGelu",
+        "aclnnGeluBackward",
+    ],
 }
 
 

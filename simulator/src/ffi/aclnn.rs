@@ -434,7 +434,7 @@ macro_rules! unary {
 /// Shared with aclnn_ext.rs and aclnn_ms.rs: every `(self, out)` operator.
 pub(crate) use unary;
 unary!(aclnnReluGetWorkspaceSize, "aclnnRelu", Op::Relu);
-unary!(aclnnGeluGetWorkspaceSize, "aclnnGelu", Op::Gelu);
+unary!(aclnnGeluGetWorkspaceSize, "aclnnGelu", Op::Gelu { tanh: true });
 unary!(aclnnLogGetWorkspaceSize, "aclnnLog", Op::Unary(UFn::Log));
 unary!(aclnnExpGetWorkspaceSize, "aclnnExp", Op::Unary(UFn::Exp));
 unary!(aclnnNegGetWorkspaceSize, "aclnnNeg", Op::Unary(UFn::Neg));
@@ -495,7 +495,7 @@ pub extern "C" fn aclnnGeluBackwardGetWorkspaceSize(
     p1("aclnnGeluBackward", ws, ex, || {
         let mut a = Args::new();
         a.t(In, "gradOutput", u(grad_output))?.t(In, "self", u(self_))?.t(Out, "gradInput", u(grad_input))?;
-        Ok((Op::GeluBackward, a))
+        Ok((Op::GeluBackward { tanh: true }, a))
     })
 }
 

@@ -132,7 +132,7 @@ backward!(aclnnSigmoidBackwardGetWorkspaceSize, "aclnnSigmoidBackward", UFn::Sig
 pub extern "C" fn aclnnGeluV2GetWorkspaceSize(self_: H, approximate: i64, out: H, ws: *mut u64, ex: *mut H) -> Status {
     p1("aclnnGeluV2", ws, ex, || {
         let op = match approximate {
-            0 => Op::Gelu,
+            0 => Op::Gelu { tanh: false },
             1 => Op::Unary(UFn::GeluTanh),
             v => return Err(inv(format!("approximate must be 0 (none) or 1 (tanh), got {v}"))),
         };
@@ -155,7 +155,7 @@ pub extern "C" fn aclnnGeluBackwardV2GetWorkspaceSize(
     // aclnn_gelu_backward_v2.h: `char *approximate`, "none" or "tanh").
     p1("aclnnGeluBackwardV2", ws, ex, || {
         let op = match super::cstr(approximate).as_deref() {
-            Some("none") => Op::GeluBackward,
+            Some("none") => Op::GeluBackward { tanh: false },
             Some("tanh") => Op::UnaryBackward(UFn::GeluTanh),
             Some(v) => return Err(inv(format!("approximate must be \"none\" or \"tanh\", got {v:?}"))),
             None => return Err(fail(ACLNN_ERR_PARAM_NULLPTR, "approximate is NULL")),
