@@ -1,4 +1,4 @@
-"""An ordinary torch_npu training script: a small GPT, CNN, mixture of experts or diffusion U-Net, on `npu`
+"""An ordinary torch_npu training script: a small GPT, CNN, mixture of experts, diffusion U-Net or llama, on `npu`
 (or `cpu` for comparison).
 
 Nothing in it knows about the CANN simulator: it is what a user writes for an Ascend host
@@ -9,6 +9,7 @@ data-parallel with `torch.distributed` (backend `hccl` on npu, `gloo` on cpu).
     python examples/train_torch_npu.py --model cnn --steps 3            # CNN, SGD with momentum
     python examples/train_torch_npu.py --model moe --steps 3            # top-2 MoE, Adam (per tensor)
     python examples/train_torch_npu.py --model unet --steps 3           # diffusion U-Net denoiser, AdamW
+    python examples/train_torch_npu.py --model llama --steps 3          # llama: npu_rms_norm, npu_swiglu, RoPE
     torchrun --nproc-per-node 2 examples/train_torch_npu.py --model gpt # 2-rank DDP
     python examples/train_torch_npu.py --device cpu ...                 # the same on CPU torch
     python examples/train_torch_npu.py --msprobe config.json ...        # with msprobe.pytorch's usual lines
@@ -175,11 +176,74 @@ class UNet(nn.Module):
         return F.mse_loss(pred, noise) + 0.1 * F.smooth_l1_loss(pred, noise)
 
 
+def rms_norm(x, weight, eps=1e-6):
+    """torch_npu's fused RMSNorm on npu (aclnnRmsNorm), its documented formula on CPU."""
+    if x.device.type == "npu":
+        return torch_npu.npu_rms_norm(x, weight, epsilon=eps)[0]
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def swiglu(x):
+    """torch_npu's fused SwiGLU on npu (aclnnSwiGlu): silu of the first half times the second."""
+    if x.device.type == "npu":
+        return torch_npu.npu_swiglu(x, dim=-1)
+    a, b = x.chunk(2, -1)
+    return F.silu(a) * b
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.n1, self.n2 = nn.Parameter(torch.ones(d)), nn.Parameter(torch.ones(d))
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.up = nn.Linear(d, 4 * d, bias=False)  # gate and up projections in one
+        self.down = nn.Linear(2 * d, d, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, t, d = x.shape
+        q, k, v = self.qkv(rms_norm(x, self.n1)).view(b, t, 3, self.heads, d // self.heads).transpose(1, 3).unbind(2)
+
+        def rope(u):  # rotary position embedding, rotate-half form
+            u1, u2 = u.chunk(2, -1)
+            return u * cos + torch.cat((-u2, u1), -1) * sin
+
+        y = F.scaled_dot_product_attention(rope(q), rope(k), v, is_causal=True)
+        x = x + self.o(y.transpose(1, 2).reshape(b, t, d))
+        return x + self.down(swiglu(self.up(rms_norm(x, self.n2))))
+
+
+class Llama(nn.Module):
+    """A llama-style decoder written for Ascend: torch_npu's fused RMSNorm and SwiGLU, rotary embeddings,
+    causal scaled-dot-product attention, no biases, a final RMSNorm and an untied head."""
+
+    def __init__(self, vocab=64, d=32, heads=4, layers=2):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList([LlamaBlock(d, heads) for _ in range(layers)])
+        self.norm = nn.Parameter(torch.ones(d))
+        self.head = nn.Linear(d, vocab, bias=False)
+        hd = d // heads
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, hd, 2).float() / hd), persistent=False)
+
+    def forward(self, idx, targets):
+        t = idx.shape[1]
+        ang = torch.outer(torch.arange(t, device=idx.device).float(), self.inv_freq)
+        ang = torch.cat((ang, ang), -1)
+        cos, sin = ang.cos(), ang.sin()
+        x = self.emb(idx)
+        for blk in self.blocks:
+            x = blk(x, cos, sin)
+        logits = self.head(rms_norm(x, self.norm))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
 def batches(model, steps, batch, rank, world, seq=16, vocab=64):
     """Deterministic synthetic data; each rank takes its slice of the global batch."""
     g = torch.Generator().manual_seed(1234)
     for _ in range(steps):
-        if model in ("gpt", "moe"):
+        if model in ("gpt", "moe", "llama"):
             x = torch.randint(0, vocab, (batch * world, seq), generator=g)
             y = torch.roll(x, -1, dims=1)
         elif model == "unet":  # images and the noise to predict
@@ -193,7 +257,7 @@ def batches(model, steps, batch, rank, world, seq=16, vocab=64):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", choices=["gpt", "cnn", "moe", "unet"], default="gpt")
+    ap.add_argument("--model", choices=["gpt", "cnn", "moe", "unet", "llama"], default="gpt")
     ap.add_argument("--device", choices=["npu", "cpu"], default="npu")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=4)
@@ -227,6 +291,9 @@ def main():
     elif a.model == "moe":
         model = MoE(vocab=a.vocab, d=a.d_model)
         opt_ctor = lambda p: torch.optim.Adam(p, lr=a.lr or 1e-2, foreach=False)  # noqa: E731  (per-tensor lerp_)
+    elif a.model == "llama":
+        model = Llama(vocab=a.vocab, d=a.d_model, layers=a.layers)
+        opt_ctor = lambda p: torch.optim.AdamW(p, lr=a.lr or 3e-3, weight_decay=0.1)  # noqa: E731
     elif a.model == "unet":
         model = UNet()
         opt_ctor = lambda p: torch.optim.AdamW(p, lr=a.lr or 1e-2)  # noqa: E731

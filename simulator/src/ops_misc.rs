@@ -27,10 +27,17 @@ pub enum MiscOp {
     Prelu,
     /// slots: gradOutput, self, weight, gradInput, gradWeight (weight's shape).
     PreluBackward,
-    /// slots: self, out: a · sigmoid(b), (a, b) the halves of self along `dim`.
-    Glu { dim: i64 },
+    /// slots: self, out: a · sigmoid(b), (a, b) the halves of self along `dim`; with `swi`
+    /// (aclnnSwiGlu, torch_npu.npu_swiglu) silu(a) · b.
+    Glu { dim: i64, swi: bool },
     /// slots: gradOut, self, gradInput (self's shape).
-    GluBackward { dim: i64 },
+    GluBackward { dim: i64, swi: bool },
+    /// slots: x, gamma (x's trailing dims), yOut (x's shape), rstdOut (x's leading dims, 1 for each of
+    /// gamma's). aclnnRmsNorm: rstd = 1 / sqrt(mean(x²) + eps) over gamma's dims, y = x · rstd · gamma.
+    RmsNorm { eps: f64 },
+    /// slots: dy, x, rstd, gamma, dxOut, dgammaOut. aclnnRmsNormGrad (ops-nn's formula):
+    /// dx = (dy·g − x·rstd·mean(dy·g·x·rstd))·rstd, dgamma = Σ over rows of x·rstd·dy.
+    RmsNormGrad,
     /// slots: self, other, out (bool, broadcast): a == b, or |a - b| <= atol + |rtol · b| (finite),
     /// or both NaN when `equal_nan`; in float32 for float inputs (CANN casts rtol/atol to float32).
     IsClose { rtol: f64, atol: f64, equal_nan: bool },
@@ -353,7 +360,7 @@ impl MiscOp {
                     }
                 }
             }
-            MiscOp::Glu { dim } | MiscOp::GluBackward { dim } => {
+            MiscOp::Glu { dim, .. } | MiscOp::GluBackward { dim, .. } => {
                 let back = matches!(self, MiscOp::GluBackward { .. });
                 let x = t(s, usize::from(back))?;
                 float(x, "self")?;
@@ -367,6 +374,35 @@ impl MiscOp {
                 let (gs, os) = if back { (half.clone(), x.shape.clone()) } else { (vec![], half) };
                 if o.shape != os || g.is_some_and(|g| g.shape != gs) {
                     return Err(inv(format!("glu: shapes {:?} / {:?} expected", gs, os)));
+                }
+            }
+            MiscOp::RmsNorm { .. } | MiscOp::RmsNormGrad => {
+                let back = matches!(self, MiscOp::RmsNormGrad);
+                let (x, g) = if back { (t(s, 1)?, t(s, 3)?) } else { (t(s, 0)?, t(s, 1)?) };
+                float(x, "x")?;
+                float(g, "gamma")?;
+                let k = g.shape.len();
+                if k == 0 || k > x.shape.len() || x.shape[x.shape.len() - k..] != g.shape[..] {
+                    return Err(inv(format!("gamma {:?} must be x's {:?} trailing dims", g.shape, x.shape)));
+                }
+                let mut rs = x.shape[..x.shape.len() - k].to_vec();
+                rs.extend(std::iter::repeat_n(1, k));
+                let r = t(s, if back { 2 } else { 3 })?;
+                float(r, "rstd")?;
+                if r.shape != rs {
+                    return Err(inv(format!("rstd: shape {:?}, {rs:?} expected", r.shape)));
+                }
+                // (slot, name, shape): yOut; or dy, dxOut, dgammaOut
+                let outs: &[(usize, &str, &[i64])] = if back {
+                    &[(0, "dy", &x.shape), (4, "dxOut", &x.shape), (5, "dgammaOut", &g.shape)]
+                } else {
+                    &[(2, "yOut", &x.shape)]
+                };
+                for &(i, what, shape) in outs {
+                    float(t(s, i)?, what)?;
+                    if t(s, i)?.shape != shape {
+                        return Err(inv(format!("{what}: shape {:?}, {shape:?} expected", t(s, i)?.shape)));
+                    }
                 }
             }
             MiscOp::IsClose { .. } => {
@@ -631,8 +667,9 @@ impl MiscOp {
                 t(s, 3)?.write_f64(&gx)?;
                 t(s, 4)?.write_f64(&gw)
             }
-            MiscOp::Glu { dim } | MiscOp::GluBackward { dim } => {
+            MiscOp::Glu { dim, .. } | MiscOp::GluBackward { dim, .. } => {
                 let back = matches!(self, MiscOp::GluBackward { .. });
+                let swi = matches!(self, MiscOp::Glu { swi: true, .. } | MiscOp::GluBackward { swi: true, .. });
                 let x = t(s, usize::from(back))?;
                 let d = axis(*dim, x.shape.len())?;
                 let (outer, n, inner) = lanes(&x.shape, d);
@@ -645,17 +682,58 @@ impl MiscOp {
                         for q in 0..inner {
                             let (ia, ib) = ((p * n + j) * inner + q, (p * n + j + h) * inner + q);
                             let o = (p * h + j) * inner + q;
-                            let (a, sb) = (xv[ia], sigmoid(xv[ib]));
-                            if back {
-                                y[ia] = g[o] * sb;
-                                y[ib] = g[o] * a * sb * (1.0 - sb);
+                            let (a, b) = (xv[ia], xv[ib]);
+                            if swi {
+                                let sa = sigmoid(a);
+                                if back {
+                                    y[ia] = g[o] * b * sa * (1.0 + a * (1.0 - sa));
+                                    y[ib] = g[o] * a * sa;
+                                } else {
+                                    y[o] = a * sa * b;
+                                }
                             } else {
-                                y[o] = a * sb;
+                                let sb = sigmoid(b);
+                                if back {
+                                    y[ia] = g[o] * sb;
+                                    y[ib] = g[o] * a * sb * (1.0 - sb);
+                                } else {
+                                    y[o] = a * sb;
+                                }
                             }
                         }
                     }
                 }
                 t(s, if back { 2 } else { 1 })?.write_f64(&y)
+            }
+            MiscOp::RmsNorm { eps } => {
+                let (x, g) = (t(s, 0)?.read_f64()?, t(s, 1)?.read_f64()?);
+                let n = g.len();
+                let (mut y, mut rstd) = (vec![0f64; x.len()], vec![0f64; x.len() / n.max(1)]);
+                for (r, row) in x.chunks(n).enumerate() {
+                    let ms = row.iter().map(|v| v * v).sum::<f64>() / n as f64;
+                    rstd[r] = 1.0 / (ms + eps).sqrt();
+                    for (j, v) in row.iter().enumerate() {
+                        y[r * n + j] = v * rstd[r] * g[j];
+                    }
+                }
+                t(s, 2)?.write_f64(&y)?;
+                t(s, 3)?.write_f64(&rstd)
+            }
+            MiscOp::RmsNormGrad => {
+                let (dy, x) = (t(s, 0)?.read_f64()?, t(s, 1)?.read_f64()?);
+                let (rstd, g) = (t(s, 2)?.read_f64()?, t(s, 3)?.read_f64()?);
+                let n = g.len();
+                let (mut dx, mut dg) = (vec![0f64; x.len()], vec![0f64; n]);
+                for (r, &rs) in rstd.iter().enumerate() {
+                    let row = r * n..(r + 1) * n;
+                    let mean = row.clone().map(|i| dy[i] * g[i - r * n] * x[i] * rs).sum::<f64>() / n as f64;
+                    for i in row {
+                        dx[i] = (dy[i] * g[i - r * n] - x[i] * rs * mean) * rs;
+                        dg[i - r * n] += x[i] * rs * dy[i];
+                    }
+                }
+                t(s, 4)?.write_f64(&dx)?;
+                t(s, 5)?.write_f64(&dg)
             }
             MiscOp::IndexFill { dim, index, value, in_place } => {
                 let x = t(s, 0)?;

@@ -217,3 +217,70 @@ def test_cdist_and_shifts(acl):
         run("RightShift", acl.tensor(k, dtype=cs.ACL_INT32)), np.where(inside, x >> kk, np.where(x < 0, -1, 0))
     )
     np.testing.assert_array_equal(run("LeftShifts", 3), np.left_shift(x, 3))
+
+
+def num_grad(fn, p, h=1e-6):
+    """Central differences of the scalar fn at float64 p, one element at a time."""
+    out = np.zeros_like(p)
+    for i in np.ndindex(p.shape):
+        hi, lo = p.copy(), p.copy()
+        hi[i] += h
+        lo[i] -= h
+        out[i] = (fn(hi) - fn(lo)) / (2 * h)
+    return out
+
+
+def test_swiglu_and_rms_norm_against_numpy(acl):
+    """aclnnSwiGlu(+Grad) (silu(a)·b of the halves) and aclnnRmsNorm(+Grad) (ops-nn's formulas, gamma over
+    the last two dims), gradients against central differences of the float64 forward."""
+    s, rng = acl.stream(), np.random.default_rng(3)
+    x = f32(rng.normal(size=(3, 2, 6)))
+    a, b = x[..., :3].astype(np.float64), x[..., 3:].astype(np.float64)
+    o = acl.tensor(shape=(3, 2, 3))
+    acl.run("SwiGlu", acl.tensor(x), -1, o, stream=s)
+    np.testing.assert_allclose(o.numpy(s), a / (1 + np.exp(-a)) * b, rtol=1e-6)
+    g = f32(rng.normal(size=(3, 2, 3)))
+    o = acl.tensor(shape=x.shape)
+    acl.run("SwiGluGrad", acl.tensor(g), acl.tensor(x), 2, o, stream=s)
+
+    def swiglu_sum(v):
+        va, vb = v[..., :3], v[..., 3:]
+        return (va / (1 + np.exp(-va)) * vb * g).sum()
+
+    np.testing.assert_allclose(o.numpy(s), num_grad(swiglu_sum, x.astype(np.float64)), rtol=1e-5, atol=1e-6)
+    o = acl.tensor(shape=(3, 1, 6))
+    acl.run("SwiGlu", acl.tensor(x), 1, o, stream=s)  # halves along dim 1
+    np.testing.assert_allclose(
+        o.numpy(s), (x[:, :1] / (1 + np.exp(-x[:, :1].astype(np.float64)))) * x[:, 1:], rtol=1e-6
+    )
+
+    gamma = f32(rng.normal(size=(2, 6)))
+    y, rstd = acl.tensor(shape=x.shape), acl.tensor(shape=(3, 1, 1))
+    acl.run("RmsNorm", acl.tensor(x), acl.tensor(gamma), 1e-5, y, rstd, stream=s)
+    xd = x.astype(np.float64)
+    r = 1 / np.sqrt((xd**2).mean(axis=(1, 2), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(rstd.numpy(s), r, rtol=1e-6)
+    np.testing.assert_allclose(y.numpy(s), xd * r * gamma, rtol=1e-6, atol=1e-7)
+    dy = f32(rng.normal(size=x.shape))
+    dx, dgamma = acl.tensor(shape=x.shape), acl.tensor(shape=(2, 6))
+    acl.run("RmsNormGrad", acl.tensor(dy), acl.tensor(x), rstd, acl.tensor(gamma), dx, dgamma, stream=s)
+
+    def rms_sum(v, gm):
+        return (v / np.sqrt((v**2).mean(axis=(1, 2), keepdims=True) + 1e-5) * gm * dy).sum()
+
+    np.testing.assert_allclose(dx.numpy(s), num_grad(lambda v: rms_sum(v, gamma), xd), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        dgamma.numpy(s), num_grad(lambda gm: rms_sum(xd, gm), gamma.astype(np.float64)), rtol=1e-4, atol=1e-5
+    )
+    bad = [
+        ("SwiGlu", (acl.tensor(x), 1, acl.tensor(shape=(3, 2, 3)))),  # halves along dim 1 are [3, 1, 6]
+        ("SwiGlu", (acl.tensor(x[:, :1]), 1, acl.tensor(shape=(3, 1, 6)))),  # odd size 1 along dim 1
+        (
+            "RmsNorm",
+            (acl.tensor(x), acl.tensor(f32(np.ones(4))), 1e-5, acl.tensor(shape=x.shape), acl.tensor(shape=(3, 2, 1))),
+        ),
+        ("RmsNorm", (acl.tensor(x), acl.tensor(gamma), 1e-5, acl.tensor(shape=x.shape), acl.tensor(shape=(3, 2, 1)))),
+    ]
+    for name, args in bad:
+        with pytest.raises(cs.AclError):
+            acl.run(name, *args, stream=s)

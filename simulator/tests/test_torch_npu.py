@@ -72,7 +72,7 @@ def test_import_torch_npu_sees_the_simulated_devices():
     assert float(second) == 0.0
 
 
-@pytest.mark.parametrize("model", ["gpt", "cnn", "moe", "unet"])
+@pytest.mark.parametrize("model", ["gpt", "cnn", "moe", "unet", "llama"])
 def test_script_trains_like_cpu(model, tmp_path):
     trace = tmp_path / "trace.jsonl"
     args = [EXAMPLE, "--model", model, "--steps", "3", "--dropout", "0"]
@@ -93,6 +93,9 @@ def test_script_trains_like_cpu(model, tmp_path):
         want = {"aclnnLinspace", "aclnnCumprod", "aclnnGroupNormBackward", "aclnnAvgPool2dBackward", "aclnnPrelu"}
         want |= {"aclnnUpsampleBilinear2dBackwardV2", "aclnnUpsampleNearest2dBackward", "aclnnReflectionPad2dBackward"}
         assert want | {"aclnnSmoothL1LossBackward", "aclnnConvolutionBackward"} <= ops
+    elif model == "llama":  # torch_npu's fused RMSNorm and SwiGLU, RoPE, causal SDPA (flash attention)
+        want = {"aclnnRmsNorm", "aclnnRmsNormGrad", "aclnnSwiGlu", "aclnnSwiGluGrad", "aclnnFlashAttentionScoreGrad"}
+        assert want | {"aclnnCos", "aclnnSin"} <= ops
     else:  # Adam per tensor (lerp_), top-2 routing, SwiGLU, var, cumsum, gather's backward, logsumexp, mse_loss
         want = {"aclnnInplaceLerps", "aclnnTopk", "aclnnSiluBackward", "aclnnVarCorrection", "aclnnCumsum"}
         assert want | {"aclnnScatterAdd", "aclnnLogSumExp", "aclnnMseLossBackward", "aclnnFlip"} <= ops

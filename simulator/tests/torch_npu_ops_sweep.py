@@ -421,9 +421,21 @@ ops = {
         lambda t: F.conv_transpose2d(y.reshape(1, 4, 2, 3), t[:2].reshape(4, 3, 1, 1), dilation=2, groups=2), y
     ),
 }
-# Ops whose device result is another form than CPU torch's, by design of CANN: (npu call, CPU call of the same
-# form). torch_npu sends F.gelu of either `approximate` mode to aclnnGelu / aclnnGeluBackward, which CANN
-# computes in the tanh form (ops-nn activation/gelu, gelu_grad).
+
+
+def rms_ref(x, g, eps=1e-6):  # y and rstd side by side (rstd: x's shape with the last dim 1)
+    rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return torch.cat((x * rstd * g, rstd), -1)
+
+
+def swiglu_ref(x, dim):
+    a, b = x.chunk(2, dim)
+    return F.silu(a) * b
+
+
+# Ops whose npu call has another CPU counterpart: (npu call, CPU call computing the same function).
+# torch_npu sends F.gelu of either `approximate` mode to aclnnGelu / aclnnGeluBackward, which CANN computes in
+# the tanh form (ops-nn activation/gelu, gelu_grad); torch_npu's own ops have no CPU kernel.
 device_forms = {
     "gelu": (lambda x, y, i: F.gelu(y * 2), lambda x, y, i: F.gelu(y * 2, approximate="tanh")),
     "gelu_tanh": (lambda x, y, i: F.gelu(y * 2, approximate="tanh"),) * 2,
@@ -432,6 +444,24 @@ device_forms = {
         lambda x, y, i: grad_of(partial(F.gelu, approximate="tanh"), y * 2),
     ),
     "gelu_tanh_bw": (lambda x, y, i: grad_of(partial(F.gelu, approximate="tanh"), y * 2),) * 2,
+    # torch_npu's fused LLM ops (aclnnRmsNorm(+Grad), aclnnSwiGlu(+Grad)) against their documented formulas
+    "npu_rms_norm": (
+        lambda x, y, i: torch.cat(torch_npu.npu_rms_norm(y, y[1].abs(), 1e-6), 1),
+        lambda x, y, i: rms_ref(y, y[1].abs()),
+    ),
+    "npu_rms_norm_bw_x": (
+        lambda x, y, i: grad_of(lambda t: torch_npu.npu_rms_norm(t, y[1] + 1)[0] * y, y * 2),
+        lambda x, y, i: grad_of(lambda t: rms_ref(t, y[1] + 1)[:, :6] * y, y * 2),
+    ),
+    "npu_rms_norm_bw_gamma": (
+        lambda x, y, i: grad_of(lambda t: torch_npu.npu_rms_norm(y.reshape(2, 2, 6), t, 1e-5)[0] * 3, y[0]),
+        lambda x, y, i: grad_of(lambda t: rms_ref(y.reshape(2, 2, 6), t, 1e-5)[..., :6] * 3, y[0]),
+    ),
+    "npu_swiglu": (lambda x, y, i: torch_npu.npu_swiglu(y, dim=-1), lambda x, y, i: swiglu_ref(y, -1)),
+    "npu_swiglu_dim0_bw": (
+        lambda x, y, i: grad_of(lambda t: torch_npu.npu_swiglu(t, dim=0) ** 2, y),
+        lambda x, y, i: grad_of(lambda t: swiglu_ref(t, 0) ** 2, y),
+    ),
     "gelu_half": (
         lambda x, y, i: F.gelu(y.half()),
         lambda x, y, i: F.gelu(y.half().float(), approximate="tanh").half(),

@@ -78,7 +78,7 @@ def run(cmd, e, timeout=300):
     return p
 
 
-@pytest.mark.parametrize("model", ["gpt", "cnn", "moe", "unet"])
+@pytest.mark.parametrize("model", ["gpt", "cnn", "moe", "unet", "llama"])
 def test_one_rank_every_launch_captured_with_matching_crcs(model, tmp_path):
     trace = tmp_path / "trace.jsonl"
     run([NPU_PY, EXAMPLE, "--model", model, "--steps", "2"], env(tmp_path, str(trace)))
@@ -89,6 +89,8 @@ def test_one_rank_every_launch_captured_with_matching_crcs(model, tmp_path):
         assert {"aclnnConvolutionBackward", "aclnnBatchNorm", "aclnnMaxPool2dWithMask"} <= ops
     elif model == "unet":
         assert {"aclnnCumprod", "aclnnGroupNorm", "aclnnUpsampleNearest2dV2", "aclnnReflectionPad2dBackward"} <= ops
+    elif model == "llama":
+        assert {"aclnnRmsNorm", "aclnnRmsNormGrad", "aclnnSwiGlu", "aclnnSwiGluGrad", "aclnnFlashAttentionScore"} <= ops
     else:
         assert {"aclnnTopk", "aclnnScatterAdd", "aclnnInplaceLerps", "aclnnSiluBackward"} <= ops
 

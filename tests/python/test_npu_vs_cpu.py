@@ -438,12 +438,13 @@ def test_our_npu_dump_is_what_msprobe_111_writes_on_npu(dumps, dump111):
         print(f"1.1.1 on npu, mix step {step}: {len(c.common)} records equal, max relative difference {c.max_err:.2g}")
 
 
-@pytest.mark.parametrize("model", ["moe", "cnn", "unet"])
+@pytest.mark.parametrize("model", ["moe", "cnn", "unet", "llama"])
 def test_other_models_dump_what_msprobe_111_writes_on_npu(tmp_path, model):
     """The same on models none of the above tunes for (examples/train_torch_npu.py --model moe: top-2
     routing, SwiGLU, var, cumsum, gather, logsumexp, mse_loss, per-tensor Adam; --model cnn: conv,
     batch norm, max pool, SGD with momentum; --model unet: linspace/cumprod on the device, group norm,
-    avg pool, transposed and 1-D conv, interpolate, reflect pad, prelu, smooth-L1): our mix dump on npu
+    avg pool, transposed and 1-D conv, interpolate, reflect pad, prelu, smooth-L1; --model llama: torch_npu's
+    npu_rms_norm and npu_swiglu, rotary embeddings, causal SDPA): our mix dump on npu
     holds the records msprobe 1.1.1 writes on npu, in its order, with its structure and statistics within
     TOL."""
     if not (MS111 / ".ready").exists():
@@ -458,6 +459,7 @@ def test_other_models_dump_what_msprobe_111_writes_on_npu(tmp_path, model):
         want = {
             "moe": ("Tensor.topk.", ".logsumexp."),
             "cnn": ("Functional.conv2d.", "Functional.batch_norm."),
+            "llama": ("NPU.npu_rms_norm.", "NPU.npu_swiglu.", "Functional.scaled_dot_product_attention."),
             "unet": (
                 "Functional.conv_transpose2d.",
                 "Functional.group_norm.",

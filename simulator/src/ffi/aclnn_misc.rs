@@ -37,6 +37,10 @@ crate::phase2!(
     aclnnLeftShift,
     aclnnLeftShifts,
     aclnnRightShift,
+    aclnnSwiGlu,
+    aclnnSwiGluGrad,
+    aclnnRmsNorm,
+    aclnnRmsNormGrad,
 );
 
 fn misc(m: MiscOp) -> Op {
@@ -197,7 +201,7 @@ pub extern "C" fn aclnnGluGetWorkspaceSize(x: H, dim: i64, out: H, ws: *mut u64,
     p1("aclnnGlu", ws, ex, || {
         let mut a = Args::new();
         a.t(In, "self", u(x))?.t(Out, "out", u(out))?;
-        Ok((misc(MiscOp::Glu { dim }), a))
+        Ok((misc(MiscOp::Glu { dim, swi: false }), a))
     })
 }
 
@@ -207,7 +211,67 @@ pub extern "C" fn aclnnGluBackwardGetWorkspaceSize(g: H, x: H, dim: i64, out: H,
     p1("aclnnGluBackward", ws, ex, || {
         let mut a = Args::new();
         a.t(In, "gradOut", u(g))?.t(In, "self", u(x))?.t(Out, "out", u(out))?;
-        Ok((misc(MiscOp::GluBackward { dim }), a))
+        Ok((misc(MiscOp::GluBackward { dim, swi: false }), a))
+    })
+}
+
+/// `aclnnSwiGlu(x, int64_t dim, out)` (CANN 8.x `aclnn_swi_glu.h`): silu(a) · b, (a, b) the halves of x
+/// along `dim`; torch_npu.npu_swiglu.
+#[no_mangle]
+pub extern "C" fn aclnnSwiGluGetWorkspaceSize(x: H, dim: i64, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnSwiGlu", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "x", u(x))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::Glu { dim, swi: true }), a))
+    })
+}
+
+/// `aclnnSwiGluGrad(yGrad, x, int64_t dim, out)`: out is x's gradient.
+#[no_mangle]
+pub extern "C" fn aclnnSwiGluGradGetWorkspaceSize(g: H, x: H, dim: i64, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnSwiGluGrad", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "yGrad", u(g))?.t(In, "x", u(x))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::GluBackward { dim, swi: true }), a))
+    })
+}
+
+/// `aclnnRmsNorm(x, gamma, double epsilon, yOut, rstdOut)` (CANN 8.x `aclnn_rms_norm.h`);
+/// torch_npu.npu_rms_norm.
+#[no_mangle]
+pub extern "C" fn aclnnRmsNormGetWorkspaceSize(
+    x: H,
+    gamma: H,
+    epsilon: f64,
+    y: H,
+    rstd: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnRmsNorm", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "x", u(x))?.t(In, "gamma", u(gamma))?.t(Out, "yOut", u(y))?.t(Out, "rstdOut", u(rstd))?;
+        Ok((misc(MiscOp::RmsNorm { eps: epsilon }), a))
+    })
+}
+
+/// `aclnnRmsNormGrad(dy, x, rstd, gamma, dxOut, dgammaOut)` (CANN 8.x `aclnn_rms_norm_grad.h`).
+#[no_mangle]
+pub extern "C" fn aclnnRmsNormGradGetWorkspaceSize(
+    dy: H,
+    x: H,
+    rstd: H,
+    gamma: H,
+    dx: H,
+    dgamma: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnRmsNormGrad", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "dy", u(dy))?.t(In, "x", u(x))?.t(In, "rstd", u(rstd))?.t(In, "gamma", u(gamma))?;
+        a.t(Out, "dxOut", u(dx))?.t(Out, "dgammaOut", u(dgamma))?;
+        Ok((misc(MiscOp::RmsNormGrad), a))
     })
 }
 
