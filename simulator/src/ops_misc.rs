@@ -35,6 +35,14 @@ pub enum MiscOp {
     /// slots: x, gamma (x's trailing dims), yOut (x's shape), rstdOut (x's leading dims, 1 for each of
     /// gamma's). aclnnRmsNorm: rstd = 1 / sqrt(mean(x²) + eps) over gamma's dims, y = x · rstd · gamma.
     RmsNorm { eps: f64 },
+    /// slots: x1, x2, gamma, yOut, rstdOut, xOut. aclnnAddRmsNorm: x = x1 + x2 (xOut), then as RmsNorm.
+    AddRmsNorm { eps: f64 },
+    /// slots: self, out. aclnnFastGelu (ops-nn activation/fast_gelu):
+    /// x / (1 + exp(-1.702 |x|)) · exp(0.851 (x - |x|)).
+    FastGelu,
+    /// slots: gradOutput, self, gradInput. aclnnFastGeluBackward (its documented formula):
+    /// dy · (e + 1.702 x e + exp(1.702 (x - |x|))) / (e + 1)², e = exp(-1.702 |x|).
+    FastGeluBackward,
     /// slots: dy, x, rstd, gamma, dxOut, dgammaOut. aclnnRmsNormGrad (ops-nn's formula):
     /// dx = (dy·g − x·rstd·mean(dy·g·x·rstd))·rstd, dgamma = Σ over rows of x·rstd·dy.
     RmsNormGrad,
@@ -244,6 +252,20 @@ fn quick_select(a: &mut [(Key, usize)], k: usize) {
     }
 }
 
+/// RmsNorm of the rows of `x` (each as long as gamma): y = x · rstd · gamma and rstd per row.
+fn rms_norm(x: &[f64], g: &[f64], eps: f64) -> (Vec<f64>, Vec<f64>) {
+    let n = g.len().max(1);
+    let (mut y, mut rstd) = (vec![0f64; x.len()], vec![0f64; x.len() / n]);
+    for (r, row) in x.chunks(n).enumerate() {
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / n as f64;
+        rstd[r] = 1.0 / (ms + eps).sqrt();
+        for (j, v) in row.iter().enumerate() {
+            y[r * n + j] = v * rstd[r] * g[j];
+        }
+    }
+    (y, rstd)
+}
+
 fn sigmoid(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())
 }
@@ -375,6 +397,27 @@ impl MiscOp {
                 if o.shape != os || g.is_some_and(|g| g.shape != gs) {
                     return Err(inv(format!("glu: shapes {:?} / {:?} expected", gs, os)));
                 }
+            }
+            MiscOp::FastGelu | MiscOp::FastGeluBackward => {
+                let n = if matches!(self, MiscOp::FastGelu) { 2 } else { 3 };
+                let x = t(s, 0)?;
+                for (i, what) in ["self", "other", "out"].iter().enumerate().take(n) {
+                    float(t(s, i)?, what)?;
+                    if t(s, i)?.shape != x.shape {
+                        return Err(inv(format!("{what}: shape {:?}, {:?} expected", t(s, i)?.shape, x.shape)));
+                    }
+                }
+            }
+            MiscOp::AddRmsNorm { .. } => {
+                let x1 = t(s, 0)?;
+                for (i, what) in [(1, "x2"), (5, "xOut")] {
+                    float(t(s, i)?, what)?;
+                    if t(s, i)?.shape != x1.shape {
+                        return Err(inv(format!("{what}: shape {:?}, x1's {:?} expected", t(s, i)?.shape, x1.shape)));
+                    }
+                }
+                // the rest as RmsNorm's (x1, gamma, yOut, rstdOut)
+                MiscOp::RmsNorm { eps: 0.0 }.validate(&[s[0].clone(), s[2].clone(), s[3].clone(), s[4].clone()])?;
             }
             MiscOp::RmsNorm { .. } | MiscOp::RmsNormGrad => {
                 let back = matches!(self, MiscOp::RmsNormGrad);
@@ -705,17 +748,36 @@ impl MiscOp {
                 }
                 t(s, if back { 2 } else { 1 })?.write_f64(&y)
             }
+            MiscOp::FastGelu => {
+                let x = t(s, 0)?.read_f64()?;
+                let y: Vec<f64> =
+                    x.iter().map(|&v| v / (1.0 + (-1.702 * v.abs()).exp()) * (0.851 * (v - v.abs())).exp()).collect();
+                t(s, 1)?.write_f64(&y)
+            }
+            MiscOp::FastGeluBackward => {
+                let (g, x) = (t(s, 0)?.read_f64()?, t(s, 1)?.read_f64()?);
+                let dx: Vec<f64> = g
+                    .iter()
+                    .zip(&x)
+                    .map(|(&g, &v)| {
+                        let e = (-1.702 * v.abs()).exp();
+                        g * (e + 1.702 * v * e + (1.702 * (v - v.abs())).exp()) / ((e + 1.0) * (e + 1.0))
+                    })
+                    .collect();
+                t(s, 2)?.write_f64(&dx)
+            }
+            MiscOp::AddRmsNorm { eps } => {
+                let (a, b) = (t(s, 0)?.read_f64()?, t(s, 1)?.read_f64()?);
+                let x: Vec<f64> = a.iter().zip(&b).map(|(a, b)| a + b).collect();
+                t(s, 5)?.write_f64(&x)?;
+                let g = t(s, 2)?.read_f64()?;
+                let (y, rstd) = rms_norm(&x, &g, *eps);
+                t(s, 3)?.write_f64(&y)?;
+                t(s, 4)?.write_f64(&rstd)
+            }
             MiscOp::RmsNorm { eps } => {
                 let (x, g) = (t(s, 0)?.read_f64()?, t(s, 1)?.read_f64()?);
-                let n = g.len();
-                let (mut y, mut rstd) = (vec![0f64; x.len()], vec![0f64; x.len() / n.max(1)]);
-                for (r, row) in x.chunks(n).enumerate() {
-                    let ms = row.iter().map(|v| v * v).sum::<f64>() / n as f64;
-                    rstd[r] = 1.0 / (ms + eps).sqrt();
-                    for (j, v) in row.iter().enumerate() {
-                        y[r * n + j] = v * rstd[r] * g[j];
-                    }
-                }
+                let (y, rstd) = rms_norm(&x, &g, *eps);
                 t(s, 2)?.write_f64(&y)?;
                 t(s, 3)?.write_f64(&rstd)
             }

@@ -284,3 +284,31 @@ def test_swiglu_and_rms_norm_against_numpy(acl):
     for name, args in bad:
         with pytest.raises(cs.AclError):
             acl.run(name, *args, stream=s)
+
+
+def test_fast_gelu_and_add_rms_norm_against_numpy(acl):
+    """aclnnFastGelu(+Backward) (ops-nn's formula; the gradient against central differences, the tails
+    included) and aclnnAddRmsNorm (xOut = x1 + x2, then RmsNorm of it)."""
+    s, rng = acl.stream(), np.random.default_rng(4)
+    x = f32(np.concatenate([rng.normal(size=10) * 3, [-80.0, 80.0]]))
+    xd = x.astype(np.float64)
+
+    def fast_gelu(v):
+        return v / (1 + np.exp(-1.702 * np.abs(v))) * np.exp(0.851 * (v - np.abs(v)))
+
+    o = acl.tensor(shape=x.shape)
+    acl.run("FastGelu", acl.tensor(x), o, stream=s)
+    np.testing.assert_allclose(o.numpy(s), fast_gelu(xd), rtol=1e-6, atol=1e-30)
+    g = f32(rng.normal(size=x.shape))
+    acl.run("FastGeluBackward", acl.tensor(g), acl.tensor(x), o, stream=s)
+    np.testing.assert_allclose(o.numpy(s), num_grad(lambda v: (fast_gelu(v) * g).sum(), xd), rtol=1e-5, atol=1e-6)
+    a, b, gamma = (f32(rng.normal(size=sh)) for sh in [(3, 4), (3, 4), (4,)])
+    y, rstd, xo = acl.tensor(shape=(3, 4)), acl.tensor(shape=(3, 1)), acl.tensor(shape=(3, 4))
+    acl.run("AddRmsNorm", acl.tensor(a), acl.tensor(b), acl.tensor(gamma), 1e-6, y, rstd, xo, stream=s)
+    xs = a.astype(np.float64) + b
+    r = 1 / np.sqrt((xs**2).mean(-1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(xo.numpy(s), xs, rtol=1e-6)
+    np.testing.assert_allclose(rstd.numpy(s), r, rtol=1e-6)
+    np.testing.assert_allclose(y.numpy(s), xs * r * gamma, rtol=1e-6, atol=1e-7)
+    with pytest.raises(cs.AclError):  # x2 of another shape
+        acl.run("AddRmsNorm", acl.tensor(a), acl.tensor(b[:2]), acl.tensor(gamma), 1e-6, y, rstd, xo, stream=s)

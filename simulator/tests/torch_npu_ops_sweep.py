@@ -428,6 +428,10 @@ def rms_ref(x, g, eps=1e-6):  # y and rstd side by side (rstd: x's shape with th
     return torch.cat((x * rstd * g, rstd), -1)
 
 
+def fast_gelu_ref(x):  # CANN's FastGelu formula
+    return x / (1 + torch.exp(-1.702 * x.abs())) * torch.exp(0.851 * (x - x.abs()))
+
+
 def swiglu_ref(x, dim):
     a, b = x.chunk(2, dim)
     return F.silu(a) * b
@@ -461,6 +465,15 @@ device_forms = {
     "npu_swiglu_dim0_bw": (
         lambda x, y, i: grad_of(lambda t: torch_npu.npu_swiglu(t, dim=0) ** 2, y),
         lambda x, y, i: grad_of(lambda t: swiglu_ref(t, 0) ** 2, y),
+    ),
+    "npu_add_rms_norm": (
+        lambda x, y, i: torch.cat(torch_npu.npu_add_rms_norm(y, y.flip(0), y[2])[::2], 1),
+        lambda x, y, i: torch.cat((rms_ref(y + y.flip(0), y[2])[:, :6], y + y.flip(0)), 1),
+    ),
+    "npu_fast_gelu": (lambda x, y, i: torch_npu.npu_fast_gelu(y * 3), lambda x, y, i: fast_gelu_ref(y * 3)),
+    "npu_fast_gelu_bw": (
+        lambda x, y, i: grad_of(lambda t: torch_npu.npu_fast_gelu(t) ** 2, y * 3),
+        lambda x, y, i: grad_of(lambda t: fast_gelu_ref(t) ** 2, y * 3),
     ),
     "gelu_half": (
         lambda x, y, i: F.gelu(y.half()),

@@ -41,6 +41,9 @@ crate::phase2!(
     aclnnSwiGluGrad,
     aclnnRmsNorm,
     aclnnRmsNormGrad,
+    aclnnAddRmsNorm,
+    aclnnFastGelu,
+    aclnnFastGeluBackward,
 );
 
 fn misc(m: MiscOp) -> Op {
@@ -252,6 +255,49 @@ pub extern "C" fn aclnnRmsNormGetWorkspaceSize(
         let mut a = Args::new();
         a.t(In, "x", u(x))?.t(In, "gamma", u(gamma))?.t(Out, "yOut", u(y))?.t(Out, "rstdOut", u(rstd))?;
         Ok((misc(MiscOp::RmsNorm { eps: epsilon }), a))
+    })
+}
+
+/// `aclnnAddRmsNorm(x1, x2, gamma, double epsilon, yOut, rstdOut, xOut)` (CANN 8.x `aclnn_add_rms_norm.h`);
+/// torch_npu.npu_add_rms_norm.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn aclnnAddRmsNormGetWorkspaceSize(
+    x1: H,
+    x2: H,
+    gamma: H,
+    epsilon: f64,
+    y: H,
+    rstd: H,
+    x: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnAddRmsNorm", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "x1", u(x1))?.t(In, "x2", u(x2))?.t(In, "gamma", u(gamma))?;
+        a.t(Out, "yOut", u(y))?.t(Out, "rstdOut", u(rstd))?.t(Out, "xOut", u(x))?;
+        Ok((misc(MiscOp::AddRmsNorm { eps: epsilon }), a))
+    })
+}
+
+/// `aclnnFastGelu(self, out)`; torch_npu.npu_fast_gelu.
+#[no_mangle]
+pub extern "C" fn aclnnFastGeluGetWorkspaceSize(x: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnFastGelu", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "self", u(x))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::FastGelu), a))
+    })
+}
+
+/// `aclnnFastGeluBackward(gradOutput, self, gradInput)`.
+#[no_mangle]
+pub extern "C" fn aclnnFastGeluBackwardGetWorkspaceSize(g: H, x: H, out: H, ws: *mut u64, ex: *mut H) -> Status {
+    p1("aclnnFastGeluBackward", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "gradOutput", u(g))?.t(In, "self", u(x))?.t(Out, "gradInput", u(out))?;
+        Ok((misc(MiscOp::FastGeluBackward), a))
     })
 }
 
