@@ -155,6 +155,8 @@ SIGS = {
     "AddRmsNorm": "TTTdTTT",
     "FastGelu": "TT",
     "FastGeluBackward": "TTT",
+    "ScaledMaskedSoftmax": "TTd?T",
+    "ScaledMaskedSoftmaxBackward": "TTTd?T",
     "IsClose": "TTdd?T",
     "IndexFillTensor": "TlIST",
     "InplaceIndexFillTensor": "TlIS",

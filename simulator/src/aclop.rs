@@ -190,6 +190,9 @@ pub const OP_TYPES: &[&str] = &[
     "DropOutDoMask",
     "Gelu",
     "GeluGrad",
+    // torch_npu's fused softmax (npu_scaled_masked_softmax and its backward)
+    "ScaledMaskedSoftmax",
+    "ScaledMaskedSoftmaxGrad",
     "SoftmaxGrad",
     "LogSoftmaxV2",
     "LogSoftmaxGrad",
@@ -226,6 +229,8 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
         "PadV3" => (&[2, 3], 1),
         "Conv2D" => (&[2, 3], 1),
         "Conv2DBackpropInput" | "Conv2DBackpropFilter" | "MaxPoolGrad" | "DropOutDoMask" | "GeluGrad" => (&[3], 1),
+        "ScaledMaskedSoftmax" => (&[2], 1),
+        "ScaledMaskedSoftmaxGrad" => (&[3], 1),
         "BiasAddGrad" | "MaxPool" | "AvgPool" | "ReduceMeanD" | "Gelu" | "LogSoftmaxV2" => (&[1], 1),
         "BNTrainingReduce" => (&[1], 2),
         "LayerNorm" => (&[3], 3),

@@ -279,6 +279,18 @@ pub fn plan(op: &str, ins: &[IoT], iv: &[TView], ov: &[TView], a: &Attr) -> Resu
             vec![(nn(Nn::GenMask { numel: numel as usize, seed, offset: 0 }), vec![t(&iv[1]), t(y)])]
         }
         "DropOutDoMask" => vec![(nn(Nn::DoMask), vec![t(&iv[0]), t(&iv[1]), t(&iv[2]), t(y)])],
+        // torch_npu.npu_scaled_masked_softmax and its backward (op-plugin's OpCommand forms: x, mask / y_grad,
+        // y, mask; attrs scale and fixed_triu_mask), as the aclnn functions of the same name
+        "ScaledMaskedSoftmax" | "ScaledMaskedSoftmaxGrad" => {
+            let (scale, triu) = (float(a, "scale").unwrap_or(1.0), boolean(a, "fixed_triu_mask"));
+            if op == "ScaledMaskedSoftmax" {
+                let m = crate::ops_misc::MiscOp::ScaledMaskedSoftmax { scale, triu };
+                vec![(Op::Misc(Box::new(m)), vec![t(&iv[0]), t(&iv[1]), t(y)])]
+            } else {
+                let m = crate::ops_misc::MiscOp::ScaledMaskedSoftmaxBackward { scale, triu };
+                vec![(Op::Misc(Box::new(m)), vec![t(&iv[0]), t(&iv[1]), t(&iv[2]), t(y)])]
+            }
+        }
         "Gelu" => vec![(Op::Gelu { tanh: true }, vec![t(&iv[0]), t(y)])],
         "GeluGrad" => vec![(Op::GeluBackward { tanh: true }, vec![t(&iv[0]), t(&iv[1]), t(y)])],
         "ReluGrad" => vec![(Op::ThresholdBackward { threshold: 0.0 }, vec![t(&iv[0]), t(&iv[1]), t(y)])],

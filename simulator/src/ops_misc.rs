@@ -43,6 +43,12 @@ pub enum MiscOp {
     /// slots: gradOutput, self, gradInput. aclnnFastGeluBackward (its documented formula):
     /// dy · (e + 1.702 x e + exp(1.702 (x - |x|))) / (e + 1)², e = exp(-1.702 |x|).
     FastGeluBackward,
+    /// slots: x, mask (bool, broadcast to x), y. aclnnScaledMaskedSoftmax (torch_npu.npu_scaled_masked_softmax):
+    /// softmax over the last dim of x · scale with masked (true) elements set to -10000 (msprobe's and
+    /// op-plugin's reference); `triu`: the mask is the strict upper triangle instead.
+    ScaledMaskedSoftmax { scale: f64, triu: bool },
+    /// slots: gradOutput, y, mask, out: (dy − Σ dy·y)·y·scale, 0 where masked.
+    ScaledMaskedSoftmaxBackward { scale: f64, triu: bool },
     /// slots: dy, x, rstd, gamma, dxOut, dgammaOut. aclnnRmsNormGrad (ops-nn's formula):
     /// dx = (dy·g − x·rstd·mean(dy·g·x·rstd))·rstd, dgamma = Σ over rows of x·rstd·dy.
     RmsNormGrad,
@@ -408,6 +414,28 @@ impl MiscOp {
                     }
                 }
             }
+            MiscOp::ScaledMaskedSoftmax { .. } | MiscOp::ScaledMaskedSoftmaxBackward { .. } => {
+                let back = matches!(self, MiscOp::ScaledMaskedSoftmaxBackward { .. });
+                let x = t(s, 0)?;
+                let (m, o) = if back { (t(s, 2)?, t(s, 3)?) } else { (t(s, 1)?, t(s, 2)?) };
+                if x.shape.is_empty() {
+                    return Err(inv("x must have at least one dimension"));
+                }
+                let mut named = vec![(x, "x"), (o, "out")];
+                if back {
+                    named.push((t(s, 1)?, "y"));
+                }
+                for (v, what) in named {
+                    float(v, what)?;
+                    if v.shape != x.shape {
+                        return Err(inv(format!("{what}: shape {:?}, {:?} expected", v.shape, x.shape)));
+                    }
+                }
+                if m.dtype != DType::Bool {
+                    return Err(inv(format!("mask: dtype {} (bool expected)", m.dtype.name())));
+                }
+                bview(m, &x.shape)?;
+            }
             MiscOp::AddRmsNorm { .. } => {
                 let x1 = t(s, 0)?;
                 for (i, what) in [(1, "x2"), (5, "xOut")] {
@@ -747,6 +775,41 @@ impl MiscOp {
                     }
                 }
                 t(s, if back { 2 } else { 1 })?.write_f64(&y)
+            }
+            MiscOp::ScaledMaskedSoftmax { scale, triu } | MiscOp::ScaledMaskedSoftmaxBackward { scale, triu } => {
+                let back = matches!(self, MiscOp::ScaledMaskedSoftmaxBackward { .. });
+                let x = t(s, 0)?;
+                let shape = x.shape.clone();
+                let n = *shape.last().unwrap() as usize;
+                let rows_n = if shape.len() >= 2 { shape[shape.len() - 2] as usize } else { 1 };
+                let mv = bview(t(s, if back { 2 } else { 1 })?, &shape)?.read_i64()?;
+                // masked: the mask's element, or (triu) the column past the row within the last two dims
+                let masked = |i: usize| if *triu { i % n > (i / n) % rows_n } else { mv[i] != 0 };
+                let xv = x.read_f64()?;
+                let mut out = vec![0f64; xv.len()];
+                if back {
+                    let y = t(s, 1)?.read_f64()?;
+                    for r in 0..xv.len() / n.max(1) {
+                        let row = r * n..(r + 1) * n;
+                        let dot: f64 = row.clone().map(|i| xv[i] * y[i]).sum();
+                        for i in row {
+                            out[i] = if masked(i) { 0.0 } else { (xv[i] - dot) * y[i] * scale };
+                        }
+                    }
+                } else {
+                    for r in 0..xv.len() / n.max(1) {
+                        let row = r * n..(r + 1) * n;
+                        let z: Vec<f64> =
+                            row.clone().map(|i| if masked(i) { -10000.0 } else { xv[i] * scale }).collect();
+                        let mx = z.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                        let e: Vec<f64> = z.iter().map(|v| (v - mx).exp()).collect();
+                        let sum: f64 = e.iter().sum();
+                        for (k, i) in row.enumerate() {
+                            out[i] = e[k] / sum;
+                        }
+                    }
+                }
+                t(s, if back { 3 } else { 2 })?.write_f64(&out)
             }
             MiscOp::FastGelu => {
                 let x = t(s, 0)?.read_f64()?;

@@ -312,3 +312,30 @@ def test_fast_gelu_and_add_rms_norm_against_numpy(acl):
     np.testing.assert_allclose(y.numpy(s), xs * r * gamma, rtol=1e-6, atol=1e-7)
     with pytest.raises(cs.AclError):  # x2 of another shape
         acl.run("AddRmsNorm", acl.tensor(a), acl.tensor(b[:2]), acl.tensor(gamma), 1e-6, y, rstd, xo, stream=s)
+
+
+def test_scaled_masked_softmax_against_numpy(acl):
+    """aclnnScaledMaskedSoftmax(+Backward): softmax of x·scale with masked elements at -10000 (a broadcast mask,
+    and the triangle of fixTriuMask), the gradient zero where masked; a fully masked row is uniform."""
+    s, rng = acl.stream(), np.random.default_rng(5)
+    x = f32(rng.normal(size=(2, 3, 4, 4)))
+    mask = rng.random((1, 3, 4, 4)) < 0.3
+    mask[0, 0, 1] = True  # one fully masked row
+    for triu in (False, True):
+        m = np.broadcast_to(mask, x.shape) if not triu else np.broadcast_to(np.triu(np.ones((4, 4)), 1) > 0, x.shape)
+        z = np.where(m, -10000.0, x.astype(np.float64) * 0.5)
+        e = np.exp(z - z.max(-1, keepdims=True))
+        ref = e / e.sum(-1, keepdims=True)
+        y = acl.tensor(shape=x.shape)
+        acl.run("ScaledMaskedSoftmax", acl.tensor(x), acl.tensor(mask, dtype=cs.ACL_BOOL), 0.5, triu, y, stream=s)
+        np.testing.assert_allclose(y.numpy(s), ref, rtol=1e-6, atol=1e-7)
+        g = f32(rng.normal(size=x.shape))
+        o = acl.tensor(shape=x.shape)
+        acl.run(
+            "ScaledMaskedSoftmaxBackward", acl.tensor(g), y, acl.tensor(mask, dtype=cs.ACL_BOOL), 0.5, triu, o, stream=s
+        )
+        yv = y.numpy(s).astype(np.float64)
+        gref = np.where(m, 0.0, (g - (g * yv).sum(-1, keepdims=True)) * yv * 0.5)
+        np.testing.assert_allclose(o.numpy(s), gref, rtol=1e-6, atol=1e-7)
+    with pytest.raises(cs.AclError):  # a float mask
+        acl.run("ScaledMaskedSoftmax", acl.tensor(x), acl.tensor(x), 0.5, False, acl.tensor(shape=x.shape), stream=s)

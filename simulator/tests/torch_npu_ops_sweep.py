@@ -475,6 +475,27 @@ device_forms = {
         lambda x, y, i: grad_of(lambda t: torch_npu.npu_fast_gelu(t) ** 2, y * 3),
         lambda x, y, i: grad_of(lambda t: fast_gelu_ref(t) ** 2, y * 3),
     ),
+    # the aclop ScaledMaskedSoftmax(Grad) torch_npu launches, against msprobe's / op-plugin's reference
+    "npu_scaled_masked_softmax": (
+        lambda x, y, i: torch_npu.npu_scaled_masked_softmax(y.reshape(1, 1, 4, 6), (y > 0.5).reshape(1, 1, 4, 6), 0.7),
+        lambda x, y, i: torch.softmax(
+            (y.reshape(1, 1, 4, 6) * 0.7).masked_fill((y > 0.5).reshape(1, 1, 4, 6), -10000), -1
+        ),
+    ),
+    "npu_scaled_masked_softmax_triu_bw": (
+        lambda x, y, i: grad_of(
+            lambda t: (
+                torch_npu.npu_scaled_masked_softmax(t.reshape(1, 1, 4, 6), (y < 9).reshape(1, 1, 4, 6), 2.0, True) ** 2
+            ),
+            y,
+        ),
+        lambda x, y, i: grad_of(
+            lambda t: (
+                torch.softmax((t.reshape(1, 1, 4, 6) * 2).masked_fill(torch.ones(4, 6).triu(1) > 0, -10000), -1) ** 2
+            ),
+            y,
+        ),
+    ),
     "gelu_half": (
         lambda x, y, i: F.gelu(y.half()),
         lambda x, y, i: F.gelu(y.half().float(), approximate="tanh").half(),

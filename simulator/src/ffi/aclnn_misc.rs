@@ -44,6 +44,8 @@ crate::phase2!(
     aclnnAddRmsNorm,
     aclnnFastGelu,
     aclnnFastGeluBackward,
+    aclnnScaledMaskedSoftmax,
+    aclnnScaledMaskedSoftmaxBackward,
 );
 
 fn misc(m: MiscOp) -> Op {
@@ -278,6 +280,44 @@ pub extern "C" fn aclnnAddRmsNormGetWorkspaceSize(
         a.t(In, "x1", u(x1))?.t(In, "x2", u(x2))?.t(In, "gamma", u(gamma))?;
         a.t(Out, "yOut", u(y))?.t(Out, "rstdOut", u(rstd))?.t(Out, "xOut", u(x))?;
         Ok((misc(MiscOp::AddRmsNorm { eps: epsilon }), a))
+    })
+}
+
+/// `aclnnScaledMaskedSoftmax(x, mask, double scale, bool fixTriuMask, y)`; torch_npu.npu_scaled_masked_softmax.
+#[no_mangle]
+pub extern "C" fn aclnnScaledMaskedSoftmaxGetWorkspaceSize(
+    x: H,
+    mask: H,
+    scale: f64,
+    fix_triu_mask: bool,
+    y: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnScaledMaskedSoftmax", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "x", u(x))?.t(In, "mask", u(mask))?.t(Out, "y", u(y))?;
+        Ok((misc(MiscOp::ScaledMaskedSoftmax { scale, triu: fix_triu_mask }), a))
+    })
+}
+
+/// `aclnnScaledMaskedSoftmaxBackward(gradOutput, y, mask, double scale, bool fixTriuMask, out)`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(
+    g: H,
+    y: H,
+    mask: H,
+    scale: f64,
+    fix_triu_mask: bool,
+    out: H,
+    ws: *mut u64,
+    ex: *mut H,
+) -> Status {
+    p1("aclnnScaledMaskedSoftmaxBackward", ws, ex, || {
+        let mut a = Args::new();
+        a.t(In, "gradOutput", u(g))?.t(In, "y", u(y))?.t(In, "mask", u(mask))?.t(Out, "out", u(out))?;
+        Ok((misc(MiscOp::ScaledMaskedSoftmaxBackward { scale, triu: fix_triu_mask }), a))
     })
 }
 

@@ -146,6 +146,8 @@ aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor *dy, const aclTenso
 aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma, double epsilon, const aclTensor *yOut, const aclTensor *rstdOut, const aclTensor *xOut, P1);
 aclnnStatus aclnnFastGeluGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnFastGeluBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, aclTensor *gradInput, P1);
+aclnnStatus aclnnScaledMaskedSoftmaxGetWorkspaceSize(const aclTensor *x, const aclTensor *mask, double scale, bool fixTriuMask, aclTensor *y, P1);
+aclnnStatus aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *y, const aclTensor *mask, double scale, bool fixTriuMask, aclTensor *out, P1);
 aclnnStatus aclnnIndexFillTensorGetWorkspaceSize(const aclTensor *self, int64_t dim, const aclIntArray *index, const aclScalar *value, aclTensor *out, P1);
 aclnnStatus aclnnInplaceIndexFillTensorGetWorkspaceSize(aclTensor *selfRef, int64_t dim, const aclIntArray *index, const aclScalar *value, P1);
 aclnnStatus aclnnStdMeanCorrectionGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, int64_t correction, bool keepdim, aclTensor *stdOut, aclTensor *meanOut, P1);
