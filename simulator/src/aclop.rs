@@ -89,6 +89,55 @@ fn free_all(v: &[usize]) {
     }
 }
 
+/// ConfusionTransposeD(x; perm, shape, transpose_first) -> y (torch_npu.npu_confusion_transpose and its
+/// backward): x permuted by `perm` then read as `shape`, or (transpose_first false) x read as `shape` then
+/// permuted; one copy between views (y and x are the op's contiguous ND tensors).
+fn confusion_transpose(x: &TView, y: &TView, attr: &Attr) -> Result<(Op, Vec<SV>), i32> {
+    let bad = |m: String| fail(ACL_ERROR_OP_ATTR_NOT_MATCH, format!("ConfusionTransposeD: {m}"));
+    let (perm, shape) = match (attr.get("perm"), attr.get("shape")) {
+        (Some(AttrVal::ListInt(p)), Some(AttrVal::ListInt(s))) => (p.clone(), s.clone()),
+        _ => return Err(bad("needs the list attrs perm and shape".into())),
+    };
+    let first = abool(attr, "transpose_first");
+    let mut seen = vec![false; perm.len()];
+    for &d in &perm {
+        if d < 0 || d as usize >= perm.len() || std::mem::replace(&mut seen[d as usize], true) {
+            return Err(bad(format!("perm {perm:?} is not a permutation")));
+        }
+    }
+    let permute = |v: &TView| TView {
+        shape: perm.iter().map(|&d| v.shape[d as usize]).collect(),
+        strides: perm.iter().map(|&d| v.strides[d as usize]).collect(),
+        ..v.clone()
+    };
+    let as_shape =
+        |v: &TView, sh: &[i64]| TView { offset: v.offset, ..TView::contiguous(v.addr, v.dtype, sh.to_vec()) };
+    let contiguous = |v: &TView| v.strides == crate::tensor::contiguous_strides(&v.shape);
+    if x.dtype != y.dtype || x.numel() != y.numel() || !contiguous(x) || !contiguous(y) {
+        return Err(fail(
+            ACL_ERROR_INVALID_PARAM,
+            "ConfusionTransposeD: x and y must be contiguous, of one dtype and size",
+        ));
+    }
+    let (dst, src) = if first {
+        if x.shape.len() != perm.len() || y.shape != shape {
+            return Err(bad(format!("perm {perm:?} / shape {shape:?} do not fit x {:?} -> y {:?}", x.shape, y.shape)));
+        }
+        let px = permute(x);
+        (as_shape(y, &px.shape), px)
+    } else {
+        if shape.len() != perm.len() || shape.iter().product::<i64>() as usize != x.numel() {
+            return Err(bad(format!("shape {shape:?} / perm {perm:?} do not fit x {:?}", x.shape)));
+        }
+        let px = permute(&as_shape(x, &shape));
+        if px.shape != y.shape {
+            return Err(bad(format!("y {:?}, {:?} expected", y.shape, px.shape)));
+        }
+        (y.clone(), px)
+    };
+    Ok((Op::InplaceCopy, vec![SV::T(Some(dst)), SV::T(Some(src))]))
+}
+
 /// The `p` attr of LpNormReduceV2 / LpNormUpdateV2 (default 2). The op encodes the infinity norms as
 /// the int32 limits (torch_npu passes `float(INT32_MAX)` for inf and `float(INT32_MIN)` for -inf): as a
 /// plain exponent they would give inf, or by chance the minimum, instead of max |x| / min |x|.
@@ -190,7 +239,8 @@ pub const OP_TYPES: &[&str] = &[
     "DropOutDoMask",
     "Gelu",
     "GeluGrad",
-    // torch_npu's fused softmax (npu_scaled_masked_softmax and its backward)
+    // torch_npu's fused softmax (npu_scaled_masked_softmax and its backward) and npu_confusion_transpose
+    "ConfusionTransposeD",
     "ScaledMaskedSoftmax",
     "ScaledMaskedSoftmaxGrad",
     "SoftmaxGrad",
@@ -230,6 +280,7 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
         "Conv2D" => (&[2, 3], 1),
         "Conv2DBackpropInput" | "Conv2DBackpropFilter" | "MaxPoolGrad" | "DropOutDoMask" | "GeluGrad" => (&[3], 1),
         "ScaledMaskedSoftmax" => (&[2], 1),
+        "ConfusionTransposeD" => (&[1], 1),
         "ScaledMaskedSoftmaxGrad" => (&[3], 1),
         "BiasAddGrad" | "MaxPool" | "AvgPool" | "ReduceMeanD" | "Gelu" | "LogSoftmaxV2" => (&[1], 1),
         "BNTrainingReduce" => (&[1], 2),
@@ -315,6 +366,7 @@ pub fn plan(op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Attr) -> Result<Pla
             }
             "Cast" => steps.push((Op::Cast { dtype: y.dtype.acl() }, vec![t(&iv[0]), t(y)])),
             "Relu" => steps.push((Op::Relu, vec![t(&iv[0]), t(y)])),
+            "ConfusionTransposeD" => steps.push(confusion_transpose(&iv[0], y, attr)?),
             "Identity" => {
                 if y.shape != iv[0].shape || y.dtype != iv[0].dtype {
                     return Err(fail(ACL_ERROR_INVALID_PARAM, "Identity: output shape/dtype differs from the input"));

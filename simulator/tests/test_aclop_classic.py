@@ -15,7 +15,9 @@ def attrs(acl, **kw):
     f, rt = acl.fn, acl.rt
     a = f(rt, "aclopCreateAttr", VP, [])()
     for k, v in kw.items():
-        if isinstance(v, str):
+        if isinstance(v, bool):
+            f(rt, "aclopSetAttrBool", C.c_int, [VP, C.c_char_p, C.c_uint8])(a, k.encode(), v)
+        elif isinstance(v, str):
             f(rt, "aclopSetAttrString", C.c_int, [VP, C.c_char_p, C.c_char_p])(a, k.encode(), v.encode())
         elif isinstance(v, float):
             f(rt, "aclopSetAttrFloat", C.c_int, [VP, C.c_char_p, C.c_float])(a, k.encode(), v)
@@ -161,3 +163,24 @@ def test_layer_norm_and_grad_match_finite_differences(acl):
     np.testing.assert_allclose(outs[0].numpy(), num_grad(lambda v: ln(v, g, b), x), rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(outs[1].numpy(), num_grad(lambda v: ln(x, v, b), g), rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(outs[2].numpy(), dy.sum((0, 1)), rtol=1e-4, atol=1e-4)
+
+
+def test_confusion_transpose_moves_exactly_and_refuses_bad_attrs(acl):
+    """ConfusionTransposeD (torch_npu.npu_confusion_transpose): permute then reshape, or reshape then permute,
+    as numpy; a perm that is not a permutation or a shape that does not fit is refused."""
+    op = Op(acl)
+    x = np.arange(120, dtype=np.float32).reshape(2, 3, 4, 5)
+    y = acl.tensor(shape=(2, 4, 15))
+    a = attrs(acl, perm=[0, 2, 1, 3], shape=[2, 4, 15], transpose_first=True)
+    assert op.run("aclopCompileAndExecute", "ConfusionTransposeD", [acl.tensor(x)], [y], a) == 0
+    np.testing.assert_array_equal(y.numpy(), x.transpose(0, 2, 1, 3).reshape(2, 4, 15))
+    y = acl.tensor(shape=(5, 6, 4))
+    a = attrs(acl, perm=[2, 0, 1], shape=[6, 4, 5], transpose_first=False)
+    assert op.run("aclopCompileAndExecute", "ConfusionTransposeD", [acl.tensor(x)], [y], a) == 0
+    np.testing.assert_array_equal(y.numpy(), x.reshape(6, 4, 5).transpose(2, 0, 1))
+    for perm, shape in [([0, 0, 1], [6, 4, 5]), ([2, 0, 1], [6, 4, 4])]:
+        a = attrs(acl, perm=perm, shape=shape, transpose_first=False)
+        assert (
+            op.run("aclopCompileAndExecute", "ConfusionTransposeD", [acl.tensor(x)], [acl.tensor(shape=(5, 6, 4))], a)
+            != 0
+        )

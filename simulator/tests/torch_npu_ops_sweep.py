@@ -496,6 +496,17 @@ device_forms = {
             y,
         ),
     ),
+    # the aclop ConfusionTransposeD (npu_confusion_transpose and its backward): a permute and a reshape
+    "npu_confusion_transpose": (
+        lambda x, y, i: torch_npu.npu_confusion_transpose(y.reshape(2, 2, 6), (1, 0, 2), (2, 12), True),
+        lambda x, y, i: y.reshape(2, 2, 6).permute(1, 0, 2).reshape(2, 12),
+    ),
+    "npu_confusion_transpose_bw": (
+        lambda x, y, i: grad_of(
+            lambda t: torch_npu.npu_confusion_transpose(t, (2, 0, 1), (2, 3, 4), False) * y[0, 1], y
+        ),
+        lambda x, y, i: grad_of(lambda t: t.view(2, 3, 4).permute(2, 0, 1) * y[0, 1], y),
+    ),
     "gelu_half": (
         lambda x, y, i: F.gelu(y.half()),
         lambda x, y, i: F.gelu(y.half().float(), approximate="tanh").half(),
