@@ -152,20 +152,28 @@ pub fn gelu_sigmoid_form(x: f32) -> f32 {
     const C1: f32 = -1.595_769; // -sqrt(8/pi)
     x / (((x * x * C0 + C1) * x).exp() + 1.0)
 }
-/// The gradient CANN's GeluGrad computes for [`gelu_sigmoid_form`] (its 910B formula):
-/// `px = exp((c0 x^2 + c1) x)`, `t = 1 / (px + 1)`, `dx = (px (c2 x^2 + c3) x t^2 + t) dy`.
+/// The gradient of [`gelu_sigmoid_form`] by CANN's GeluGrad formula (its 910B form):
+/// `px = exp((c0 x^2 + c1) x)`, `t = 1 / (px + 1)`, `dx = (px (c2 x^2 + c3) x t^2 + t) dy`, evaluated in f64
+/// as `(px t)(r t) + t` so that no intermediate overflows where the gradient is finite (in float32 `px r`
+/// overflows for x near -10 and `r` for |x| > 1e13); in the tails it is 0 (x → -inf) and dy (x → +inf).
 pub fn gelu_sigmoid_form_grad(dy: f32, x: f32) -> f32 {
-    const C0: f32 = -0.071_354_816;
-    const C1: f32 = -1.595_769;
-    const C2: f32 = 0.214_064_45; // 3 * 0.044715 * sqrt(8/pi)
-    const C3: f32 = 1.595_769;
+    const C0: f64 = -0.071_354_816_272_600_25;
+    const C1: f64 = -1.595_769_121_605_730_7;
+    const C2: f64 = 0.214_064_448_817_800_7;
+    const C3: f64 = 1.595_769_121_605_730_7;
+    let (x, dy) = (f64::from(x), f64::from(dy));
     let px = ((x * x * C0 + C1) * x).exp();
-    let t = 1.0 / (px + 1.0);
-    let r = (x * x * C2 + C3) * x;
-    if px.is_infinite() {
-        return 0.0 * dy; // x very negative: the limit of px t^2 r + t is 0 (inf * 0 would be NaN)
-    }
-    (px * r * t * t + t) * dy
+    let g = if x.is_nan() {
+        f64::NAN
+    } else if px.is_infinite() {
+        0.0 // x → -inf
+    } else if px == 0.0 {
+        1.0 // x → +inf
+    } else {
+        let t = 1.0 / (px + 1.0);
+        (px * t) * ((x * x * C2 + C3) * x * t) + t
+    };
+    (g * dy) as f32
 }
 pub fn gelu_grad(x: f32) -> f32 {
     let cdf = 0.5 * (1.0 + erf_f(x / std::f32::consts::SQRT_2));

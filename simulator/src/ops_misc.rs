@@ -258,15 +258,17 @@ fn quick_select(a: &mut [(Key, usize)], k: usize) {
     }
 }
 
-/// RmsNorm of the rows of `x` (each as long as gamma): y = x · rstd · gamma and rstd per row.
-fn rms_norm(x: &[f64], g: &[f64], eps: f64) -> (Vec<f64>, Vec<f64>) {
-    let n = g.len().max(1);
-    let (mut y, mut rstd) = (vec![0f64; x.len()], vec![0f64; x.len() / n]);
-    for (r, row) in x.chunks(n).enumerate() {
+/// RmsNorm of `rows` rows of `x` (each as long as gamma): y = x · rstd · gamma and rstd per row (NaN for
+/// an empty row: the mean of nothing, as torch's).
+fn rms_norm(x: &[f64], g: &[f64], rows: usize, eps: f64) -> (Vec<f64>, Vec<f64>) {
+    let n = g.len();
+    let (mut y, mut rstd) = (vec![0f64; x.len()], vec![0f64; rows]);
+    for (r, rs) in rstd.iter_mut().enumerate() {
+        let row = &x[r * n..(r + 1) * n];
         let ms = row.iter().map(|v| v * v).sum::<f64>() / n as f64;
-        rstd[r] = 1.0 / (ms + eps).sqrt();
+        *rs = 1.0 / (ms + eps).sqrt();
         for (j, v) in row.iter().enumerate() {
-            y[r * n + j] = v * rstd[r] * g[j];
+            y[r * n + j] = v * *rs * g[j];
         }
     }
     (y, rstd)
@@ -407,7 +409,8 @@ impl MiscOp {
             MiscOp::FastGelu | MiscOp::FastGeluBackward => {
                 let n = if matches!(self, MiscOp::FastGelu) { 2 } else { 3 };
                 let x = t(s, 0)?;
-                for (i, what) in ["self", "other", "out"].iter().enumerate().take(n) {
+                let names: &[&str] = if n == 2 { &["self", "out"] } else { &["gradOutput", "self", "gradInput"] };
+                for (i, what) in names.iter().enumerate() {
                     float(t(s, i)?, what)?;
                     if t(s, i)?.shape != x.shape {
                         return Err(inv(format!("{what}: shape {:?}, {:?} expected", t(s, i)?.shape, x.shape)));
@@ -834,13 +837,13 @@ impl MiscOp {
                 let x: Vec<f64> = a.iter().zip(&b).map(|(a, b)| a + b).collect();
                 t(s, 5)?.write_f64(&x)?;
                 let g = t(s, 2)?.read_f64()?;
-                let (y, rstd) = rms_norm(&x, &g, *eps);
+                let (y, rstd) = rms_norm(&x, &g, t(s, 4)?.numel(), *eps);
                 t(s, 3)?.write_f64(&y)?;
                 t(s, 4)?.write_f64(&rstd)
             }
             MiscOp::RmsNorm { eps } => {
                 let (x, g) = (t(s, 0)?.read_f64()?, t(s, 1)?.read_f64()?);
-                let (y, rstd) = rms_norm(&x, &g, *eps);
+                let (y, rstd) = rms_norm(&x, &g, t(s, 3)?.numel(), *eps);
                 t(s, 2)?.write_f64(&y)?;
                 t(s, 3)?.write_f64(&rstd)
             }

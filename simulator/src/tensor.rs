@@ -138,7 +138,20 @@ impl TView {
         let es = self.dtype.size();
         Ok(self.offsets().into_iter().map(|o| self.dtype.get_i64(&b[o * es..])).collect())
     }
+    /// A kernel that computed another number of values than the view holds is a simulator bug: it fails the
+    /// launch (ACLNN_ERR_INNER) instead of leaving elements unwritten or dropping values.
+    fn check_len(&self, n: usize) -> Result<(), i32> {
+        if n == self.numel() {
+            Ok(())
+        } else {
+            Err(crate::errmsg::fail(
+                ACLNN_ERR_INNER,
+                format!("simulator bug: a kernel produced {n} values for a tensor of {} elements", self.numel()),
+            ))
+        }
+    }
     pub fn write_f64(&self, v: &[f64]) -> Result<(), i32> {
+        self.check_len(v.len())?;
         let (a, _) = self.byte_span();
         let mut b = self.read_span()?;
         let es = self.dtype.size();
@@ -155,6 +168,7 @@ impl TView {
     }
     /// Stores raw elements of the view's dtype in row-major order (exact for every dtype).
     pub fn write_raw(&self, v: &[u8]) -> Result<(), i32> {
+        self.check_len(v.len() / self.dtype.size().max(1))?;
         let (a, _) = self.byte_span();
         let mut b = self.read_span()?;
         let es = self.dtype.size();
@@ -164,6 +178,7 @@ impl TView {
         mem::write(a, &b)
     }
     pub fn write_i64(&self, v: &[i64]) -> Result<(), i32> {
+        self.check_len(v.len())?;
         let (a, _) = self.byte_span();
         let mut b = self.read_span()?;
         let es = self.dtype.size();
@@ -173,6 +188,7 @@ impl TView {
         mem::write(a, &b)
     }
     pub fn write_f32(&self, v: &[f32]) -> Result<(), i32> {
+        self.check_len(v.len())?;
         let (a, _) = self.byte_span();
         let mut b = self.read_span()?;
         let es = self.dtype.size();

@@ -310,6 +310,12 @@ def test_fast_gelu_and_add_rms_norm_against_numpy(acl):
     np.testing.assert_allclose(xo.numpy(s), xs, rtol=1e-6)
     np.testing.assert_allclose(rstd.numpy(s), r, rtol=1e-6)
     np.testing.assert_allclose(y.numpy(s), xs * r * gamma, rtol=1e-6, atol=1e-7)
+    # a zero-size gamma: every row is empty, rstd is NaN (torch's mean of nothing), not left unwritten
+    stale = acl.tensor(f32(np.full((3, 1), 7.0)))
+    acl.run(
+        "RmsNorm", acl.tensor(shape=(3, 0)), acl.tensor(shape=(0,)), 1e-6, acl.tensor(shape=(3, 0)), stale, stream=s
+    )
+    assert np.isnan(stale.numpy(s)).all()
     with pytest.raises(cs.AclError):  # x2 of another shape
         acl.run("AddRmsNorm", acl.tensor(a), acl.tensor(b[:2]), acl.tensor(gamma), 1e-6, y, rstd, xo, stream=s)
 
