@@ -23,6 +23,8 @@ pub struct TensorObj {
 pub struct ScalarObj {
     pub dtype: DType,
     pub value: f64,
+    /// The exact value of an integer scalar (`value` rounds an int64 beyond 2^53).
+    pub int: Option<i64>,
 }
 
 #[derive(Clone, Debug)]

@@ -32,6 +32,21 @@ impl Bin {
     fn rounds(self) -> bool {
         matches!(self, Bin::FloorDiv | Bin::TruncDiv)
     }
+    /// The operator on integers, exactly as torch's integer kernels (wrapping), where it has one; `None`
+    /// leaves the f64 path (true division gives a float tensor; a remainder by zero raises in torch).
+    fn apply_int(self, a: i64, b: i64, alpha: i64) -> Option<i64> {
+        match self {
+            Bin::Add => Some(a.wrapping_add(alpha.wrapping_mul(b))),
+            Bin::Sub => Some(a.wrapping_sub(alpha.wrapping_mul(b))),
+            Bin::Mul => Some(a.wrapping_mul(b)),
+            Bin::Fmod if b != 0 => Some(a.wrapping_rem(b)),
+            Bin::Rem if b != 0 => {
+                let r = a.wrapping_rem(b);
+                Some(if r != 0 && (r < 0) != (b < 0) { r + b } else { r })
+            }
+            _ => None,
+        }
+    }
     fn apply(self, a: f64, b: f64, alpha: f64) -> f64 {
         match self {
             Bin::Add => a + alpha * b,
@@ -53,6 +68,33 @@ impl Bin {
             }
         }
     }
+}
+
+/// An integer result of an integer operation computed exactly in i64 (the f64 path rounds beyond 2^53):
+/// `Some` when the output and both operands are integers, `alpha` is integral and the operator has an
+/// integer form. `b` is the other tensor (viewed at `o`'s shape) or the (integral) scalar.
+fn int_binary(op: Bin, o: &TView, a: &TView, b: Result<&TView, f64>, alpha: f64) -> Result<Option<()>, i32> {
+    let int_scalar = |v: f64| v.fract() == 0.0 && v.abs() < 9.3e18;
+    let b_int = match b {
+        Ok(v) => v.dtype.is_int(),
+        Err(v) => int_scalar(v),
+    };
+    if !(o.dtype.is_int() && a.dtype.is_int() && b_int && int_scalar(alpha)) || op.apply_int(0, 1, 1).is_none() {
+        return Ok(None);
+    }
+    let x = a.read_i64()?;
+    let y = match b {
+        Ok(v) => v.read_i64()?,
+        Err(v) => vec![v as i64; x.len()],
+    };
+    let mut r = Vec::with_capacity(x.len());
+    for (p, q) in x.iter().zip(&y) {
+        match op.apply_int(*p, *q, alpha as i64) {
+            Some(v) => r.push(v),
+            None => return Ok(None), // a remainder by zero: the f64 path's NaN-to-int, as before
+        }
+    }
+    o.write_i64(&r).map(Some)
 }
 
 /// FloorDiv / TruncDiv into `o` as torch computes them: integers exactly in i64 (wrapping: INT_MIN // -1
@@ -560,8 +602,10 @@ pub enum Op {
     InplaceCopy,
     /// slots: selfRef
     InplaceZero,
+    /// slots: selfRef, set to `value`, or exactly to `int` (an integer aclScalar, any size).
     InplaceFill {
         value: f64,
+        int: Option<i64>,
     },
     /// slots: varRef, mRef, vRef, beta1Power, beta2Power, lr, weightDecay, beta1, beta2, eps, grad, maxGradNorm?
     ApplyAdamW {
@@ -1145,11 +1189,17 @@ impl Op {
             }
             Op::Binary { op, alpha } => {
                 let o = t(s, 2)?;
-                let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;
-                let b = bview(t(s, 1)?, &o.shape)?.read_f64()?;
+                let (av, bv) = (bview(t(s, 0)?, &o.shape)?, bview(t(s, 1)?, &o.shape)?);
+                if int_binary(*op, o, &av, Ok(&bv), *alpha)?.is_some() {
+                    return Ok(());
+                }
+                let (a, b) = (av.read_f64()?, bv.read_f64()?);
                 o.write_f64(&a.iter().zip(&b).map(|(x, y)| op.apply(*x, *y, *alpha)).collect::<Vec<_>>())
             }
             Op::BinaryScalar { op, other, alpha } => {
+                if int_binary(*op, t(s, 1)?, t(s, 0)?, Err(*other), *alpha)?.is_some() {
+                    return Ok(());
+                }
                 let a = t(s, 0)?.read_f64()?;
                 t(s, 1)?.write_f64(&a.iter().map(|x| op.apply(*x, *other, *alpha)).collect::<Vec<_>>())
             }
@@ -1159,12 +1209,19 @@ impl Op {
             }
             Op::InplaceBinary { op, alpha } => {
                 let o = t(s, 0)?;
-                let b = bview(t(s, 1)?, &o.shape)?.read_f64()?;
+                let bv = bview(t(s, 1)?, &o.shape)?;
+                if int_binary(*op, o, o, Ok(&bv), *alpha)?.is_some() {
+                    return Ok(());
+                }
+                let b = bv.read_f64()?;
                 let a = o.read_f64()?;
                 o.write_f64(&a.iter().zip(&b).map(|(x, y)| op.apply(*x, *y, *alpha)).collect::<Vec<_>>())
             }
             Op::InplaceBinaryScalar { op, other, alpha } => {
                 let o = t(s, 0)?;
+                if int_binary(*op, o, o, Err(*other), *alpha)?.is_some() {
+                    return Ok(());
+                }
                 let a = o.read_f64()?;
                 o.write_f64(&a.iter().map(|x| op.apply(*x, *other, *alpha)).collect::<Vec<_>>())
             }
@@ -1495,9 +1552,12 @@ impl Op {
                 let o = t(s, 0)?;
                 o.write_f64(&vec![0.0; o.numel()])
             }
-            Op::InplaceFill { value } => {
+            Op::InplaceFill { value, int } => {
                 let o = t(s, 0)?;
-                o.write_f64(&vec![*value; o.numel()])
+                match int {
+                    Some(i) => o.write_i64(&vec![*i; o.numel()]),
+                    None => o.write_f64(&vec![*value; o.numel()]),
+                }
             }
             Op::ApplyAdamW { amsgrad, maximize } => {
                 let sc = |i: usize| -> Result<f32, i32> { Ok(t(s, i)?.read_f32()?[0]) };

@@ -457,3 +457,39 @@ def test_bad_arguments(acl):
     assert st("NLLLoss", a, a, None, 1, -100, acl.tensor(shape=()), acl.tensor(shape=())) == INVALID  # float target
     assert st("LayerNorm", a, [4], None, None, 1e-5, o, None, None) == INVALID
     assert "normalizedShape" in acl.errmsg()
+
+
+def test_int64_beyond_2_53_is_exact_or_refused(acl):
+    """int64 arithmetic in i64 (the f64 path rounded 2^60 + 1 to 2^60): Add / Adds / Mul / Remainder wrap as
+    torch's integer kernels, a fill of any integer is exact, and an integer scalar that f64 cannot hold is
+    refused with an error naming it (not rounded) by the ops that compute with a scalar."""
+    s, big = acl.stream(), 2**60 + 1
+    x = np.array([big, -big, 2**62, 7], dtype=np.int64)
+    y = np.array([1, 3, 2, -(2**62)], dtype=np.int64)
+
+    def run(name, *args, shape=(4,)):
+        o = acl.tensor(shape=shape, dtype=cs.ACL_INT64)
+        acl.run(name, *args, o, stream=s)
+        return o.numpy(s)
+
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(
+            run("Add", acl.tensor(x, dtype=cs.ACL_INT64), acl.tensor(y, dtype=cs.ACL_INT64), 2), x + 2 * y
+        )
+        np.testing.assert_array_equal(run("Adds", acl.tensor(x, dtype=cs.ACL_INT64), 5, 3), x + 15)
+        np.testing.assert_array_equal(
+            run("Mul", acl.tensor(x, dtype=cs.ACL_INT64), acl.tensor(y, dtype=cs.ACL_INT64)), x * y
+        )  # wraps
+    np.testing.assert_array_equal(
+        run("RemainderTensorScalar", acl.tensor(x, dtype=cs.ACL_INT64), 7), np.remainder(x, 7)
+    )
+    f = acl.tensor(shape=(2,), dtype=cs.ACL_INT64)
+    acl.run("InplaceFillScalar", f, big, stream=s)
+    np.testing.assert_array_equal(f.numpy(s), [big, big])
+    acl.run("InplaceFillScalar", f, 2**63 - 1, stream=s)
+    np.testing.assert_array_equal(f.numpy(s), [2**63 - 1] * 2)
+    with pytest.raises(cs.AclError, match="beyond 2\\^53"):
+        run("Adds", acl.tensor(x, dtype=cs.ACL_INT64), big, 1)
+    np.testing.assert_array_equal(
+        run("Adds", acl.tensor(x, dtype=cs.ACL_INT64), 2**63 - 1, 0), x
+    )  # i64::MAX converts back exactly

@@ -105,6 +105,10 @@ ops = {
     "remainder": lambda x, y, i: x.remainder(0.7),
     "remainder_t": lambda x, y, i: torch.remainder(y * 3, y[0]),
     "fmod": lambda x, y, i: torch.fmod(x, -0.7),
+    # int64 beyond 2^53: computed exactly (the f64 path rounded 2^60 + 1 to 2^60)
+    "int64_big_add": lambda x, y, i: T([2**60 + 1, -(2**60) - 3, 2**62], y) + T([1, 2, 2**62], y) * 3,
+    "int64_big_full": lambda x, y, i: torch.full((2,), 2**60 + 1, device=y.device) - 1,
+    "int64_big_rem": lambda x, y, i: T([2**60 + 1, -(2**60) - 1], y) % 7,
     "silu": lambda x, y, i: F.silu(x),
     "lerp": lambda x, y, i: torch.lerp(y, x, 0.3),
     "lerp_t": lambda x, y, i: torch.lerp(y, y * 2, y.sigmoid()),

@@ -2,7 +2,7 @@
 use super::guard;
 use crate::consts::*;
 use crate::errmsg::fail;
-use crate::nnop::{self, Args, Obj};
+use crate::nnop::{self, Args, Obj, ScalarObj};
 use crate::ops::{Bin, Op, UFn};
 use crate::trace::Role::{InOut, Input as In, Output as Out};
 use std::os::raw::c_void;
@@ -10,8 +10,15 @@ use std::os::raw::c_void;
 type Status = i32;
 type H = *mut c_void;
 
+/// An aclScalar's value as the simulator's kernels compute with it (f64). An integer scalar that f64 cannot
+/// hold (beyond 2^53, e.g. 2^60 + 1) is refused rather than rounded: a device computes with it exactly,
+/// so a rounded result would be silently wrong. (i64::MAX converts back exactly and passes.)
 pub(crate) fn scalar(h: H, what: &str) -> Result<f64, i32> {
     match nnop::get(h as usize) {
+        Some(Obj::Scalar(ScalarObj { int: Some(i), value, .. })) if value as i64 != i => Err(fail(
+            ACLNN_ERR_PARAM_INVALID,
+            format!("{what}: the integer {i} is beyond 2^53, which the simulator's kernels cannot compute exactly"),
+        )),
         Some(Obj::Scalar(s)) => Ok(s.value),
         _ => Err(fail(
             if h.is_null() { ACLNN_ERR_PARAM_NULLPTR } else { ACLNN_ERR_PARAM_INVALID },
@@ -455,15 +462,20 @@ macro_rules! inplace_unary {
 }
 inplace_unary!(aclnnInplaceReluGetWorkspaceSize, "aclnnInplaceRelu", Op::InplaceRelu);
 inplace_unary!(aclnnInplaceZeroGetWorkspaceSize, "aclnnInplaceZero", Op::InplaceZero);
-inplace_unary!(aclnnInplaceOneGetWorkspaceSize, "aclnnInplaceOne", Op::InplaceFill { value: 1.0 });
+inplace_unary!(aclnnInplaceOneGetWorkspaceSize, "aclnnInplaceOne", Op::InplaceFill { value: 1.0, int: Some(1) });
 
 #[no_mangle]
 pub extern "C" fn aclnnInplaceFillScalarGetWorkspaceSize(self_ref: H, value: H, ws: *mut u64, ex: *mut H) -> Status {
     p1("aclnnInplaceFillScalar", ws, ex, || {
-        let value = scalar(value, "value")?;
+        // a fill moves the value: an integer one is exact at any size
+        let int = match nnop::get(value as usize) {
+            Some(Obj::Scalar(ScalarObj { int: Some(i), .. })) => Some(i),
+            _ => None,
+        };
+        let value = if int.is_some() { 0.0 } else { scalar(value, "value")? };
         let mut a = Args::new();
         a.t(InOut, "selfRef", u(self_ref))?;
-        Ok((Op::InplaceFill { value }, a))
+        Ok((Op::InplaceFill { value, int }, a))
     })
 }
 

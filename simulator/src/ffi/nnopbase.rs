@@ -119,7 +119,8 @@ pub extern "C" fn aclCreateScalar(value: *mut c_void, data_type: i32) -> H {
         };
         let Some(b) = slice_to_vec(value as *const u8, dt.size()) else { return std::ptr::null_mut() };
         // the value is copied now (callers pass stack variables)
-        nnop::add(Obj::Scalar(ScalarObj { dtype: dt, value: dt.get(&b) })) as H
+        let int = dt.is_int().then(|| dt.get_i64(&b));
+        nnop::add(Obj::Scalar(ScalarObj { dtype: dt, value: dt.get(&b), int })) as H
     })
 }
 
