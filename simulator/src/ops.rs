@@ -33,14 +33,16 @@ impl Bin {
         matches!(self, Bin::FloorDiv | Bin::TruncDiv)
     }
     /// The operator on integers, exactly as torch's integer kernels (wrapping), where it has one; `None`
-    /// leaves the f64 path (true division gives a float tensor; a remainder by zero raises in torch).
+    /// leaves the f64 path (true division gives a float tensor).
     fn apply_int(self, a: i64, b: i64, alpha: i64) -> Option<i64> {
         match self {
             Bin::Add => Some(a.wrapping_add(alpha.wrapping_mul(b))),
             Bin::Sub => Some(a.wrapping_sub(alpha.wrapping_mul(b))),
             Bin::Mul => Some(a.wrapping_mul(b)),
-            Bin::Fmod if b != 0 => Some(a.wrapping_rem(b)),
-            Bin::Rem if b != 0 => {
+            // by zero: 0 (torch's CPU kernel raises; the f64 path's NaN converted to 0 before)
+            Bin::Fmod | Bin::Rem if b == 0 => Some(0),
+            Bin::Fmod => Some(a.wrapping_rem(b)),
+            Bin::Rem => {
                 let r = a.wrapping_rem(b);
                 Some(if r != 0 && (r < 0) != (b < 0) { r + b } else { r })
             }
@@ -70,16 +72,25 @@ impl Bin {
     }
 }
 
+/// Whether a move into `o` from `srcs` is integer to integer (bools as 0 / 1): it then goes through i64,
+/// exact at any size, where f64 rounds beyond 2^53.
+pub(crate) fn int_move(o: &TView, srcs: &[&TView]) -> bool {
+    o.dtype.is_int() && srcs.iter().all(|v| v.dtype.is_int() || v.dtype == DType::Bool)
+}
+
 /// An integer result of an integer operation computed exactly in i64 (the f64 path rounds beyond 2^53):
 /// `Some` when the output and both operands are integers, `alpha` is integral and the operator has an
 /// integer form. `b` is the other tensor (viewed at `o`'s shape) or the (integral) scalar.
 fn int_binary(op: Bin, o: &TView, a: &TView, b: Result<&TView, f64>, alpha: f64) -> Result<Option<()>, i32> {
-    let int_scalar = |v: f64| v.fract() == 0.0 && v.abs() < 9.3e18;
+    // bool operands are integers 0 / 1 here (int64 + bool is int64 in torch)
+    let int_like = |d: DType| d.is_int() || d == DType::Bool;
+    // up to 2^63: i64::MAX arrives as 2^63 and converts back to itself (`as` saturates)
+    let int_scalar = |v: f64| v.fract() == 0.0 && v.abs() <= 2f64.powi(63);
     let b_int = match b {
-        Ok(v) => v.dtype.is_int(),
+        Ok(v) => int_like(v.dtype),
         Err(v) => int_scalar(v),
     };
-    if !(o.dtype.is_int() && a.dtype.is_int() && b_int && int_scalar(alpha)) || op.apply_int(0, 1, 1).is_none() {
+    if !(o.dtype.is_int() && int_like(a.dtype) && b_int && int_scalar(alpha)) || op.apply_int(0, 1, 1).is_none() {
         return Ok(None);
     }
     let x = a.read_i64()?;
@@ -89,10 +100,7 @@ fn int_binary(op: Bin, o: &TView, a: &TView, b: Result<&TView, f64>, alpha: f64)
     };
     let mut r = Vec::with_capacity(x.len());
     for (p, q) in x.iter().zip(&y) {
-        match op.apply_int(*p, *q, alpha as i64) {
-            Some(v) => r.push(v),
-            None => return Ok(None), // a remainder by zero: the f64 path's NaN-to-int, as before
-        }
+        r.push(op.apply_int(*p, *q, alpha as i64).unwrap_or(0)); // every operator passed above has a form
     }
     o.write_i64(&r).map(Some)
 }
@@ -1510,8 +1518,11 @@ impl Op {
                 t(s, 2)?.write_f32(&out)
             }
             Op::Cast { .. } => {
-                let a = t(s, 0)?.read_f64()?;
-                t(s, 1)?.write_f64(&a)
+                let (a, o) = (t(s, 0)?, t(s, 1)?);
+                if int_move(o, &[a]) {
+                    return o.write_i64(&a.read_i64()?); // narrower integers wrap, as torch's casts
+                }
+                o.write_f64(&a.read_f64()?)
             }
             Op::ReduceSum { dims, mean, nan_zero, .. } => {
                 let a = t(s, 0)?;
@@ -1545,8 +1556,11 @@ impl Op {
             }
             Op::InplaceCopy => {
                 let o = t(s, 0)?;
-                let b = bview(t(s, 1)?, &o.shape)?.read_f64()?;
-                o.write_f64(&b)
+                let b = bview(t(s, 1)?, &o.shape)?;
+                if int_move(o, &[&b]) {
+                    return o.write_i64(&b.read_i64()?);
+                }
+                o.write_f64(&b.read_f64()?)
             }
             Op::InplaceZero => {
                 let o = t(s, 0)?;
@@ -1621,15 +1635,22 @@ impl Op {
                 let o = t(s, 1)?;
                 let d = norm_dim(*dim, o.shape.len())?;
                 let (outer, _, inner) = k::split_dim(&o.shape, d);
-                let parts: Vec<Vec<f64>> = ts.iter().map(|v| v.read_f64()).collect::<Result<_, _>>()?;
-                let mut out = Vec::with_capacity(o.numel());
-                for a in 0..outer {
-                    for (v, p) in ts.iter().zip(&parts) {
-                        let blk = v.shape[d] as usize * inner;
-                        out.extend_from_slice(&p[a * blk..(a + 1) * blk]);
+                fn join<T: Copy>(ts: &[TView], parts: &[Vec<T>], outer: usize, inner: usize, d: usize) -> Vec<T> {
+                    let mut out = Vec::new();
+                    for a in 0..outer {
+                        for (v, p) in ts.iter().zip(parts) {
+                            let blk = v.shape[d] as usize * inner;
+                            out.extend_from_slice(&p[a * blk..(a + 1) * blk]);
+                        }
                     }
+                    out
                 }
-                o.write_f64(&out)
+                if int_move(o, &ts.iter().collect::<Vec<_>>()) {
+                    let parts: Vec<Vec<i64>> = ts.iter().map(|v| v.read_i64()).collect::<Result<_, _>>()?;
+                    return o.write_i64(&join(ts, &parts, outer, inner, d));
+                }
+                let parts: Vec<Vec<f64>> = ts.iter().map(|v| v.read_f64()).collect::<Result<_, _>>()?;
+                o.write_f64(&join(ts, &parts, outer, inner, d))
             }
         }
     }

@@ -490,6 +490,27 @@ def test_int64_beyond_2_53_is_exact_or_refused(acl):
     np.testing.assert_array_equal(f.numpy(s), [2**63 - 1] * 2)
     with pytest.raises(cs.AclError, match="beyond 2\\^53"):
         run("Adds", acl.tensor(x, dtype=cs.ACL_INT64), big, 1)
+    # a float tensor takes it rounded, as a device does (it computes in the tensor's dtype)
+    o = acl.tensor(shape=(4,), dtype=cs.ACL_DOUBLE)
+    acl.run("Adds", acl.tensor(np.zeros(4), dtype=cs.ACL_DOUBLE), big, 1, o, stream=s)
+    np.testing.assert_array_equal(o.numpy(s), np.full(4, float(big)))
+    # bool operands are integers; a zero divisor gives 0 for its element only
+    m = acl.tensor(np.array([True, False, True, True]), dtype=cs.ACL_BOOL)
+    np.testing.assert_array_equal(run("Add", acl.tensor(x, dtype=cs.ACL_INT64), m, 1), x + [1, 0, 1, 1])
+    z = acl.tensor(np.array([7, 0, 7, 7], dtype=np.int64), dtype=cs.ACL_INT64)
+    np.testing.assert_array_equal(
+        run("RemainderTensorTensor", acl.tensor(x, dtype=cs.ACL_INT64), z), [big % 7, 0, 2**62 % 7, 0]
+    )
+    # moves are exact: copy, cat, where; casts to narrower integers wrap as torch's
+    c = acl.tensor(shape=(4,), dtype=cs.ACL_INT64)
+    acl.run("InplaceCopy", c, acl.tensor(x, dtype=cs.ACL_INT64), stream=s)
+    np.testing.assert_array_equal(c.numpy(s), x)
+    np.testing.assert_array_equal(
+        run("Cat", [acl.tensor(x[:2], dtype=cs.ACL_INT64), acl.tensor(x[2:], dtype=cs.ACL_INT64)], 0), x
+    )
+    i32 = acl.tensor(shape=(4,), dtype=cs.ACL_INT32)
+    acl.run("Cast", acl.tensor(x, dtype=cs.ACL_INT64), cs.ACL_INT32, i32, stream=s)
+    np.testing.assert_array_equal(i32.numpy(s), x.astype(np.int32))
     np.testing.assert_array_equal(
         run("Adds", acl.tensor(x, dtype=cs.ACL_INT64), 2**63 - 1, 0), x
     )  # i64::MAX converts back exactly

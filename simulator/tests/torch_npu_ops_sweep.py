@@ -109,6 +109,14 @@ ops = {
     "int64_big_add": lambda x, y, i: T([2**60 + 1, -(2**60) - 3, 2**62], y) + T([1, 2, 2**62], y) * 3,
     "int64_big_full": lambda x, y, i: torch.full((2,), 2**60 + 1, device=y.device) - 1,
     "int64_big_rem": lambda x, y, i: T([2**60 + 1, -(2**60) - 1], y) % 7,
+    "int64_big_bool": lambda x, y, i: T([2**60 + 1, 3], y) + (T([1, 0], y) > 0),
+    "int64_big_moves": lambda x, y, i: torch.where(
+        T([1, 0], y) > 0,
+        torch.cat([T([2**60 + 1], y), T([-(2**60) - 3], y)]),
+        T([[2**60 + 5], [7]], y).expand(2, 2).clone(),
+    ),
+    "int64_to_int32_wraps": lambda x, y, i: T([2**40 + 5, -(2**40) - 7], y).int(),
+    "float_plus_big_int": lambda x, y, i: y + (2**60 + 1),  # a float tensor takes the integer rounded
     "silu": lambda x, y, i: F.silu(x),
     "lerp": lambda x, y, i: torch.lerp(y, x, 0.3),
     "lerp_t": lambda x, y, i: torch.lerp(y, y * 2, y.sigmoid()),

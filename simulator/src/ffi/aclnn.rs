@@ -10,15 +10,22 @@ use std::os::raw::c_void;
 type Status = i32;
 type H = *mut c_void;
 
-/// An aclScalar's value as the simulator's kernels compute with it (f64). An integer scalar that f64 cannot
-/// hold (beyond 2^53, e.g. 2^60 + 1) is refused rather than rounded: a device computes with it exactly,
-/// so a rounded result would be silently wrong. (i64::MAX converts back exactly and passes.)
+thread_local! {
+    /// An integer scalar f64 cannot hold (beyond 2^53, e.g. 2^60 + 1) read by the current phase 1, with
+    /// its name: [`p1`] refuses the op if it has an integer tensor (a device computes with the integer
+    /// exactly, the simulator's kernels in f64, so the result would be silently wrong); with float tensors
+    /// only, rounding the scalar to f64 is what the device does too.
+    static INEXACT_SCALAR: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// An aclScalar's value as the simulator's kernels compute with it (f64); see [`INEXACT_SCALAR`].
+/// (i64::MAX converts back exactly and is not inexact.)
 pub(crate) fn scalar(h: H, what: &str) -> Result<f64, i32> {
     match nnop::get(h as usize) {
-        Some(Obj::Scalar(ScalarObj { int: Some(i), value, .. })) if value as i64 != i => Err(fail(
-            ACLNN_ERR_PARAM_INVALID,
-            format!("{what}: the integer {i} is beyond 2^53, which the simulator's kernels cannot compute exactly"),
-        )),
+        Some(Obj::Scalar(ScalarObj { int: Some(i), value, .. })) if value as i64 != i => {
+            INEXACT_SCALAR.with(|c| *c.borrow_mut() = Some(format!("{what}: the integer {i}")));
+            Ok(value)
+        }
         Some(Obj::Scalar(s)) => Ok(s.value),
         _ => Err(fail(
             if h.is_null() { ACLNN_ERR_PARAM_NULLPTR } else { ACLNN_ERR_PARAM_INVALID },
@@ -61,10 +68,24 @@ pub(crate) fn p1(name: &'static str, ws: *mut u64, ex: *mut H, f: impl FnOnce() 
         if ws.is_null() || ex.is_null() {
             return fail(ACLNN_ERR_PARAM_NULLPTR, format!("{name}GetWorkspaceSize: workspaceSize or executor is NULL"));
         }
+        INEXACT_SCALAR.with(|c| c.borrow_mut().take());
         let (op, args) = match f() {
             Ok(x) => x,
             Err(e) => return e,
         };
+        if let Some(what) = INEXACT_SCALAR.with(|c| c.borrow_mut().take()) {
+            let int_tensor = args.slots.iter().any(|s| match &s.val {
+                nnop::SlotVal::T(_, Some(v)) => v.dtype.is_int(),
+                nnop::SlotVal::T(_, None) => false,
+                nnop::SlotVal::L(_, l) => l.iter().any(|(_, v)| v.dtype.is_int()),
+            });
+            if int_tensor {
+                return fail(
+                    ACLNN_ERR_PARAM_INVALID,
+                    format!("{name}: {what} is beyond 2^53, which the simulator cannot compute exactly with integers"),
+                );
+            }
+        }
         match nnop::create_executor(name, op, args) {
             Ok((h, w)) => {
                 super::put(ws, w);
