@@ -4,7 +4,7 @@ use crate::dtype::DType;
 use crate::errmsg::fail;
 use crate::kernels as k;
 pub use crate::tensor::{bview, SV};
-use crate::tensor::{numel, TView};
+use crate::tensor::{int_move, numel, TView};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bin {
@@ -70,12 +70,6 @@ impl Bin {
             }
         }
     }
-}
-
-/// Whether a move into `o` from `srcs` is integer to integer (bools as 0 / 1): it then goes through i64,
-/// exact at any size, where f64 rounds beyond 2^53.
-pub(crate) fn int_move(o: &TView, srcs: &[&TView]) -> bool {
-    o.dtype.is_int() && srcs.iter().all(|v| v.dtype.is_int() || v.dtype == DType::Bool)
 }
 
 /// An integer result of an integer operation computed exactly in i64 (the f64 path rounds beyond 2^53):

@@ -1220,7 +1220,7 @@ impl ExtOp {
                 let o = t(s, 3)?;
                 let c = bview(t(s, 0)?, &o.shape)?.read_f64()?;
                 let (av, bv) = (bview(t(s, 1)?, &o.shape)?, bview(t(s, 2)?, &o.shape)?);
-                if crate::ops::int_move(o, &[&av, &bv]) {
+                if crate::tensor::int_move(o, &[&av, &bv]) {
                     let (a, b) = (av.read_i64()?, bv.read_i64()?);
                     let r: Vec<i64> =
                         c.iter().zip(a.iter().zip(&b)).map(|(&c, (&a, &b))| if c != 0.0 { a } else { b }).collect();

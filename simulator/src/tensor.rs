@@ -13,6 +13,12 @@ pub struct TView {
     pub offset: i64,
 }
 
+/// Whether a move into `o` from `srcs` is integer to integer (bools as 0 / 1): it then goes through i64,
+/// exact at any size, where f64 rounds beyond 2^53.
+pub fn int_move(o: &TView, srcs: &[&TView]) -> bool {
+    o.dtype.is_int() && srcs.iter().all(|v| v.dtype.is_int() || v.dtype == DType::Bool)
+}
+
 pub fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
     let mut s = vec![1i64; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
