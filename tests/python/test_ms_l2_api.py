@@ -47,6 +47,10 @@ for step in range({STEPS}):
     debugger.stop()
     ops.softmax(y, -1)               # between stop() and step(): not captured
     debugger.step()
+# MindSpore 2.10 initialises its device context with the first op, on its launch thread; a bare
+# runtime.synchronize() before that op has run races it and crashes MindSpore (SIGSEGV, ~1 run in 6
+# without the preload, whose start() waits for the queue). Reading a result waits for the queue first.
+y.asnumpy()
 ms.runtime.synchronize()
 print("done")
 """
