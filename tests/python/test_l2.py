@@ -474,6 +474,24 @@ def test_aclop_output_shape_set_by_the_kernel(tmp_path: Path, async_copy: str) -
     assert f"{line}: 1" in p.stderr and "aclop NonZero decides its output shape" in p.stderr, p.stderr[-3000:]
 
 
+@pytest.mark.parametrize("select", [{"MSPROBE_DATA_MODE": "input"}, {"MSPROBE_LIST": "Abs"}])
+def test_aclop_output_shape_counted_only_when_recorded(tmp_path: Path, select: dict[str, str]) -> None:
+    """The same two launches with their outputs not selected (data_mode input) or the op filtered
+    out (list): nothing is recorded at a launch-time shape, so the run summary counts 0 and does not
+    warn. Both launches still ran (the trace has them)."""
+    src = tmp_path / "nz.py"
+    src.write_text(ACLOP_NONZERO)
+    p = run([PY, str(src), str(REPO / "examples")], tmp_path, {"MSPROBE_SUMMARY_MODE": "md5", **select})
+    assert p.stdout.strip().endswith("done"), p.stdout
+    (trace,) = traces(tmp_path)
+    assert [t["op"] for t in trace] == ["aclopCompileAndExecuteV2:NonZero", "aclopCompileAndExecute:NonZero"]
+    line = "launches whose kernel decides the output shape (outputs recorded at the launch-time, largest shape)"
+    assert f"{line}: 0" in p.stderr and "decides its output shape in its kernel" not in p.stderr, p.stderr[-3000:]
+    dump = tmp_path / "dump" / "step0" / "rank" / "dump.json"
+    data = json.loads(dump.read_text())["data"] if dump.exists() else {}
+    assert all("output" not in r for r in data.values()), data
+
+
 UNIQUE_STRIDED = r"""
 import ctypes as C, sys
 import numpy as np

@@ -56,6 +56,7 @@ fn nested() -> bool {
 }
 
 /// A kernel argument resolved at launch time.
+#[derive(Clone)]
 pub(crate) enum KArg {
     Tensor(TensorMeta, Role),
     /// A tensor in host memory (a host-placed or const aclop input): its bytes, read at launch.
@@ -150,7 +151,7 @@ const SHAPE_BY_KERNEL: &[&str] = &["Nonzero", "NonzeroV2", "MaskedSelect", "Uniq
 /// `unique_consecutive` this way). Through a V2 entry every aclop launch's outputs are re-read from
 /// the descs after the call: for such an op the call returns once the kernel ran, with the descs
 /// holding the real shape (CANN's contract, which torch_npu relies on), so the record is exact (for
-/// any other op the descs are unchanged). Through a V1 entry (const descs) these are counted as above.
+/// any other op the descs are unchanged). Through a V1 entry (const descs) the outputs keep the launch-time shape: counted as above when they are recorded.
 const ACLOP_SHAPE_BY_KERNEL: &[&str] =
     &["NonZero", "MaskedSelect", "UniqueWithCountsAndSorting", "UniqueConsecutive", "Unique", "UniqueV2"];
 
@@ -160,11 +161,7 @@ pub(crate) type Refresh<'a> = &'a dyn Fn() -> Vec<KArg>;
 /// `args` with its outputs replaced by `refresh`'s, when there is one and the launch succeeded.
 fn refreshed(args: Vec<KArg>, refresh: Option<Refresh>, rc: i32) -> Vec<KArg> {
     let Some(f) = refresh.filter(|_| rc == 0) else { return args };
-    let out = |a: &KArg| match a {
-        KArg::Tensor(_, r) | KArg::HostTensor(_, _, r) | KArg::List(_, r) | KArg::Missing(r) => *r == Role::Out,
-        KArg::Value(_) => false,
-    };
-    let mut args: Vec<KArg> = args.into_iter().filter(|a| !out(a)).collect();
+    let mut args: Vec<KArg> = args.into_iter().filter(|a| !is_output(a)).collect();
     args.extend(f());
     args
 }
@@ -191,10 +188,24 @@ pub(crate) fn launch(
         log::warn!("internal error describing a {prefix} launch; it ran uncaptured");
         return real();
     };
-    if refresh.is_none() && prefix == "Aclop" && ACLOP_SHAPE_BY_KERNEL.contains(&op.as_str()) {
-        activation::note_shape_by_kernel(&format!("aclop {op}"));
+    if refresh.is_some() || prefix != "Aclop" || !ACLOP_SHAPE_BY_KERNEL.contains(&op.as_str()) {
+        return record_launch(&l2, prefix, &op, args, stream, real, refresh);
     }
-    record_launch(&l2, prefix, &op, args, stream, real, refresh)
+    // A V1 entry: the outputs stay at their launch-time shape. Counted only when they are
+    // recorded (the launch succeeded, passed the filters and its outputs are selected).
+    let outs: Vec<KArg> = args.iter().filter(|a| is_output(a)).cloned().collect();
+    let as_launched = || {
+        activation::note_shape_by_kernel(&format!("aclop {op}"));
+        outs.clone()
+    };
+    record_launch(&l2, prefix, &op, args, stream, real, Some(&as_launched))
+}
+
+fn is_output(a: &KArg) -> bool {
+    match a {
+        KArg::Tensor(_, r) | KArg::HostTensor(_, _, r) | KArg::List(_, r) | KArg::Missing(r) => *r == Role::Out,
+        KArg::Value(_) => false,
+    }
 }
 
 /// A launch seen while capture is on but filtered out before its arguments are read.
