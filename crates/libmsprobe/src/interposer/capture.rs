@@ -151,7 +151,8 @@ const SHAPE_BY_KERNEL: &[&str] = &["Nonzero", "NonzeroV2", "MaskedSelect", "Uniq
 /// `unique_consecutive` this way). Through a V2 entry every aclop launch's outputs are re-read from
 /// the descs after the call: for such an op the call returns once the kernel ran, with the descs
 /// holding the real shape (CANN's contract, which torch_npu relies on), so the record is exact (for
-/// any other op the descs are unchanged). Through a V1 entry (const descs) the outputs keep the launch-time shape: counted as above when they are recorded.
+/// any other op the descs are unchanged). Through a V1 entry (const descs) the outputs keep the
+/// launch-time shape: counted as above when they are recorded.
 const ACLOP_SHAPE_BY_KERNEL: &[&str] =
     &["NonZero", "MaskedSelect", "UniqueWithCountsAndSorting", "UniqueConsecutive", "Unique", "UniqueV2"];
 
