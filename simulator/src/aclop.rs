@@ -603,7 +603,7 @@ pub fn execute(entry: &str, op_type: &str, ins: &[IoT], outs: &[IoT], attr: &Att
             crate::stats::wait(crate::stats::Wait::Stream);
             match st.wait_done() {
                 Ok(()) => ACL_SUCCESS,
-                Err(e) => fail(e, format!("{op_type}: the stream holds an error (see earlier messages)")),
+                Err(e) => e, // the failed task's message is the thread's (stream::report)
             }
         }
         Ok(()) => ACL_SUCCESS,

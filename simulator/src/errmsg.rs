@@ -15,6 +15,11 @@ pub fn fail(code: i32, msg: impl Into<String>) -> i32 {
     code
 }
 
+/// Takes this thread's last message (a stream worker's, to hand to the thread that synchronises).
+pub fn take_last() -> Option<String> {
+    LAST.with(|l| l.borrow_mut().take()).map(|c| c.to_string_lossy().into_owned())
+}
+
 /// Pointer to the last message (valid until the next error on this thread), or NULL.
 pub fn last_ptr() -> *const std::os::raw::c_char {
     LAST.with(|l| l.borrow().as_ref().map(|c| c.as_ptr()).unwrap_or(std::ptr::null()))

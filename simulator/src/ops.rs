@@ -1604,7 +1604,6 @@ impl Op {
                 let pad = reps.len() - a.shape.len();
                 let ish: Vec<i64> = (0..reps.len()).map(|i| if i < pad { 1 } else { a.shape[i - pad] }).collect();
                 let istr = crate::tensor::contiguous_strides(&ish);
-                let src = a.read_f64()?;
                 let n = o.numel();
                 let mut out = Vec::with_capacity(n);
                 let mut idx = vec![0i64; o.shape.len()];
@@ -1613,7 +1612,7 @@ impl Op {
                     for d in 0..idx.len() {
                         off += (idx[d] % ish[d]) * istr[d];
                     }
-                    out.push(src[off as usize]);
+                    out.push((0, off as usize));
                     for d in (0..idx.len()).rev() {
                         idx[d] += 1;
                         if idx[d] < o.shape[d] {
@@ -1622,7 +1621,7 @@ impl Op {
                         idx[d] = 0;
                     }
                 }
-                o.write_f64(&out)
+                crate::tensor::move_elems(&[a], o, &out)
             }
             Op::Cat { dim } => {
                 let SV::L(ts) = &s[0] else { return Err(ACLNN_ERR_PARAM_INVALID) };

@@ -31,6 +31,17 @@ impl Cmp {
             Cmp::Le => a <= b,
         }
     }
+    /// The same on integers, exactly.
+    pub fn apply_int(self, a: i64, b: i64) -> bool {
+        match self {
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+        }
+    }
 }
 
 /// Elementwise `Foreach` kinds. `s` is the scalar (or the i-th element of a scalar list).
@@ -979,6 +990,11 @@ impl ExtOp {
             ExtOp::Nn(n) => n.exec(s),
             ExtOp::ReduceAll { min } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
+                if crate::tensor::int_move(o, &[a]) && a.numel() > 0 {
+                    let x = a.read_i64()?;
+                    let r = if *min { x.iter().min() } else { x.iter().max() };
+                    return o.write_i64(&[*r.unwrap_or(&0)]);
+                }
                 let x = a.read_f64()?;
                 let r = if x.iter().any(|v| v.is_nan()) {
                     f64::NAN
@@ -1062,14 +1078,13 @@ impl ExtOp {
                 let outer: i64 = o.shape[..d].iter().product();
                 let inner: i64 = o.shape[d + 1..].iter().product();
                 let (outer, inner) = (outer as usize, inner as usize);
-                let parts: Vec<Vec<f64>> = ts.iter().map(|v| v.read_f64()).collect::<Result<_, _>>()?;
-                let mut out = Vec::with_capacity(o.numel());
+                let mut at = Vec::with_capacity(o.numel());
                 for a in 0..outer {
-                    for p in &parts {
-                        out.extend_from_slice(&p[a * inner..(a + 1) * inner]);
+                    for p in 0..ts.len() {
+                        at.extend((a * inner..(a + 1) * inner).map(|e| (p, e)));
                     }
                 }
-                o.write_f64(&out)
+                crate::tensor::move_elems(&ts.iter().collect::<Vec<_>>(), o, &at)
             }
             ExtOp::NanToNum { nan, posinf, neginf } => {
                 let (a, o) = (t(s, 0)?, t(s, 1)?);
@@ -1117,8 +1132,14 @@ impl ExtOp {
             }
             ExtOp::MaxMin { min } => {
                 let o = t(s, 2)?;
-                let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;
-                let b = bview(t(s, 1)?, &o.shape)?.read_f64()?;
+                let (av, bv) = (bview(t(s, 0)?, &o.shape)?, bview(t(s, 1)?, &o.shape)?);
+                if crate::tensor::int_move(o, &[&av, &bv]) {
+                    let (a, b) = (av.read_i64()?, bv.read_i64()?);
+                    let r = a.iter().zip(&b).map(|(&x, &y)| if *min { x.min(y) } else { x.max(y) });
+                    return o.write_i64(&r.collect::<Vec<_>>());
+                }
+                let a = av.read_f64()?;
+                let b = bv.read_f64()?;
                 let f = |x: f64, y: f64| {
                     if x.is_nan() || y.is_nan() {
                         f64::NAN
@@ -1171,10 +1192,9 @@ impl ExtOp {
             }
             ExtOp::IndexSelect { dim } => {
                 let (a, i, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
-                let x = a.read_f64()?;
                 let idx = i.read_i64()?;
                 if a.shape.is_empty() {
-                    return o.write_f64(&x);
+                    return crate::tensor::move_elems(&[a], o, &[(0, 0)]);
                 }
                 let d = axis(*dim, a.shape.len())?;
                 let n = a.shape[d];
@@ -1183,22 +1203,21 @@ impl ExtOp {
                 }
                 let outer: usize = a.shape[..d].iter().map(|&v| v as usize).product();
                 let inner: usize = a.shape[d + 1..].iter().map(|&v| v as usize).product();
-                let mut y = Vec::with_capacity(outer * idx.len() * inner);
+                let mut at = Vec::with_capacity(outer * idx.len() * inner);
                 for p in 0..outer {
                     for &k in &idx {
                         let base = (p * n as usize + k as usize) * inner;
-                        y.extend_from_slice(&x[base..base + inner]);
+                        at.extend((base..base + inner).map(|e| (0, e)));
                     }
                 }
-                o.write_f64(&y)
+                crate::tensor::move_elems(&[a], o, &at)
             }
             ExtOp::Gather { dim } => {
                 let (a, i, o) = (t(s, 0)?, t(s, 1)?, t(s, 2)?);
-                let x = a.read_f64()?;
                 let idx = i.read_i64()?;
                 let d = axis(*dim, a.shape.len())?;
                 if a.shape.is_empty() {
-                    return o.write_f64(&x);
+                    return crate::tensor::move_elems(&[a], o, &[(0, 0)]);
                 }
                 let astr = crate::tensor::contiguous_strides(&a.shape);
                 let istr = crate::tensor::contiguous_strides(&i.shape);
@@ -1212,9 +1231,9 @@ impl ExtOp {
                         let c = if q == d { j } else { k as i64 / istr[q] % i.shape[q] };
                         off += c * astr[q];
                     }
-                    y.push(x[off as usize]);
+                    y.push((0, off as usize));
                 }
-                o.write_f64(&y)
+                crate::tensor::move_elems(&[a], o, &y)
             }
             ExtOp::Where => {
                 let o = t(s, 3)?;
@@ -1249,13 +1268,31 @@ impl ExtOp {
                         } else {
                             *b
                         };
-                        a.read_f64()?.iter().map(|&x| bit(cmp.apply(x, b))).collect()
+                        if crate::tensor::int_move(a, &[a]) {
+                            // exact: an integral scalar as i64 (phase 1 refused one f64 cannot hold);
+                            // a fractional one is below 2^52, where rounding x cannot cross it
+                            let x = a.read_i64()?;
+                            if b.fract() == 0.0 && b.abs() <= 2f64.powi(63) {
+                                x.iter().map(|&x| bit(cmp.apply_int(x, b as i64))).collect()
+                            } else {
+                                x.iter().map(|&x| bit(cmp.apply(x as f64, b))).collect()
+                            }
+                        } else {
+                            a.read_f64()?.iter().map(|&x| bit(cmp.apply(x, b))).collect()
+                        }
                     }
                     None => {
                         let o = t(s, 2)?;
-                        let a = bview(t(s, 0)?, &o.shape)?.read_f64()?;
-                        let b = bview(t(s, 1)?, &o.shape)?.read_f64()?;
-                        a.iter().zip(&b).map(|(&x, &y)| bit(cmp.apply(x, y))).collect()
+                        let (av, bv) = (bview(t(s, 0)?, &o.shape)?, bview(t(s, 1)?, &o.shape)?);
+                        let int_like = |d: crate::dtype::DType| d.is_int() || d == crate::dtype::DType::Bool;
+                        if int_like(av.dtype) && int_like(bv.dtype) {
+                            let (a, b) = (av.read_i64()?, bv.read_i64()?);
+                            a.iter().zip(&b).map(|(&x, &y)| bit(cmp.apply_int(x, y))).collect()
+                        } else {
+                            let a = av.read_f64()?;
+                            let b = bv.read_f64()?;
+                            a.iter().zip(&b).map(|(&x, &y)| bit(cmp.apply(x, y))).collect()
+                        }
                     }
                 };
                 t(s, if other.is_some() { 1 } else { 2 })?.write_f64(&y)

@@ -11,6 +11,14 @@ struct Progress {
     submitted: u64,
     completed: u64,
     error: i32,
+    /// The failed task's own message (its `aclGetRecentErrMsg` text on the worker thread).
+    message: Option<String>,
+}
+
+/// The sticky error `e` as the synchronising thread reports it: the failed kernel's message.
+fn report(e: i32, message: Option<&str>) -> i32 {
+    let m = message.map(|m| m.split_once(": ").map_or(m, |(_, rest)| rest)).unwrap_or("no message");
+    crate::errmsg::fail(e, format!("a task on this stream failed: {m}"))
 }
 
 pub struct Stream {
@@ -44,6 +52,7 @@ impl Stream {
                     if let Err(e) = r {
                         if p.error == 0 {
                             p.error = e;
+                            p.message = crate::errmsg::take_last();
                         }
                     }
                     s.cv.notify_all();
@@ -81,8 +90,9 @@ impl Stream {
             }
         }
         let e = std::mem::take(&mut p.error);
+        let m = p.message.take();
         if e != 0 {
-            Err(e)
+            Err(report(e, m.as_deref()))
         } else {
             Ok(())
         }
@@ -97,7 +107,7 @@ impl Stream {
             p = self.cv.wait(p).unwrap();
         }
         if p.error != 0 {
-            Err(p.error)
+            Err(report(p.error, p.message.as_deref()))
         } else {
             Ok(())
         }

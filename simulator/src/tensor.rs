@@ -19,6 +19,70 @@ pub fn int_move(o: &TView, srcs: &[&TView]) -> bool {
     o.dtype.is_int() && srcs.iter().all(|v| v.dtype.is_int() || v.dtype == DType::Bool)
 }
 
+thread_local! {
+    /// The first 64-bit integer a kernel on this thread read as f64 that f64 cannot hold (beyond 2^53):
+    /// see [`exact_ints`].
+    static ROUNDED: std::cell::Cell<Option<i128>> = const { std::cell::Cell::new(None) };
+}
+
+/// The exact value of one int64 / uint64 element.
+fn exact_int(dtype: DType, b: &[u8]) -> i128 {
+    match dtype {
+        DType::U64 => u64::from_le_bytes(b[..8].try_into().unwrap()) as i128,
+        _ => i64::from_le_bytes(b[..8].try_into().unwrap()) as i128,
+    }
+}
+
+fn note_rounded(vals: impl Iterator<Item = i128>) {
+    if ROUNDED.with(|c| c.get()).is_some() {
+        return;
+    }
+    if let Some(v) = vals.into_iter().find(|&v| (v as f64) as i128 != v) {
+        ROUNDED.with(|c| c.set(Some(v)));
+    }
+}
+
+/// Runs kernel `f` of `op`; when it has an integer or bool output (`int_out`) and read a 64-bit
+/// integer beyond 2^53 through f64 (rounded), the launch fails (161002, naming the value) instead
+/// of returning a silently rounded result: most kernels compute in f64, and only some (Add / Sub /
+/// Mul / Remainder / Fmod, moves, casts, gathers, ...) read integers exactly. A float output (a cast
+/// or a division to float) is rounded on a device too, and passes.
+pub fn exact_ints(op: &str, int_out: bool, f: impl FnOnce() -> Result<(), i32>) -> Result<(), i32> {
+    ROUNDED.with(|c| c.set(None));
+    let r = f();
+    match ROUNDED.with(|c| c.take()) {
+        Some(v) if int_out && r.is_ok() => Err(crate::errmsg::fail(
+            ACLNN_ERR_PARAM_INVALID,
+            format!(
+                "{op}: the simulator computes this kernel in f64, which cannot hold the 64-bit integer {v} \
+                 (beyond 2^53); refused rather than rounded (a simulator limit, not a device one)"
+            ),
+        )),
+        _ => r,
+    }
+}
+
+/// Writes `o` (row-major) with the elements of the sources at `(source, row-major index)` pairs, as
+/// a move: raw elements when every dtype agrees (exact for any dtype, NaN payloads included), through
+/// i64 between integers, else converted through f64.
+pub fn move_elems(srcs: &[&TView], o: &TView, at: &[(usize, usize)]) -> Result<(), i32> {
+    if srcs.iter().all(|a| a.dtype == o.dtype) {
+        let es = o.dtype.size();
+        let xs: Vec<Vec<u8>> = srcs.iter().map(|a| a.read_raw()).collect::<Result<_, _>>()?;
+        let mut y = Vec::with_capacity(at.len() * es);
+        for &(s, k) in at {
+            y.extend_from_slice(&xs[s][k * es..k * es + es]);
+        }
+        return o.write_raw(&y);
+    }
+    if int_move(o, srcs) {
+        let xs: Vec<Vec<i64>> = srcs.iter().map(|a| a.read_i64()).collect::<Result<_, _>>()?;
+        return o.write_i64(&at.iter().map(|&(s, k)| xs[s][k]).collect::<Vec<_>>());
+    }
+    let xs: Vec<Vec<f64>> = srcs.iter().map(|a| a.read_f64()).collect::<Result<_, _>>()?;
+    o.write_f64(&at.iter().map(|&(s, k)| xs[s][k]).collect::<Vec<_>>())
+}
+
 pub fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
     let mut s = vec![1i64; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
@@ -134,7 +198,11 @@ impl TView {
     pub fn read_f64(&self) -> Result<Vec<f64>, i32> {
         let b = self.read_span()?;
         let es = self.dtype.size();
-        Ok(self.offsets().into_iter().map(|o| self.dtype.get(&b[o * es..])).collect())
+        let offs = self.offsets();
+        if matches!(self.dtype, DType::I64 | DType::U64) {
+            note_rounded(offs.iter().map(|&o| exact_int(self.dtype, &b[o * es..])));
+        }
+        Ok(offs.into_iter().map(|o| self.dtype.get(&b[o * es..])).collect())
     }
     pub fn read_f32(&self) -> Result<Vec<f32>, i32> {
         Ok(self.read_f64()?.into_iter().map(|v| v as f32).collect())

@@ -1,4 +1,5 @@
 //! Ground-truth trace (`CANNSIM_TRACE`): one JSON object per launch, written in execution order.
+use crate::dtype::DType;
 use crate::tensor::TView;
 use std::fs::File;
 use std::io::Write;
@@ -94,6 +95,8 @@ pub fn run_traced_shaped(
     f: impl FnOnce() -> Result<(), i32>,
 ) -> Result<(), i32> {
     crate::stats::launch(op);
+    let int_out = args.iter().any(|a| a.role.writes() && (a.view.dtype.is_int() || a.view.dtype == DType::Bool));
+    let f = || crate::tensor::exact_ints(op, int_out, f);
     let Some(s) = sink() else { return f() };
     let before: Vec<Option<u32>> = args.iter().map(|a| a.view.crc().ok()).collect();
     let before_view: Vec<Option<u32>> = args.iter().map(|a| a.view.crc_elements().ok()).collect();

@@ -514,3 +514,43 @@ def test_int64_beyond_2_53_is_exact_or_refused(acl):
     np.testing.assert_array_equal(
         run("Adds", acl.tensor(x, dtype=cs.ACL_INT64), 2**63 - 1, 0), x
     )  # i64::MAX converts back exactly
+
+
+def test_int64_beyond_2_53_through_an_f64_kernel_is_refused(acl):
+    """A kernel that still computes in f64 (here ReduceSum, Clamp) and reads an int64 that f64 cannot
+    hold fails, naming the value and the op, when its result is an integer: it is never rounded silently.
+    A cast to float rounds, as on a device, and passes; small int64 values still compute. Gathers,
+    comparisons and extremes read integers exactly."""
+    s, big = acl.stream(), 2**60 + 1
+    x = np.array([big, 3, -big - 4, 9], dtype=np.int64)
+    o = acl.tensor(shape=(), dtype=cs.ACL_INT64)
+    with pytest.raises(cs.AclError, match="aclnnReduceSum: .*1152921504606846977 \\(beyond 2\\^53\\)"):
+        acl.run("ReduceSum", acl.tensor(x, dtype=cs.ACL_INT64), [0], False, cs.ACL_INT64, o, stream=s)
+        o.numpy(s)  # the kernel's error reaches the client at its sync
+    c = acl.tensor(shape=(4,), dtype=cs.ACL_INT64)
+    with pytest.raises(cs.AclError, match="beyond 2\\^53"):
+        acl.run("Clamp", acl.tensor(x, dtype=cs.ACL_INT64), -5, 5, c, stream=s)
+        c.numpy(s)
+    acl.run("ReduceSum", acl.tensor(x % 1000, dtype=cs.ACL_INT64), [0], False, cs.ACL_INT64, o, stream=s)
+    assert o.numpy(s) == (x % 1000).sum()
+    f = acl.tensor(shape=(4,), dtype=cs.ACL_DOUBLE)
+    acl.run("Cast", acl.tensor(x, dtype=cs.ACL_INT64), cs.ACL_DOUBLE, f, stream=s)
+    np.testing.assert_array_equal(f.numpy(s), x.astype(np.float64))
+    # exact: a gather, a comparison, a maximum
+    g = acl.tensor(shape=(2,), dtype=cs.ACL_INT64)
+    acl.run(
+        "IndexSelect",
+        acl.tensor(x, dtype=cs.ACL_INT64),
+        0,
+        acl.tensor(np.array([2, 0]), dtype=cs.ACL_INT64),
+        g,
+        stream=s,
+    )
+    np.testing.assert_array_equal(g.numpy(s), x[[2, 0]])
+    e = acl.tensor(shape=(4,), dtype=cs.ACL_BOOL)
+    near = x + 1
+    acl.run("EqTensor", acl.tensor(x, dtype=cs.ACL_INT64), acl.tensor(near, dtype=cs.ACL_INT64), e, stream=s)
+    np.testing.assert_array_equal(e.numpy(s), np.zeros(4, bool))
+    m = acl.tensor(shape=(), dtype=cs.ACL_INT64)
+    acl.run("Max", acl.tensor(x, dtype=cs.ACL_INT64), m, stream=s)
+    assert m.numpy(s) == big

@@ -116,6 +116,31 @@ ops = {
         T([[2**60 + 5], [7]], y).expand(2, 2).clone(),
     ),
     "int64_to_int32_wraps": lambda x, y, i: T([2**40 + 5, -(2**40) - 7], y).int(),
+    # gathers, comparisons and extremes of int64 beyond 2^53: exact (they rounded through f64)
+    "int64_big_gathers": lambda x, y, i: torch.cat(
+        [
+            T([2**60 + 1, 2**60 + 3, -(2**60) - 5, 7], y).index_select(0, T([2, 0, 1], y)),
+            T([[2**60 + 1, 2**60 + 3], [-(2**60) - 5, 7]], y).gather(1, T([[1, 0], [0, 0]], y)).flatten(),
+            torch.stack([T([2**60 + 1, 5], y), T([2**60 + 3, 6], y)]).flatten(),
+            T([2**60 + 1, 2**60 + 3], y).repeat(2),
+        ]
+    ),
+    "int64_big_compare": lambda x, y, i: torch.stack(
+        [
+            T([2**60 + 1, 2**60 + 3, 2**60 + 9], y) == T([2**60 + 2, 2**60 + 3, 2**60 + 8], y),
+            T([2**60 + 1, 2**60 + 3, 2**60 + 9], y) < T([2**60 + 2, 2**60 + 3, 2**60 + 8], y),
+            T([2**60 + 1, 2**60 + 3, 2**60 + 9], y) >= T([2**60 + 2, 2**60 + 3, 2**60 + 8], y),
+            T([2**60 + 1, 2**60 + 3, -(2**60) - 5], y) > 5,
+        ]
+    ),
+    "int64_big_extremes": lambda x, y, i: torch.stack(
+        [
+            T([2**60 + 1, 2**60 + 3, 2**60 + 2], y).max(),
+            T([-(2**60) - 1, -(2**60) - 3, 5], y).min(),
+            torch.maximum(T([2**60 + 1], y), T([2**60 + 2], y))[0],
+            torch.minimum(T([2**60 + 1], y), T([2**60 + 2], y))[0],
+        ]
+    ),
     "float_plus_big_int": lambda x, y, i: y + (2**60 + 1),  # a float tensor takes the integer rounded
     "silu": lambda x, y, i: F.silu(x),
     "lerp": lambda x, y, i: torch.lerp(y, x, 0.3),
@@ -527,7 +552,12 @@ device_forms = {
 bad = []
 for n, (fn, fc) in {**{n: (f, f) for n, f in ops.items()}, **device_forms}.items():
     a, b = fn(xc.npu(), yc.npu(), ic.npu()).cpu(), fc(xc, yc, ic)
-    if a.dtype != b.dtype or not torch.allclose(a.double(), b.double(), rtol=1e-5, atol=1e-6, equal_nan=True):
+    if a.dtype != b.dtype:
+        bad.append(n)
+    elif not a.is_floating_point():  # integers and bools exactly (double() rounds int64 beyond 2^53)
+        if not torch.equal(a, b):
+            bad.append(n)
+    elif not torch.allclose(a.double(), b.double(), rtol=1e-5, atol=1e-6, equal_nan=True):
         bad.append(n)
 torch.npu.synchronize()
 print(json.dumps({"bad": bad, "n": len(ops) + len(device_forms)}))

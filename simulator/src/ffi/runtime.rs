@@ -567,7 +567,7 @@ fn sync_stream(st: *mut c_void, t: Option<Duration>) -> AclError {
     };
     match s.synchronize(t) {
         Ok(()) => ACL_SUCCESS,
-        Err(e) => fail(e, "stream task failed (see earlier messages)"),
+        Err(e) => e, // the failed task's message is the thread's (stream::report)
     }
 }
 
