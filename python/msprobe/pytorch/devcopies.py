@@ -55,14 +55,17 @@ class DeviceCopies:
         self.fetches = 0
         self.failed = False
         # Fills a host tensor's descriptor and resolves its slot (set by tensors.py).
-        self.resolve: Optional[Callable[[int, torch.Tensor], None]] = None
+        # resolve(slot, host copy, the dtype of the device's Norm of it): see tensors.py
+        self.resolve: Optional[Callable[[int, torch.Tensor, torch.dtype], None]] = None
         atexit.register(self.fetch)
 
-    def add(self, r: int, key: Optional[bytes], t: torch.Tensor, describe: Callable[[], Any]) -> bool:
+    def add(
+        self, r: int, key: Optional[bytes], t: torch.Tensor, describe: Callable[[], Any], norm_dtype: torch.dtype
+    ) -> bool:
         """Starts the host copy of device tensor `t` and adds its leaf as pending data
         (`describe()`: its descriptor, dtype, shape and requires_grad; called after the torch
-        calls here, which may reach hooks that reuse it). False: nothing added, the caller
-        copies it."""
+        calls here, which may reach hooks that reuse it; `norm_dtype`: handed to `resolve`).
+        False: nothing added, the caller copies it."""
         if not self.enabled or self.failed or t.numel() == 0:
             return False
         stream = _current_stream(t)
@@ -102,11 +105,11 @@ class DeviceCopies:
             self.next_slot += 1
             # The copy is on its way: a leaf that cannot be added is still waited for (its
             # arena range is in use until the next wait) but never resolved.
-            self.items.append((slot, host))
+            self.items.append((slot, host, norm_dtype))
             if not any(stream == s for s in self.streams):
                 self.streams.append(stream)
             if lib.msprobe_record_add_tensor_pending_data(r, key, ctypes.byref(describe()), slot) != 0:
-                self.items[-1] = (-1, host)
+                self.items[-1] = (-1, host, norm_dtype)
                 return False
             self.copies += 1
             if len(self.items) >= self.batch:
@@ -134,9 +137,9 @@ class DeviceCopies:
         self.used = 0  # nothing reads or writes the arena any more
         self.fetches += 1
         resolve = self.resolve
-        for slot, host in items:
+        for slot, host, norm_dtype in items:
             if resolve is not None and slot >= 0:
-                resolve(slot, host)
+                resolve(slot, host, norm_dtype)
 
 
 def _dense_order(t: torch.Tensor) -> Optional[tuple[int, ...]]:

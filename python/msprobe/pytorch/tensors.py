@@ -43,20 +43,42 @@ _VF: Any = torch._C._VariableFunctions
 _MEAN_NORM_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def mean_norm(t: torch.Tensor) -> Optional[tuple[float, float]]:
+def mean_norm(t: torch.Tensor, device_norm: Optional[torch.dtype] = None) -> Optional[tuple[float, float]]:
     """torch's own Mean and Norm of a non-empty, non-0-d float tensor, as msprobe 1.1.1's
     get_stat_info computes them (in the tensor's dtype). The recorder's f64
     accumulation agrees to the last bits, but not to the bit, and a mean near zero differs
     relatively much, which 1.1.1's compare flags as a Warning against a 1.1.1 bench dump. None:
-    the recorder's own values are kept (other dtypes, or torch failed)."""
+    the recorder's own values are kept (other dtypes, or torch failed).
+
+    `device_norm`: `t` is the host copy of a device tensor, whose Norm 1.1.1 computes on the
+    device in that dtype (`device_norm_dtype`). A device reduces accurately; CPU torch's float32
+    and 16-bit reductions of long tensors do not (1e-4 relative at 1e5 elements, an fp16 ulp), so
+    both are then computed in float64 and rounded: Mean to the tensor's dtype, Norm to `device_norm`."""
     if t.dtype not in _MEAN_NORM_DTYPES or t.dim() == 0 or t.numel() == 0:
         return None
     try:
         with torch.no_grad():
-            mean, norm = _VF.stack([_VF.mean(t), _VF.norm(t)]).tolist()
+            if device_norm is None:
+                mean, norm = _VF.stack([_VF.mean(t), _VF.norm(t)]).tolist()
+            else:
+                x = t.to(torch.float64)
+                mean = _VF.mean(x).to(t.dtype).item()
+                norm = _VF.norm(x).to(device_norm).item()
         return mean, norm
     except Exception:  # e.g. an op the device lacks: the recorder's values
         return None
+
+
+def device_norm_dtype(t: torch.Tensor) -> torch.dtype:
+    """The dtype of 1.1.1's `torch.norm(t)` on `t`'s device here: float32 for a 16-bit float tensor
+    inside the device's autocast (norm is on autocast's float32 list), else `t`'s."""
+    if t.dtype in (torch.float16, torch.bfloat16):
+        try:
+            if torch.is_autocast_enabled(t.device.type):
+                return torch.float32
+        except Exception:  # an older torch or an unknown device type: no autocast seen
+            pass
+    return t.dtype
 
 
 def add_tensor(r: int, key: Optional[bytes], t: torch.Tensor) -> None:
@@ -76,14 +98,16 @@ def add_tensor(r: int, key: Optional[bytes], t: torch.Tensor) -> None:
     if res is not None:
         if devstats.add(r, key, _pending_descriptor(t, code), res):
             return
-    if not t.is_cpu and t.dim() <= _MAX_DIMS and devcopies.add(r, key, t, lambda: _pending_descriptor(t, code)):
-        return  # copied without blocking, completed by the batch (devcopies.py)
+    norm_dtype = None if t.is_cpu else device_norm_dtype(t)
+    if norm_dtype is not None and t.dim() <= _MAX_DIMS:
+        if devcopies.add(r, key, t, lambda: _pending_descriptor(t, code), norm_dtype):
+            return  # copied without blocking, completed by the batch (devcopies.py)
     if not t.is_cpu:  # CUDA (bench side), NPU: a host copy, kept alive until the call returns
         t = t.detach().cpu()
     # torch's Mean/Norm of the host tensor (before the descriptor is filled: torch calls may
     # reach our hooks). A device tensor's are those of its host copy: reducing it on the device
     # would add kernels and a wait per tensor (devstats.py does that, batched, for large ones).
-    mn = mean_norm(t)
+    mn = mean_norm(t, norm_dtype)
     if t.is_conj():
         t = t.resolve_conj()
     if t.is_neg():
@@ -125,10 +149,10 @@ def _pending_descriptor(t: torch.Tensor, code: int) -> MsprobeTensor:
     return d
 
 
-def _resolve_host(slot: int, host: torch.Tensor) -> None:
-    """Hands the host copy of pending-data leaf `slot` to the recorder, with torch's own Mean
-    and Norm as for a blocking copy (devcopies.py)."""
-    mn = mean_norm(host)
+def _resolve_host(slot: int, host: torch.Tensor, norm_dtype: torch.dtype) -> None:
+    """Hands the host copy of pending-data leaf `slot` to the recorder, with Mean and Norm as
+    for a blocking copy (devcopies.py)."""
+    mn = mean_norm(host, norm_dtype)
     st = host.untyped_storage()
     d = _descriptor()
     d.dtype = ACL_DTYPE[host.dtype]
@@ -191,6 +215,15 @@ def _fallback(r: int, key: Optional[str], v: Any, depth: int) -> None:
 
 
 # The native encoder (msprobe._fastpath), or None: then `encoder` does it all.
+# `device=` and `dtype=` values go to `_special` whatever their type (a string too: 1.1.1 writes
+# `device="npu:0"` as a torch.device).
 fast = native_encoder(
-    "torch", (torch.Tensor,), dict(ACL_DTYPE), torch.strided, _fallback, logger.warning, mean_norm=mean_norm
+    "torch",
+    (torch.Tensor,),
+    dict(ACL_DTYPE),
+    torch.strided,
+    _fallback,
+    logger.warning,
+    mean_norm=mean_norm,
+    special_keys=["device", "dtype"],
 )

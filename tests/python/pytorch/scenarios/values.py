@@ -40,6 +40,8 @@ F.softmax(x, dim=-1)  # Functional.softmax.0 (Tensor.softmax inside: not recorde
 torch.abs(torch.empty(0, 3))  # Torch.abs.2: empty
 torch.abs(torch.tensor(-2.5))  # Torch.abs.3: 0-d
 torch.abs(neg)  # Torch.abs.4: negative-bit view
+torch.arange(4, device="cpu")  # Torch.arange.0: device= as a string (1.1.1: a torch.device value)
+torch.eye(2, device=torch.device("cpu"))  # Torch.eye.0: device= as a torch.device
 dbg.stop()
 d = dump(out)["data"]
 assert list(d) == [
@@ -60,6 +62,8 @@ assert list(d) == [
     "Torch.abs.2.forward",
     "Torch.abs.3.forward",
     "Torch.abs.4.forward",
+    "Torch.arange.0.forward",
+    "Torch.eye.0.forward",
 ], list(d)
 r = d["Torch.add.0.forward"]
 check_leaf(r["input_args"][0], x)
@@ -101,4 +105,7 @@ z = d["Torch.abs.3.forward"]["input_args"][0]
 assert z["Norm"] == -2.5 and z["shape"] == []
 assert neg.is_neg()
 check_leaf(d["Torch.abs.4.forward"]["input_args"][0], neg.resolve_neg())
+# msprobe 1.1.1's analyze_device_in_kwargs: a string as it is, a torch.device as "type:index"
+assert d["Torch.arange.0.forward"]["input_kwargs"]["device"] == {"type": "torch.device", "value": "cpu"}
+assert d["Torch.eye.0.forward"]["input_kwargs"]["device"] == {"type": "torch.device", "value": "cpu:None"}
 print("OK")
