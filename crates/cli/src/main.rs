@@ -257,7 +257,8 @@ fn summary_one(root: &Path, out: &mut impl Write) -> Result<(), Fail> {
         let rd = std::fs::read_dir(&d).map_err(|e| format!("cannot read {}: {e}", d.display()))?;
         for e in rd.flatten() {
             let p = e.path();
-            if p.is_dir() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                // a link is not followed (it may lead outside the dump, or in a cycle)
                 pending.push(p);
             } else if p.file_name().map(|n| n == "dump.json").unwrap_or(false) {
                 found.push(p);
@@ -270,7 +271,8 @@ fn summary_one(root: &Path, out: &mut impl Write) -> Result<(), Fail> {
         return Err(format!("no dump.json under {}", root.display()).into());
     }
     for p in found {
-        let text = std::fs::read_to_string(&p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+        let bytes = msprobe_core::fsutil::read_nofollow(&p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+        let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", p.display()))?;
         let v = json::parse(&text).map_err(|e| format!("{} is not valid JSON: {e}", p.display()))?;
         let (n, first) = match v.get("data") {
             Some(Json::Object(kv)) => (kv.len(), kv.iter().take(3).map(|(k, _)| k.clone()).collect::<Vec<_>>()),

@@ -141,12 +141,26 @@ fn step_number(name: &str) -> Option<u64> {
     name.strip_prefix("step").and_then(|d| d.parse().ok())
 }
 
+/// The directories in `dir`, sorted. A symbolic link to a directory is refused: links are not
+/// followed in a dump (they may lead outside it, or in a cycle).
 fn subdirs(dir: &Path) -> Result<Vec<String>, String> {
     let rd = std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-    let mut v: Vec<String> =
-        rd.flatten().filter(|e| e.path().is_dir()).filter_map(|e| e.file_name().to_str().map(str::to_string)).collect();
+    let mut v = Vec::new();
+    for e in rd.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_symlink() && e.path().is_dir() {
+            return Err(link_refused(&e.path()));
+        }
+        if ft.is_dir() {
+            v.extend(e.file_name().to_str().map(str::to_string));
+        }
+    }
     v.sort();
     Ok(v)
+}
+
+fn link_refused(p: &Path) -> String {
+    format!("{} is a symbolic link; links are not followed in a dump: give the path it points to", p.display())
 }
 
 fn sort_ranks(v: &mut [String]) {
@@ -155,6 +169,11 @@ fn sort_ranks(v: &mut [String]) {
 
 /// Turns two paths (files or directories) into the pairs of dump.json files to compare.
 pub fn resolve(npu: &Path, bench: &Path, stack: Option<&Path>) -> Result<Vec<Pair>, String> {
+    for p in [npu, bench] {
+        if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(link_refused(p));
+        }
+    }
     if npu.is_file() && bench.is_file() {
         let stack_json =
             stack.map(Path::to_path_buf).or_else(|| npu.parent().map(|d| d.join("stack.json")).filter(|p| p.is_file()));
@@ -222,8 +241,15 @@ pub fn resolve(npu: &Path, bench: &Path, stack: Option<&Path>) -> Result<Vec<Pai
     Ok(out)
 }
 
+/// A regular file's text: a symlink (it may point outside the dump) and anything that is not a
+/// regular file (a FIFO would block) are refused, naming the path.
+pub(crate) fn read_text(p: &Path) -> Result<String, String> {
+    let bytes = msprobe_core::fsutil::read_nofollow(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", p.display()))
+}
+
 fn load_json(p: &Path) -> Result<Json, String> {
-    let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+    let text = read_text(p)?;
     json::parse(&text).map_err(|e| format!("{} is not valid JSON: {e}", p.display()))
 }
 
@@ -353,16 +379,21 @@ pub fn compare_pair(pair: &Pair, opt: &Options) -> Result<PairResult, String> {
         div_lines.push("no divergence: every matched record's outputs agree within the tolerance".into());
     }
     let ts = opt.timestamp.clone().unwrap_or_else(|| chrono::Local::now().format("%Y%m%d%H%M%S").to_string());
-    let stem = format!("compare_result{}_{ts}", pair.suffix);
-    std::fs::create_dir_all(&opt.out_dir).map_err(|e| format!("cannot create {}: {e}", opt.out_dir.display()))?;
+    let out_dir = msprobe_core::fsutil::create_dirs(&opt.out_dir, &[])
+        .map_err(|e| format!("cannot create the output directory {}: {e}", opt.out_dir.display()))?;
+    let exts: Vec<&str> = [(opt.xlsx, "xlsx"), (opt.csv, "csv"), (opt.html, "html")]
+        .into_iter()
+        .filter_map(|(on, e)| on.then_some(e))
+        .collect();
+    let (stem, div_name) = output_names(&out_dir, &pair.suffix, &ts, &exts)?;
     let mut files = Vec::new();
     if opt.xlsx {
-        let p = opt.out_dir.join(format!("{stem}.xlsx"));
+        let p = out_dir.join(format!("{stem}.xlsx"));
         output::write_xlsx(&p, &full_header, &table, &hl, Some(("first divergence", &div_lines)))?;
         files.push(p);
     }
     if opt.csv {
-        let p = opt.out_dir.join(format!("{stem}.csv"));
+        let p = out_dir.join(format!("{stem}.csv"));
         output::write_csv(&p, &full_header, &table)?;
         files.push(p);
     }
@@ -398,14 +429,44 @@ pub fn compare_pair(pair: &Pair, opt: &Options) -> Result<PairResult, String> {
             divergence: &div_lines,
             marker,
         };
-        let p = opt.out_dir.join(format!("{stem}.html"));
-        std::fs::write(&p, html::render(&report)).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        let p = out_dir.join(format!("{stem}.html"));
+        output::write_new(&p, html::render(&report).as_bytes())?;
         files.push(p);
     }
-    let p = opt.out_dir.join(format!("first_divergence{}_{ts}.txt", pair.suffix));
-    std::fs::write(&p, div_lines.join("\n") + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    let p = out_dir.join(div_name);
+    output::write_new(&p, (div_lines.join("\n") + "\n").as_bytes())?;
     files.push(p);
     Ok(PairResult { rows: table.len(), records: records.len(), errors, files, divergence: div_lines, mode })
+}
+
+/// Whether `s` names a file in the tensor directory itself (no separator, not `.` or `..`).
+fn is_file_name(s: &str) -> bool {
+    !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '\\', '\0'])
+}
+
+/// The output names of one comparison: `compare_result{suffix}_{ts}` (the stem of each of `exts`)
+/// and `first_divergence{suffix}_{ts}.txt`, as msprobe names them; when one of them exists (a
+/// compare in the same second, or the same MSPROBE_COMPARE_TIMESTAMP), `{ts}_1`, `{ts}_2`, ...
+/// instead, said in a warning: nothing is overwritten.
+fn output_names(dir: &Path, suffix: &str, ts: &str, exts: &[&str]) -> Result<(String, String), String> {
+    let taken = |p: PathBuf| std::fs::symlink_metadata(p).is_ok();
+    for n in 0..1000 {
+        let t = if n == 0 { ts.to_string() } else { format!("{ts}_{n}") };
+        let stem = format!("compare_result{suffix}_{t}");
+        let div = format!("first_divergence{suffix}_{t}.txt");
+        if taken(dir.join(&div)) || exts.iter().any(|e| taken(dir.join(format!("{stem}.{e}")))) {
+            continue;
+        }
+        if n > 0 {
+            log::warn!(
+                "compare_result{suffix}_{ts} / first_divergence{suffix}_{ts} exist in {}: writing {stem} instead \
+                 (nothing is overwritten)",
+                dir.display()
+            );
+        }
+        return Ok((stem, div));
+    }
+    Err(format!("{}: 1000 results named compare_result{suffix}_{ts}* exist; remove some or use -o", dir.display()))
 }
 
 /// Tensor mode: reads each row's two files and fills the metric cells. Returns how many rows
@@ -435,9 +496,21 @@ fn tensor_metrics(rows: &mut [Row], pair: &Pair, bench_dump: &Json, opt: &Option
         } else {
             match parse::bench_data_name(&bench_name, bench_data) {
                 None => metrics::read_none("Bench does not have data file."),
+                // a data_name that leaves the tensor directory is not read
+                Some(bname) if !is_file_name(&bname) => {
+                    errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    log::warn!("{bench_name}: data_name {bname:?} is not a file name in dump_tensor_data; not read");
+                    metrics::read_none(&format!("Dump file: {data_name} not found."))
+                }
                 Some(bname) => {
-                    let ext = data_name.rsplit_once('.').map(|(_, e)| e).unwrap_or("pt");
-                    let np = ndir.join(format!("{npu_name}.{ext}"));
+                    // the file the dump names (msprobe's writer names it after the record; ours
+                    // sanitises a record name that is no file name, e.g. a module called "a/b")
+                    let np = if is_file_name(&data_name) {
+                        ndir.join(&data_name)
+                    } else {
+                        let ext = data_name.rsplit_once('.').map(|(_, e)| e).unwrap_or("pt");
+                        ndir.join(format!("{npu_name}.{ext}"))
+                    };
                     let bp = bdir.join(&bname);
                     match (tensor::load(&np), tensor::load(&bp)) {
                         (Ok(a), Ok(b)) => metrics::compare(&a, &b),

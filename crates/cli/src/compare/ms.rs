@@ -139,8 +139,7 @@ fn cell_key(name: &str, map: &[(String, String)]) -> String {
 /// Reads `-cm`'s YAML: one flat mapping, `mindspore_cell_name: pytorch_module_name` a line
 /// (`#` comments, optional quotes). Anything else is refused, naming the line.
 pub fn load_cell_mapping(path: &std::path::Path) -> Result<Vec<(String, String)>, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read the cell mapping {}: {e}", path.display()))?;
+    let text = super::read_text(path).map_err(|e| format!("the cell mapping: {e}"))?;
     flat_yaml(&text, &path.display().to_string())
 }
 

@@ -68,13 +68,23 @@ pub fn write_xlsx(
             ws2.write_string(i as u32, 0, l).map_err(e)?;
         }
     }
-    wb.save(path).map_err(e)
+    let bytes = wb.save_to_buffer().map_err(e)?;
+    write_new(path, &bytes)
+}
+
+/// Writes a new file, mode 0640: an existing file or a symbolic link at `path` is an error, never
+/// replaced or followed (the caller picks names that do not exist, see `compare::output_names`).
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let mut f = msprobe_core::fsutil::create_new(path).map_err(|x| format!("cannot create {}: {x}", path.display()))?;
+    f.write_all(bytes).map_err(|x| format!("cannot write {}: {x}", path.display()))
 }
 
 /// Writes the CSV file (numbers in Python's repr, text as the xlsx holds it).
 pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<Cell>]) -> Result<(), String> {
     let e = |x: csv::Error| format!("cannot write {}: {x}", path.display());
-    let mut w = csv::Writer::from_path(path).map_err(e)?;
+    let f = msprobe_core::fsutil::create_new(path).map_err(|x| format!("cannot create {}: {x}", path.display()))?;
+    let mut w = csv::Writer::from_writer(f);
     w.write_record(header).map_err(e)?;
     for row in rows {
         w.write_record(row.iter().map(|c| match c {

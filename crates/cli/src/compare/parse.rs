@@ -185,9 +185,13 @@ pub fn merge_op(record: &str, data: &Json, stack: Option<&Json>, mode: Mode) -> 
         op.summary.push(it.summary);
         let mut name = it.name;
         if mode == Mode::All {
-            let stem = it.data_name.rsplit_once('.').map(|(a, _)| a).unwrap_or(&it.data_name).to_string();
-            if stem != "-1" {
-                name = stem;
+            let (stem, ext) = it.data_name.rsplit_once('.').unwrap_or((&it.data_name, ""));
+            // msprobe names a tensor row after its file; a file our writer named from a record
+            // name that is no file name ("a/b", over 255 bytes) keeps the record's name, which
+            // is what the bench is looked up by
+            let sanitized = stem != name && msprobe_core::naming::sanitize_file_name(&name, ext) == it.data_name;
+            if stem != "-1" && !sanitized {
+                name = stem.to_string();
             }
             op.data_names.push(it.data_name);
         }

@@ -1,7 +1,6 @@
 //! Reading dumped tensors: `.pt` (torch.save's zip: a pickle naming the storage, its dtype, size
 //! and strides, and the storage bytes) and `.npy`, memory-mapped.
 
-use std::fs::File;
 use std::io::Cursor;
 use std::path::Path;
 
@@ -151,7 +150,9 @@ impl Tensor {
 }
 
 fn map(path: &Path) -> Result<memmap2::Mmap, String> {
-    let f = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // a regular file only: a symlink is refused (it may point outside the dump), a FIFO would block
+    let f =
+        msprobe_core::fsutil::open_read_nofollow(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let small = f.metadata().map(|m| m.len() <= POPULATE_MAX).unwrap_or(false);
     let mut o = memmap2::MmapOptions::new();
     if small {
