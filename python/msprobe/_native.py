@@ -82,6 +82,10 @@ def load_fastpath() -> Optional[ModuleType]:
     env = os.environ.get("MSPROBE_FASTPATH", "")
     if env == "0":
         return None
+    if env and not os.path.exists(env):
+        import logging
+
+        logging.getLogger("msprobe").warning(f"MSPROBE_FASTPATH={env!r} does not exist; using the built extension")
     for c in ([env] if env else []) + _fastpath_candidates():
         if not os.path.exists(c):
             continue

@@ -235,6 +235,65 @@ def test_pytorch_layer_deep_fifo_and_huge_config_fail_open(tmp_path: Path) -> No
     assert not (tmp_path / "d").exists()
 
 
+SUPPORT = (
+    LIMIT
+    + """
+import torch
+from msprobe.pytorch import PrecisionDebugger
+d = PrecisionDebugger(task="statistics", level="L1")
+d.start()
+torch.relu(torch.ones(2))
+d.stop()
+print("job finished")
+"""
+)
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "fifo", "malformed"])
+def test_unusable_api_support_list_is_one_error_and_the_job_runs(tmp_path: Path, kind: str) -> None:
+    """MSPROBE_SUPPORT_WRAP_OPS naming what is not a support list: one error naming the variable and
+    its value, no API wrapped, the job finishes (it raised FileNotFoundError / IsADirectoryError,
+    blocked on a FIFO, or read malformed YAML as an empty list without a word)."""
+    pytest.importorskip("torch")
+    path = {"missing": tmp_path / "none.yaml", "directory": tmp_path, "fifo": tmp_path / "f.yaml"}.get(
+        kind, tmp_path / "bad.yaml"
+    )
+    if kind == "fifo":
+        os.mkfifo(path)
+    if kind == "malformed":
+        path.write_text("torch: [relu\n  functional relu\n")
+    env = {"MSPROBE_DUMP_PATH": str(tmp_path / "d"), "MSPROBE_SUPPORT_WRAP_OPS": str(path)}
+    p = child(SUPPORT, env, timeout=120)
+    assert p.returncode == 0 and "job finished" in p.stdout, p.stderr[-3000:]
+    assert "Traceback" not in p.stderr
+    (line,) = [x for x in complaints(p.stderr + p.stdout) if "SUPPORT_WRAP_OPS" in x]
+    assert f"MSPROBE_SUPPORT_WRAP_OPS={str(path)!r} is unusable" in line, line
+    data = json.loads(next((tmp_path / "d").rglob("dump.json")).read_text())["data"]
+    assert data == {}, data  # no API wrapped: torch.relu not recorded
+
+
+@pytest.mark.parametrize(
+    "var,value",
+    [
+        ("MSPROBE_STOP_FLUSH", "maybe"),
+        ("MSPROBE_ASYNC_COPY", "x"),
+        ("MSPROBE_INPUTS_PRE_CALL", "yes"),
+        ("MSPROBE_LOG_LEVEL", "verbose"),
+        ("MSPROBE_FASTPATH", "/nonexistent/fastpath.so"),
+    ],
+)
+def test_switch_with_a_value_it_does_not_take_is_named(tmp_path: Path, var: str, value: str) -> None:
+    """An on/off or level variable given something else: one warning naming it and its value (they
+    were taken as some default without a word); the job runs and records."""
+    pytest.importorskip("torch")
+    p = child(SUPPORT, {"MSPROBE_DUMP_PATH": str(tmp_path / "d"), var: value}, timeout=120)
+    assert p.returncode == 0 and "job finished" in p.stdout, p.stderr[-3000:]
+    named = [x for x in (p.stderr + p.stdout).splitlines() if var in x and (repr(value) in x or f'"{value}"' in x)]
+    assert len(named) == 1, p.stderr[-3000:]
+    data = json.loads(next((tmp_path / "d").rglob("dump.json")).read_text())["data"]
+    assert list(data) == ["Torch.relu.0.forward"], data
+
+
 def test_pytorch_layer_deeply_nested_step_argument_is_an_api_error_not_a_recursion_error() -> None:
     pytest.importorskip("torch")
     code = """

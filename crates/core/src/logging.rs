@@ -69,14 +69,20 @@ pub fn rank() -> Option<u64> {
 
 /// Parses `MSPROBE_LOG_LEVEL`.
 pub fn level_from(v: Option<&str>) -> LevelFilter {
-    match v.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+    parse_level(v).unwrap_or(LevelFilter::Info)
+}
+
+/// `MSPROBE_LOG_LEVEL`'s level; None for a value that names none (unset or empty is info).
+fn parse_level(v: Option<&str>) -> Option<LevelFilter> {
+    Some(match v.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
         Some("0") | Some("debug") => LevelFilter::Debug,
         Some("2") | Some("warn") | Some("warning") => LevelFilter::Warn,
         Some("3") | Some("error") => LevelFilter::Error,
         Some("4") | Some("off") => LevelFilter::Off,
         Some("trace") => LevelFilter::Trace,
-        _ => LevelFilter::Info,
-    }
+        None | Some("") | Some("1") | Some("info") => LevelFilter::Info,
+        Some(_) => return None,
+    })
 }
 
 /// Installs the logger once (a no-op if the host already installed a `log` backend).
@@ -84,7 +90,15 @@ pub fn init() {
     static LOGGER: Logger = Logger;
     OFFSET.get_or_init(|| *chrono::Local::now().offset());
     if log::set_logger(&LOGGER).is_ok() {
-        log::set_max_level(level_from(std::env::var("MSPROBE_LOG_LEVEL").ok().as_deref()));
+        let raw = std::env::var("MSPROBE_LOG_LEVEL").ok();
+        log::set_max_level(level_from(raw.as_deref()));
+        if parse_level(raw.as_deref()).is_none() {
+            log::warn!(
+                "environment variable MSPROBE_LOG_LEVEL has value {:?}; expected 0-4 or debug, info, warn, error, \
+                 off: using 1 (info)",
+                raw.unwrap_or_default()
+            );
+        }
     }
 }
 

@@ -132,18 +132,41 @@ def effective(key: str, explicit: Optional[Any], config_path: Optional[str], def
     return v if isinstance(v, str) else default
 
 
-def read_support_list(path: str) -> dict[str, list[str]]:
+def read_support_list(path: str, var: Optional[str] = None) -> dict[str, list[str]]:
     """A layer's API support list (``support_wrap_ops.yaml``: ``category:`` lines followed by
-    ``- name`` items), through PyYAML when installed, else that subset read by hand."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    ``- name`` items), through PyYAML when installed, else that subset read by hand.
+
+    A list that cannot be used (missing, not a regular file, not such a mapping) never stops the
+    job: one error names it (`var`: the environment variable it came from) and no API is wrapped."""
+    try:
+        return _read_support_list(path)
+    except Exception as e:
+        what = f"{var}={path!r}" if var else f"the API support list {path!r}"
+        logger.error(f"{what} is unusable ({e}); no API is captured (modules still are at level L0/mix)")
+        return {}
+
+
+def _read_support_list(path: str) -> dict[str, list[str]]:
+    # O_NONBLOCK: a FIFO must not block the job; only a regular file is read
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        with os.fdopen(fd, encoding="utf-8") as f:
+            fd = -1
+            text = f.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
     try:
         import yaml  # type: ignore
-
-        data = yaml.safe_load(text) or {}
-        return {str(k): [str(x) for x in (v or [])] for k, v in data.items()}
     except ImportError:
-        pass
+        yaml = None
+    if yaml is not None:
+        data = yaml.safe_load(text) or {}
+        if not isinstance(data, dict) or not all(v is None or isinstance(v, list) for v in data.values()):
+            raise ValueError("not a mapping of category: [API names]")
+        return {str(k): [str(x) for x in (v or [])] for k, v in data.items()}
     out: dict[str, list[str]] = {}
     cur: Optional[list[str]] = None
     for raw in text.splitlines():
@@ -154,11 +177,28 @@ def read_support_list(path: str) -> dict[str, list[str]]:
             cur = out.setdefault(line[:-1].strip(), [])
         elif line.strip().startswith("- ") and cur is not None:
             cur.append(line.strip()[2:].strip().strip("'\""))
+        else:
+            raise ValueError(f"line {raw.strip()!r} is neither 'category:' nor '- name'")
     return out
+
+
+_said_switch: set[str] = set()
+
+
+def env_switch(name: str, default: bool) -> bool:
+    """An on/off environment variable: "1" on, "0" off, unset or empty the default; anything else
+    is named in one warning and the default is used."""
+    raw = os.environ.get(name, "").strip()
+    if raw in ("0", "1"):
+        return raw == "1"
+    if raw and name not in _said_switch:
+        _said_switch.add(name)
+        logger.warning(f"{name}={raw!r} is not 0 or 1; using the default ({int(default)})")
+    return default
 
 
 def stop_waits() -> bool:
     """Whether `stop()` returns only once dump.json and the tensor files are on disk, as msprobe's
     does (its drivers read dump.json right after it). ``MSPROBE_STOP_FLUSH=0``: it returns at
     once and the writer thread finishes the files."""
-    return os.environ.get("MSPROBE_STOP_FLUSH", "1") != "0"
+    return env_switch("MSPROBE_STOP_FLUSH", True)

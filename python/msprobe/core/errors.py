@@ -52,14 +52,14 @@ def _make_logger() -> logging.Logger:
         h.addFilter(_RankFilter())
         log.addHandler(h)
         log.propagate = False
-    level = {
-        "0": logging.DEBUG,
-        "1": logging.INFO,
-        "2": logging.WARNING,
-        "3": logging.ERROR,
-        "4": logging.CRITICAL + 1,
-    }.get(os.environ.get("MSPROBE_LOG_LEVEL", "1"), logging.INFO)
-    log.setLevel(level)
+    # the recorder's names too (crates/core/src/logging.rs)
+    levels = {"0": logging.DEBUG, "debug": logging.DEBUG, "trace": logging.DEBUG}
+    levels.update({"1": logging.INFO, "info": logging.INFO})
+    levels.update({"2": logging.WARNING, "warn": logging.WARNING, "warning": logging.WARNING})
+    levels.update({"3": logging.ERROR, "error": logging.ERROR, "4": logging.CRITICAL + 1, "off": logging.CRITICAL + 1})
+    raw = os.environ.get("MSPROBE_LOG_LEVEL", "").strip()
+    level = levels.get(raw.lower(), logging.INFO)
+    log.setLevel(level)  # an unknown value is named by the recorder's logger (logging.rs), once
     return log
 
 

@@ -235,8 +235,11 @@ class ApiRegistry:
         self.installed = False
 
     def _build(self) -> None:
-        path = os.environ.get("MSPROBE_MS_WRAP_OPS") or os.path.join(os.path.dirname(__file__), "support_wrap_ops.yaml")
-        lists = config.read_support_list(path)
+        env = os.environ.get("MSPROBE_MS_WRAP_OPS")
+        if env:
+            lists = config.read_support_list(env, "MSPROBE_MS_WRAP_OPS")
+        else:
+            lists = config.read_support_list(os.path.join(os.path.dirname(__file__), "support_wrap_ops.yaml"))
         for key, prefix, get in _GROUPS:
             try:
                 target = get()

@@ -41,7 +41,12 @@ _NEVER = {"functional": {"dropout", "dropout2d", "dropout3d"}}
 
 def load_support_list(path: Optional[str] = None) -> dict[str, list[str]]:
     """The support list: `path`, else ``$MSPROBE_SUPPORT_WRAP_OPS``, else the bundled yaml."""
-    return config.read_support_list(str(path or os.environ.get("MSPROBE_SUPPORT_WRAP_OPS") or YAML))
+    env = os.environ.get("MSPROBE_SUPPORT_WRAP_OPS")
+    if path:
+        return config.read_support_list(str(path))
+    if env:
+        return config.read_support_list(env, "MSPROBE_SUPPORT_WRAP_OPS")
+    return config.read_support_list(str(YAML))
 
 
 def _first_tensor(v: Any) -> Optional[torch.Tensor]:
@@ -114,7 +119,7 @@ def inputs_pre_call() -> bool:
     """``MSPROBE_INPUTS_PRE_CALL=1``: every API's inputs are recorded before the call (what an
     in-place op consumed). Default, as msprobe 1.1.1: after the call, except the distributed
     APIs (1.1.1's ``op_is_inplace`` ones)."""
-    return os.environ.get("MSPROBE_INPUTS_PRE_CALL", "0").strip() not in ("", "0")
+    return config.env_switch("MSPROBE_INPUTS_PRE_CALL", False)
 
 
 def _make_wrapper(orig: Callable, prefix: str, up: int = 1) -> Callable:

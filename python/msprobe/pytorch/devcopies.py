@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import os
 import threading
 from typing import Any, Callable, Optional
 
 import torch
 
+from msprobe.core import config
 from msprobe.core.devstats import _env_count
 from msprobe.core.errors import logger
 from msprobe.core.native import lib
@@ -42,7 +42,7 @@ class DeviceCopies:
     """The pending host copies of this process (thread-safe)."""
 
     def __init__(self) -> None:
-        self.enabled = os.environ.get("MSPROBE_ASYNC_COPY", "1").strip() != "0"
+        self.enabled = config.env_switch("MSPROBE_ASYNC_COPY", True)
         self.batch = _env_count("MSPROBE_DEVICE_BATCH", 256)
         self.lock = threading.RLock()  # add() fetches while holding it
         self.items: list[tuple[int, torch.Tensor]] = []
