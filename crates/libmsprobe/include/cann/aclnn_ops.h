@@ -165,6 +165,10 @@ aclnnStatus aclnnIsCloseGetWorkspaceSize(const aclTensor *self, const aclTensor 
 aclnnStatus aclnnMeanGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclDataType dtype, aclTensor *out, P1);
 aclnnStatus aclnnMaxGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
 aclnnStatus aclnnMinGetWorkspaceSize(const aclTensor *self, aclTensor *out, P1);
+aclnnStatus aclnnAminmaxAllGetWorkspaceSize(const aclTensor *self, aclTensor *minOut, aclTensor *maxOut, P1);
+aclnnStatus aclnnAminmaxGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclTensor *minOut, aclTensor *maxOut, P1);
+aclnnStatus aclnnNormGetWorkspaceSize(const aclTensor *self, const aclScalar *pScalar, const aclIntArray *dim, bool keepdim, aclTensor *out, P1);
+aclnnStatus aclnnNanToNumGetWorkspaceSize(const aclTensor *self, float nan, float posInf, float negInf, aclTensor *out, P1);
 aclnnStatus aclnnMaxDimGetWorkspaceSize(const aclTensor *self, int64_t dim, bool keepdim, aclTensor *out, aclTensor *indices, P1);
 aclnnStatus aclnnArgMaxGetWorkspaceSize(const aclTensor *self, int64_t dim, bool keepdim, aclTensor *out, P1);
 aclnnStatus aclnnPermuteGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, aclTensor *out, P1);
