@@ -264,3 +264,26 @@ def test_a_kill_while_a_step_directory_is_created_is_recoverable(tmp_path: Path)
     assert json.loads((rank / "stack.json").read_text()) == {}
     assert json.loads((rank / "construct.json").read_text()) == {}
     assert os.listdir(dump) == ["step0"], "the replayed journal is removed"
+
+
+def test_one_recover_at_a_time(tmp_path: Path) -> None:
+    """While another recover holds the dump (its directory's flock), a second refuses, saying so,
+    and changes nothing; once free, recover runs. Two at once raced: one failed midway, the other
+    took the first's new directories for another run's and wrote the steps again beside them."""
+    import fcntl
+
+    dump = tmp_path / "dump"
+    killed_run(dump)
+    before = files_under(dump)
+    fd = os.open(dump, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        p = recover(dump)
+        assert p.returncode != 0 and "another msprobe recover is working on" in p.stderr, p.stderr
+        assert files_under(dump) == before
+    finally:
+        os.close(fd)
+    p = recover(dump)
+    assert p.returncode == 0, p.stderr
+    all_json_valid(dump)
+    assert files_under(dump) != before

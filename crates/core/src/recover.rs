@@ -80,6 +80,10 @@ pub fn recover_dir_with(root: &Path, progress: &mut dyn FnMut(u64, u64)) -> io::
         };
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} {why}", root.display())));
     }
+    // One recover per dump at a time: two at once raced (one failed midway, the other took the
+    // first's freshly written directories for another run's and wrote the steps again beside them).
+    // The lock is the directory's own (flock), released when this returns or the process dies.
+    let _lock = lock_dir(root)?;
     let mut journals = Vec::new();
     let mut pending = vec![root.to_path_buf()];
     while let Some(d) = pending.pop() {
@@ -106,6 +110,23 @@ pub fn recover_dir_with(root: &Path, progress: &mut dyn FnMut(u64, u64)) -> io::
         progress(done.min(total), total);
     }
     Ok(out)
+}
+
+/// An exclusive lock on directory `root`, or an error saying another recover holds it.
+fn lock_dir(root: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(root)?;
+    match dir.try_lock() {
+        Ok(()) => Ok(dir),
+        Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            format!("another msprobe recover is working on {}: run one at a time", root.display()),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
 }
 
 /// The journaled state of one directory.
