@@ -115,10 +115,7 @@ pub fn recover_dir_with(root: &Path, progress: &mut dyn FnMut(u64, u64)) -> io::
 /// An exclusive lock on directory `root`, or an error saying another recover holds it.
 fn lock_dir(root: &Path) -> io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let dir = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-        .open(root)?;
+    let dir = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW).open(root)?;
     match dir.try_lock() {
         Ok(()) => Ok(dir),
         Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
