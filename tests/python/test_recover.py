@@ -287,3 +287,17 @@ def test_one_recover_at_a_time(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     all_json_valid(dump)
     assert files_under(dump) != before
+
+
+def test_a_journal_that_is_a_link_or_fifo_is_named_not_read(tmp_path: Path) -> None:
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"x" * 64)
+    (dump / ".msprobe-journal-1").symlink_to(secret)
+    os.mkfifo(dump / ".msprobe-journal-2")
+    p = recover(dump)
+    assert p.returncode != 0 and "nothing to recover" in p.stderr, p.stderr
+    for n in (1, 2):
+        assert f".msprobe-journal-{n} is not a regular file: not replayed" in p.stderr, p.stderr
+    assert secret.read_bytes() == b"x" * 64

@@ -93,8 +93,13 @@ pub fn recover_dir_with(root: &Path, progress: &mut dyn FnMut(u64, u64)) -> io::
             let ft = entry.file_type()?;
             if ft.is_dir() {
                 pending.push(entry.path());
-            } else if ft.is_file() && entry.file_name().to_string_lossy().starts_with(journal::PREFIX) {
-                journals.push(entry.path());
+            } else if entry.file_name().to_string_lossy().starts_with(journal::PREFIX) {
+                if ft.is_file() {
+                    journals.push(entry.path());
+                } else {
+                    // a link or a FIFO is never read: said, not skipped silently
+                    log::warn!("{} is not a regular file: not replayed", entry.path().display());
+                }
             }
         }
     }

@@ -50,9 +50,14 @@ def _env_int(name: str, default: int, lo: int, hi: int, what: str) -> int:
     except ValueError:
         n = lo - 1
     if not lo <= n <= hi:
-        logger.warning(f"{name}={raw!r} is not {what}; using {default}")
+        if name not in _said:  # read by more than one layer: said once
+            _said.add(name)
+            logger.warning(f"{name}={raw!r} is not {what}; using {default}")
         return default
     return n
+
+
+_said: set[str] = set()
 
 
 def _env_count(name: str, default: int) -> int:
