@@ -243,7 +243,7 @@ pub fn resolve(npu: &Path, bench: &Path, stack: Option<&Path>) -> Result<Vec<Pai
 
 /// A regular file's text: a symlink (it may point outside the dump) and anything that is not a
 /// regular file (a FIFO would block) are refused, naming the path.
-pub(crate) fn read_text(p: &Path) -> Result<String, String> {
+fn read_text(p: &Path) -> Result<String, String> {
     let bytes = msprobe_core::fsutil::read_nofollow(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
     String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", p.display()))
 }

@@ -139,7 +139,10 @@ fn cell_key(name: &str, map: &[(String, String)]) -> String {
 /// Reads `-cm`'s YAML: one flat mapping, `mindspore_cell_name: pytorch_module_name` a line
 /// (`#` comments, optional quotes). Anything else is refused, naming the line.
 pub fn load_cell_mapping(path: &std::path::Path) -> Result<Vec<(String, String)>, String> {
-    let text = super::read_text(path).map_err(|e| format!("the cell mapping: {e}"))?;
+    // a regular file only (no link followed; a FIFO would block)
+    let bytes = msprobe_core::fsutil::read_nofollow(path)
+        .map_err(|e| format!("cannot read the cell mapping {}: {e}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("the cell mapping {} is not UTF-8", path.display()))?;
     flat_yaml(&text, &path.display().to_string())
 }
 
