@@ -20,19 +20,9 @@ pub enum Cmp {
 }
 
 impl Cmp {
-    /// IEEE comparison: with a NaN every one is false but `Ne`.
-    pub fn apply(self, a: f64, b: f64) -> bool {
-        match self {
-            Cmp::Eq => a == b,
-            Cmp::Ne => a != b,
-            Cmp::Gt => a > b,
-            Cmp::Ge => a >= b,
-            Cmp::Lt => a < b,
-            Cmp::Le => a <= b,
-        }
-    }
-    /// The same on integers, exactly.
-    pub fn apply_int(self, a: i64, b: i64) -> bool {
+    /// The comparison, on floats as IEEE (with a NaN every one is false but `Ne`) and on integers
+    /// exactly.
+    pub fn apply<T: PartialOrd>(self, a: T, b: T) -> bool {
         match self {
             Cmp::Eq => a == b,
             Cmp::Ne => a != b,
@@ -1273,7 +1263,7 @@ impl ExtOp {
                             // a fractional one is below 2^52, where rounding x cannot cross it
                             let x = a.read_i64()?;
                             if b.fract() == 0.0 && b.abs() <= 2f64.powi(63) {
-                                x.iter().map(|&x| bit(cmp.apply_int(x, b as i64))).collect()
+                                x.iter().map(|&x| bit(cmp.apply(x, b as i64))).collect()
                             } else {
                                 x.iter().map(|&x| bit(cmp.apply(x as f64, b))).collect()
                             }
@@ -1287,7 +1277,7 @@ impl ExtOp {
                         let int_like = |d: crate::dtype::DType| d.is_int() || d == crate::dtype::DType::Bool;
                         if int_like(av.dtype) && int_like(bv.dtype) {
                             let (a, b) = (av.read_i64()?, bv.read_i64()?);
-                            a.iter().zip(&b).map(|(&x, &y)| bit(cmp.apply_int(x, y))).collect()
+                            a.iter().zip(&b).map(|(&x, &y)| bit(cmp.apply(x, y))).collect()
                         } else {
                             let a = av.read_f64()?;
                             let b = bv.read_f64()?;

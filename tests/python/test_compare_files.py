@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from recorder_testutil import CLI, REPO
+from test_l2 import tensor_leaves
 
 SAMPLES = REPO / "tests" / "data" / "samples" / "msprobe-1.1.1-pytorch"
 
@@ -128,7 +129,7 @@ def test_rows_of_records_whose_file_names_were_sanitised(tmp_path: Path) -> None
     assert p.returncode == 0, p.stderr[-3000:]
     rank = tmp_path / "d" / "step0" / "rank"
     data = json.loads((rank / "dump.json").read_text())["data"]
-    files = {v["data_name"] for r in data.values() for v in leaves(r) if v.get("data_name", "-1") != "-1"}
+    files = {v["data_name"] for r in data.values() for v in tensor_leaves(r) if v.get("data_name", "-1") != "-1"}
     assert any("%2F" in f for f in files) and any("%252F" in f for f in files), files
     p = compare(rank, rank, tmp_path / "o")
     assert p.returncode == 0, p.stderr
@@ -140,15 +141,3 @@ def test_rows_of_records_whose_file_names_were_sanitised(tmp_path: Path) -> None
     bad = [(r["NPU Name"], r["Accuracy Reached or Not"], r["Err_message"]) for r in rows if r["Cosine"] != "1.0"]
     assert not bad, bad
     assert (tmp_path / "o" / "first_divergence_t.txt").read_text().startswith("no divergence")
-
-
-def leaves(v):
-    if isinstance(v, dict):
-        if "data_name" in v:
-            yield v
-        else:
-            for x in v.values():
-                yield from leaves(x)
-    elif isinstance(v, list):
-        for x in v:
-            yield from leaves(x)
