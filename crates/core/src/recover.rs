@@ -117,18 +117,24 @@ pub fn recover_dir_with(root: &Path, progress: &mut dyn FnMut(u64, u64)) -> io::
     Ok(out)
 }
 
-/// An exclusive lock on directory `root`, or an error saying another recover holds it.
+/// An exclusive lock on directory `root` (waiting up to 2 s), or an error saying another recover
+/// holds it.
 fn lock_dir(root: &Path) -> io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW).open(root)?;
-    match dir.try_lock() {
-        Ok(()) => Ok(dir),
-        Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
-            io::ErrorKind::WouldBlock,
-            format!("another msprobe recover is working on {}: run one at a time", root.display()),
-        )),
-        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    // A bounded wait, never an indefinite one: a lock is also held for a moment by a child this
+    // process forks before it execs (the descriptor is close-on-exec), e.g. another thread's.
+    for _ in 0..40 {
+        match dir.try_lock() {
+            Ok(()) => return Ok(dir),
+            Err(std::fs::TryLockError::WouldBlock) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
     }
+    Err(io::Error::new(
+        io::ErrorKind::WouldBlock,
+        format!("another msprobe recover is working on {}: run one at a time", root.display()),
+    ))
 }
 
 /// The journaled state of one directory.
