@@ -41,24 +41,42 @@ def _descriptor() -> MsprobeTensor:
 
 _VF: Any = torch._C._VariableFunctions
 _MEAN_NORM_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# Reduced by 1.1.1 as float32 (`data.float()`): integers and float64.
+_CAST_DTYPES = (
+    torch.float64,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+    *(getattr(torch, n) for n in ("uint16", "uint32", "uint64") if hasattr(torch, n)),
+)
 
 
 def mean_norm(t: torch.Tensor, device_norm: Optional[torch.dtype] = None) -> Optional[tuple[float, float]]:
-    """torch's own Mean and Norm of a non-empty, non-0-d float tensor, as msprobe 1.1.1's
-    get_stat_info computes them (in the tensor's dtype). The recorder's f64
-    accumulation agrees to the last bits, but not to the bit, and a mean near zero differs
-    relatively much, which 1.1.1's compare flags as a Warning against a 1.1.1 bench dump. None:
-    the recorder's own values are kept (other dtypes, or torch failed).
+    """torch's own Mean and Norm of a non-empty, non-0-d real tensor, as msprobe 1.1.1's
+    get_stat_info computes them: in the tensor's dtype, integers and float64 cast to float32
+    first. The recorder's f64 accumulation agrees to the last bits, but not to the bit (CPU
+    torch's float32 Norm of 300k float64 values is 2e-6 off the exact one, and 1.1.1 writes that),
+    and a mean near zero differs relatively much, which 1.1.1's compare flags as a Warning against
+    a 1.1.1 bench dump. None: the recorder's own values are kept (other dtypes, or torch failed).
 
     `device_norm`: `t` is the host copy of a device tensor, whose Norm 1.1.1 computes on the
     device in that dtype (`device_norm_dtype`). A device reduces accurately; CPU torch's float32
     and 16-bit reductions of long tensors do not (1e-4 relative at 1e5 elements, an fp16 ulp), so
     both are then computed in float64 and rounded: Mean to the tensor's dtype, Norm to `device_norm`."""
-    if t.dtype not in _MEAN_NORM_DTYPES or t.dim() == 0 or t.numel() == 0:
+    if t.dim() == 0 or t.numel() == 0:
         return None
+    if t.dtype not in _MEAN_NORM_DTYPES:
+        # A host copy's integers and float64: the recorder's f64 values rounded to float32 are
+        # what an accurate device reduction of the float32 cast gives.
+        if device_norm is not None or t.dtype not in _CAST_DTYPES:
+            return None
     try:
         with torch.no_grad():
             if device_norm is None:
+                if t.dtype in _CAST_DTYPES:
+                    t = t.float()
                 mean, norm = _VF.stack([_VF.mean(t), _VF.norm(t)]).tolist()
             else:
                 x = t.to(torch.float64)

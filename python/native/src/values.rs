@@ -46,8 +46,9 @@ pub struct ValueCtx {
 }
 
 /// aclDataType numbers of the dtypes whose Mean/Norm the framework computes (`mean_norm`):
-/// float32, float16, bfloat16.
-const MEAN_NORM_CODES: [i32; 3] = [0, 1, 27];
+/// float32, float16, bfloat16, and those 1.1.1 reduces as float32 (`data.float()`): the
+/// integers (int8/16/32/64, uint8/16/32/64) and float64.
+const MEAN_NORM_CODES: [i32; 12] = [0, 1, 27, 2, 3, 4, 6, 7, 8, 9, 10, 11];
 
 pub struct Walker<'a, 'py> {
     pub ctx: &'a ValueCtx,
