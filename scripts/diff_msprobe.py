@@ -86,8 +86,12 @@ MS_PY = REPO / "target/venv-ms/bin/python"
 FRAMEWORK = "pt"
 
 HALF = {"torch.float16", "torch.bfloat16", "Float16", "BFloat16"}
-# dtypes whose Mean/Norm the PyTorch layer takes from torch itself (tensors.py mean_norm)
-TORCH_OWN_MEAN_NORM = {"torch.float32", "torch.float16", "torch.bfloat16"}
+# dtypes whose Mean/Norm the PyTorch layer takes from torch itself (tensors.py mean_norm; integers
+# and float64 cast to float32 first, as 1.1.1)
+TORCH_OWN_MEAN_NORM = {
+    *(f"torch.{t}" for t in ("float32", "float16", "bfloat16", "float64")),
+    *(f"torch.{t}{n}" for t in ("int", "uint") for n in (8, 16, 32, 64)),
+}
 
 
 def use_framework(fw: str) -> None:
