@@ -53,16 +53,24 @@ def main():
         print("async", err.value)
         return 0
     if mode == "hang":
+        # Rank 1 stays alive without taking part until rank 0 is done (at most 45 s), so rank 0's
+        # wait ends by its timeout, not by seeing a dead peer. The 1 s timeout is set only now,
+        # after the rendezvous (read at every wait): the two processes may start seconds apart.
+        done = root_file + ".done"
         if rank == 1:
-            time.sleep(2.5)
+            t0 = time.time()
+            while not os.path.exists(done) and time.time() - t0 < 45:
+                time.sleep(0.05)
             return 0
+        os.environ["CANNSIM_HCCL_TIMEOUT_S"] = "1"
         x = acl.tensor(data(rank, 16))
         t0 = time.time()
         h("HcclAllReduce", AR, x.ptr, x.ptr, 16, cs.HCCL_FP32, cs.HCCL_SUM, comm, s)
         print("sync", acl.call("aclrtSynchronizeStream", s))
         err = C.c_int32()
         h("HcclGetCommAsyncError", [VP, C.POINTER(C.c_int32)], comm, C.byref(err))
-        print("async", err.value, "elapsed_ok", 0.8 < time.time() - t0 < 3.5)
+        print("async", err.value, "elapsed_ok", 0.8 < time.time() - t0 < 30)
+        open(done, "w").close()
         return 0
 
     alld = [data(r, 300_000) for r in range(n)]  # 1.2 MB: several shared-memory chunks

@@ -32,7 +32,9 @@ def spawn(n, mode, env=None, timeout=60):
         ]
         outs = [p.communicate(timeout=timeout) for p in procs]
     finally:
-        os.unlink(f.name)
+        for leftover in (f.name, f.name + ".done"):  # .done: the "hang" mode's marker
+            if os.path.exists(leftover):
+                os.unlink(leftover)
     return [(p.returncode, o, err) for p, (o, err) in zip(procs, outs)]
 
 
@@ -63,7 +65,7 @@ def test_size_mismatch_fails_on_every_rank():
 
 
 def test_timeout():
-    (code, out, err), _ = spawn(2, "hang", env={"CANNSIM_HCCL_TIMEOUT_S": "1"})
+    (code, out, err), _ = spawn(2, "hang")  # the worker sets a 1 s timeout after the rendezvous
     assert code == 0, err
     assert "async 9 elapsed_ok True" in out  # HCCL_E_TIMEOUT
     assert "timed out" in err and "rank 1" in err

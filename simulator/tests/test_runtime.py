@@ -146,7 +146,7 @@ def test_unsynchronized_memcpy_sees_unfinished_kernel():
         late = o.numpy(sync=False)
         print(st.value, early.sum(), late.sum())
     """,
-        env={"CANNSIM_KERNEL_DELAY_US": "300000"},
+        env={"CANNSIM_KERNEL_DELAY_US": "2000000"},  # the queries run well within it, also on a busy machine
     )
     assert p.stdout.split() == ["1", "0.0", "672.0"]
 
@@ -167,7 +167,7 @@ def test_streams_and_timeouts():
         acl.run("InplaceMuls", a, 2.0)       # default (NULL) stream
         print(acl.call("aclrtSynchronizeDevice"), a.numpy(sync=False).tolist())
     """,
-        env={"CANNSIM_KERNEL_DELAY_US": "200000"},
+        env={"CANNSIM_KERNEL_DELAY_US": "1500000"},  # the 10 ms wait ends well before it
     )
     lines = p.stdout.splitlines()
     assert lines[0] == "0"
@@ -205,7 +205,7 @@ def test_events():
         print("bad", acl.call("aclrtRecordEvent", None, s1), acl.call("aclrtEventElapsedTime", None, e0, e1))
         print(acl.call("aclrtDestroyEvent", e0), acl.call("aclrtDestroyEvent", e0))
     """,
-        env={"CANNSIM_KERNEL_DELAY_US": "100000"},
+        env={"CANNSIM_KERNEL_DELAY_US": "1000000"},  # the first query runs well within it
     )
     out = dict(line.split(" ", 1) for line in p.stdout.splitlines())
     assert out["status_before"] == "0" and out["status_after"] == "1"

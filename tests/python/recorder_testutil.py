@@ -15,6 +15,17 @@ REPO = Path(__file__).resolve().parents[2]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
 LIB = TARGET / "release" / "libmsprobe.so"
 CLI = TARGET / "release" / "msprobe"
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now (for a rendezvous: a fixed port may be taken on a CI runner)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 # The simulator's CANN tree (scripts/sim-install.sh), as the suites find it.
 LIB64 = Path(os.environ.get("CANNSIM_LIB64", REPO / "target" / "cann" / "latest" / "lib64"))
 

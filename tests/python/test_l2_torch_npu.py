@@ -10,14 +10,13 @@ norm, max pooling, SGD momentum) on 1 rank, the GPT under 2-rank DDP (HCCL) via 
 import importlib.util
 import json
 import math
-import socket
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from recorder_testutil import LIB, LIB64, REPO, sim_env
+from recorder_testutil import LIB, LIB64, REPO, free_port, sim_env
 
 EXAMPLE = REPO / "examples" / "train_torch_npu.py"
 NPU_PY = REPO / "target" / "venv-npu" / "bin" / "python"
@@ -135,12 +134,6 @@ def test_common_ops_every_launch_captured(tmp_path, async_copy):
         f"launches whose outputs were re-read at the shape their kernel set (one stream sync each on the "
         f"launching thread): {n}" in p.stderr
     )
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_ddp_two_ranks_every_launch_captured_with_matching_crcs(tmp_path):

@@ -7,7 +7,7 @@ library's lines (stderr) of the same process. A line logged before start() has n
 
 import re
 
-from recorder_testutil import spawn_child
+from recorder_testutil import free_port, spawn_child
 
 SCRIPT = """
 import os, sys
@@ -44,7 +44,8 @@ def _lines(text: str) -> list[tuple[str, str, str, str]]:
 
 
 def test_python_lines_carry_the_rank_once_known(tmp_path):
-    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29631", "WORLD_SIZE": "2", "DUMP": str(tmp_path / "dump")}
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": "2"}
+    env["DUMP"] = str(tmp_path / "dump")
     procs = [spawn_child(SCRIPT, {**env, "RANK": str(r)}) for r in (0, 1)]
     outs = [p.communicate(timeout=180) for p in procs]
     for p, (_out, err) in zip(procs, outs):

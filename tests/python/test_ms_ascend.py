@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder_testutil import LIB, REPO
+from recorder_testutil import LIB, REPO, free_port
 from test_l2 import check_fidelity, record_of
 
 # (tests/python/mindspore is a namespace package on sys.path: check for the real, file-backed package)
@@ -135,14 +135,6 @@ def test_ascend_on_simulator_matches_cpu_and_capture_is_faithful(
         assert check_fidelity(st, dump / f"step{i}" / "rank") == len(st) >= 20
     if mode == "pynative":  # an aclop-path kernel (Identity) is captured too
         assert any(t["op"] == "aclopCompileAndExecute:Identity" for t in trace)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def msrun(lib64: Path, tmp: Path, capture: bool) -> dict[int, list[str]]:

@@ -40,6 +40,7 @@ def start(tmp: Path, before: str) -> tuple[subprocess.Popen, Path, Path]:
     deadline = time.time() + 60
     while time.time() < deadline and not (side.exists() and side.stat().st_size > 1000):
         time.sleep(0.01)
+    assert side.exists() and side.stat().st_size > 1000, "the child never got to recording"
     return p, dump, side
 
 
@@ -59,9 +60,11 @@ def test_an_ignored_signal_stays_ignored(tmp_path: Path) -> None:
     p, dump, side = start(tmp_path, "signal.signal(signal.SIGTERM, signal.SIG_IGN)")
     try:
         p.send_signal(signal.SIGTERM)
-        time.sleep(0.5)
+        time.sleep(0.5)  # the signal has landed
         before = side.stat().st_size
-        time.sleep(0.3)
+        deadline = time.time() + 20  # a busy machine may hold the child up for a while
+        while time.time() < deadline and p.poll() is None and side.stat().st_size <= before:
+            time.sleep(0.05)
         assert p.poll() is None and side.stat().st_size > before, "the process stopped recording"
     finally:
         p.kill()

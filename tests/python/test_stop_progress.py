@@ -2,9 +2,11 @@
 terminal, log lines with MSPROBE_PROGRESS=1 when stderr is not one, nothing by default off a terminal,
 nothing when the wait is short (MSPROBE_PROGRESS_DELAY_MS, default 1 s).
 
-The workload ends its window with one large record (a 32 MiB tensor in and out, task tensor), so the
-tensor bytes are still queued when stop() begins waiting. Truth for the byte counts: the sizes of the
-tensor files on disk after the run (the bytes the progress counts are those files' bytes).
+The workload ends its window with four large records (a 32 MiB tensor in and out each, task tensor),
+so tensor bytes are still queued when stop() begins waiting, even if the main thread is held up
+for a while after the last one (one record alone could be written by then on a busy machine).
+Truth for the byte counts: the sizes of the tensor files on disk after the run (the bytes the
+progress counts are those files' bytes).
 """
 
 import os
@@ -25,7 +27,8 @@ from msprobe.pytorch import PrecisionDebugger
 debugger = PrecisionDebugger(dump_path=sys.argv[1], task="tensor", level="L1")
 x = torch.randn({n})
 debugger.start()
-torch.relu(x)
+for _ in range({reps}):
+    torch.relu(x)
 debugger.stop()
 print("stopped")
 """
@@ -34,12 +37,12 @@ LINE = re.compile(r"waiting for the writer: (\d+) of (\d+) queued tensor bytes w
 DONE = re.compile(r"the writer has written the (\d+) queued tensor bytes in")
 
 
-def run(tmp: Path, env: dict[str, str], n: int = 8 << 20, tty: bool = False) -> tuple[int, str]:
+def run(tmp: Path, env: dict[str, str], n: int = 8 << 20, tty: bool = False, reps: int = 4) -> tuple[int, str]:
     """(exit code, stderr text) of the workload."""
     e = {k: v for k, v in os.environ.items() if not k.startswith("MSPROBE_")}
     e.update(PYTHONPATH=str(REPO / "python"), MSPROBE_LIB=str(LIB), **env)
     tmp.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-c", textwrap.dedent(SCRIPT.format(n=n)), str(tmp / "dump")]
+    cmd = [sys.executable, "-c", textwrap.dedent(SCRIPT.format(n=n, reps=reps)), str(tmp / "dump")]
     if not tty:
         p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=300)
         assert "stopped" in p.stdout, p.stderr
@@ -75,7 +78,7 @@ def test_asked_off_a_terminal_logs_progress(tmp_path):
     assert all(t == total and d <= t for d, t, _ in lines)
     done = [int(m.group(1)) for m in DONE.finditer(err)]
     assert done == [total], err
-    # the 32 MiB input and output alone
+    # more than the last 32 MiB input and output alone
     assert total >= 2 * (32 << 20)
 
 
@@ -84,7 +87,7 @@ def test_nothing_by_default_off_a_terminal_nor_when_short(tmp_path):
     assert rc == 0 and not LINE.search(err) and not DONE.search(err), err
     assert file_bytes(tmp_path / "a") > 0
     # asked, but the wait is far shorter than the default second
-    rc, err = run(tmp_path / "b", {"MSPROBE_PROGRESS": "1"}, n=1000)
+    rc, err = run(tmp_path / "b", {"MSPROBE_PROGRESS": "1"}, n=1000, reps=1)
     assert rc == 0 and not LINE.search(err) and not DONE.search(err), err
     rc, err = run(tmp_path / "c", {"MSPROBE_PROGRESS": "0", "MSPROBE_PROGRESS_DELAY_MS": "0"}, tty=True)
     assert rc == 0 and "writing tensor files" not in err, err

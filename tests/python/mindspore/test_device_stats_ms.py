@@ -180,7 +180,9 @@ def test_killed_before_the_fetch_loses_no_record(tmp_path):
     src.write_text(KILL)
     env = ms_env(MSPROBE_DEVICE_STATS="1", MSPROBE_DEVICE_BATCH="7")
     out = tmp_path / "dump"
-    p = subprocess.run([sys.executable, str(src), str(out)], env=env, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, str(src), str(out)], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert p.returncode == -9, p.stderr[-3000:]
     r = subprocess.run([str(CLI), "recover", str(out)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -81,6 +81,10 @@ def driver_runs(tmp_path_factory):
     def one(c):
         task, level, summary = c
         name = _case_name(*c)
+        # Each run its own working directory: MindSpore writes there (rank_0/, offload/), and two
+        # run at once.
+        cwd = out / "cwd" / name
+        cwd.mkdir(parents=True)
         p = subprocess.run(
             [
                 sys.executable,
@@ -97,7 +101,7 @@ def driver_runs(tmp_path_factory):
                 "--cfg_dir",
                 str(out / "cfgs"),
             ],
-            cwd=out,
+            cwd=cwd,
             env=_reporting_env(out / f"{name}.encoder"),
             capture_output=True,
             text=True,

@@ -276,9 +276,12 @@ mod tests {
             w.record(dir.to_path_buf(), Finished { name, body, files: vec![], stack: None, parent: None, reserved: 0 });
         }
         // Per sender (2 threads, then this one): how many of its records dump.json holds,
-        // checking that they come in sending order.
+        // checking that they come in sending order. The writer thread may be extending the file
+        // in place while it is read (an idle refresh right after `write_now` lets go of the lock):
+        // a read cut by that write is transient, read again.
         let counts = || -> [usize; 3] {
-            let v = json::parse(&std::fs::read_to_string(dir.join("dump.json")).unwrap()).unwrap();
+            let read = || json::parse(&std::fs::read_to_string(dir.join("dump.json")).unwrap());
+            let v = (0..1000).find_map(|_| read().ok()).expect("dump.json never parsed in 1000 reads");
             let Some(Json::Object(data)) = v.get("data") else { panic!("no data in dump.json") };
             let mut n = [0usize; 3];
             for (name, _) in data {
