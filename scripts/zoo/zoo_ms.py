@@ -154,6 +154,23 @@ class Optim(nn.Cell):
         return self.fc(ops.relu(self.emb(x)))
 
 
+class TwoGrad(nn.Cell):
+    """APIs with two differentiated tensors in, or two tensors out, of different shapes: msprobe
+    1.1.1 lists their gradients in position order (MindSpore delivers them last first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Dense(6, 6)
+        self.out = nn.Dense(4, 2)
+
+    def construct(self, x):
+        h = self.fc(x)
+        a, b = mint.split(h, [2, 4], dim=1)
+        p = mint.matmul(a, mint.matmul(a.T, b))
+        v, _ = mint.max(b, dim=1)
+        return self.out(mint.mul(p, v.unsqueeze(1)))
+
+
 def mse(out, y):
     return mint.mean((out - y) ** 2)
 
@@ -173,6 +190,7 @@ ZOO = {
     "catlist": (CatList, lambda p: nn.SGD(p, learning_rate=0.1), (rnd(3, 6), rnd(3, 2)), mse),
     "bprop": (Bprop, lambda p: nn.SGD(p, learning_rate=0.1), (rnd(4, 5), rnd(4, 2)), mse),
     "jit": (Jit, lambda p: nn.SGD(p, learning_rate=0.1), (rnd(3, 4), rnd(3, 3)), mse),
+    "twograd": (TwoGrad, lambda p: nn.SGD(p, learning_rate=0.1), (rnd(5, 6), rnd(5, 2)), mse),
     "optim": (
         Optim,
         lambda p: nn.Adam(p, learning_rate=0.01),

@@ -4,8 +4,10 @@ backward bookkeeping of API/Primitive calls.
 Backward of an API or Primitive call (msprobe's method): each tensor input and output of the call
 is passed through ``ops.HookBackward``. In PyNative backward the output hooks of a call fire first
 (gradients w.r.t. its outputs), then the call's own backward, then its input hooks (gradients w.r.t.
-the inputs that are differentiated). Both lists keep the order in which the gradients arrived, as
-msprobe's do (for BiasAdd: the bias gradient, then the input gradient). The call's backward record
+the inputs that are differentiated). A Primitive's lists keep the order in which the gradients
+arrived, as msprobe's do (for BiasAdd: the bias gradient, then the input gradient); an API call's
+are in argument and output position order, as the backward hook of msprobe's wrapper Cell
+(`HOOKCell`) gives them (MindSpore delivers them last first). The call's backward record
 is written when all its input gradients arrived, or as soon as anything else happens in backward
 (another call's hook, a Cell hook, stop/step) — inputs that are not differentiated never get a
 gradient.
@@ -48,10 +50,16 @@ def _log_once(where: str, e: BaseException) -> None:
 
 # ------------------------------------------------------------------------------- backward bookkeeping
 class _Op:
-    __slots__ = ("name", "outs", "ins", "n_in", "n_list", "n_const", "parent")
+    __slots__ = ("name", "outs", "ins", "n_in", "n_list", "n_const", "parent", "api", "none_at", "int_outs")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, api: bool = False) -> None:
         self.name = name
+        # an API call (msprobe's HOOKCell): gradients in position order, `none_at` the positions
+        # of arguments that never get one (integer tensors, tensor lists); a Primitive: arrival order
+        self.api = api
+        self.none_at: list = []
+        # an API call's integer/bool outputs (max's indices): None when no gradient reached them
+        self.int_outs: list = []
         # construct.json parent: the Cell whose backward was open when the call's first gradient
         # arrived (a deferred record is written later, when another Cell's backward may be open)
         self.parent: Any = R._NOW
@@ -79,8 +87,14 @@ _deferred: list = []
 def _write(op: _Op) -> None:
     State.depth += 1
     try:
-        grads_in = list(op.ins.values()) + [None] * (op.n_const + op.n_list)
-        R.backward_record(op.name, list(op.outs.values()), grads_in, op.parent)
+        if op.api:
+            grads_in = [g for _, g in sorted([*op.ins.items(), *((i, None) for i in op.none_at)], key=lambda e: e[0])]
+            outs = {**{i: None for i in op.int_outs}, **op.outs}
+            grads_out = [g for _, g in sorted(outs.items(), key=lambda e: e[0])]
+        else:
+            grads_in = list(op.ins.values()) + [None] * (op.n_const + op.n_list)
+            grads_out = list(op.outs.values())
+        R.backward_record(op.name, grads_out, grads_in, op.parent)
     except Exception as e:
         _log_once("backward record " + op.name, e)
     finally:
@@ -137,18 +151,20 @@ def _hook_inputs(args: tuple, op: _Op, api: bool = True) -> tuple:
     itself is still written from the output gradients."""
     out = []
     n = 0
-    for a in args:
+    for pos, a in enumerate(args):
         if api and isinstance(a, TENSOR_TYPES) and a.dtype not in _DIFF_DTYPES:
             # msprobe 1.1.1's wrapper Cell lists None for an integer input (a class index); a
             # Primitive's record (HookBackward there too) has no entry for it
             op.n_const += 1
+            op.none_at.append(pos)
             out.append(a)
         elif isinstance(a, TENSOR_TYPES):
-            out.append(ops.HookBackward(_make_hook(op, n, True))(a))
+            out.append(ops.HookBackward(_make_hook(op, pos if api else n, True))(a))
             n += 1
         else:
             if isinstance(a, (list, tuple)) and any(isinstance(t, TENSOR_TYPES) for t in a):
                 op.n_list += 1
+                op.none_at.append(pos)
             out.append(a)
     op.n_in = n
     return tuple(out)
@@ -160,6 +176,8 @@ def _hook_outputs(out: Any, op: _Op) -> Any:
     if isinstance(out, tuple) and any(isinstance(t, TENSOR_TYPES) for t in out):
         res = []
         for i, t in enumerate(out):
+            if op.api and isinstance(t, TENSOR_TYPES) and t.dtype not in _DIFF_DTYPES:
+                op.int_outs.append(i)
             res.append(ops.HookBackward(_make_hook(op, i, False))(t) if isinstance(t, TENSOR_TYPES) else t)
         return type(out)(res) if type(out) is tuple else type(out)(*res)
     return out
@@ -175,7 +193,7 @@ def _call_recorded(key: str, orig, args: tuple, kwargs: dict, inplace: bool, fra
     op = None
     if not inplace and State.backward and _requires_grad():
         try:
-            op = _Op(base + ".backward")
+            op = _Op(base + ".backward", api)
             args = _hook_inputs(args, op, api)
         except Exception as e:
             _log_once("input hook of " + base, e)
