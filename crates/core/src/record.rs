@@ -429,21 +429,21 @@ impl RecordBuilder {
     /// Fills the pending leaves (in the open section and the closed ones) whose slot `get`
     /// knows; returns how many are still pending.
     pub fn fill_pending(&mut self, get: &mut dyn FnMut(u64) -> Option<Stats>) -> u32 {
-        fn walk(v: &mut Json, get: &mut dyn FnMut(u64) -> Option<Stats>, filled: &mut u32) {
+        fn walk(v: &mut Json, get: &mut dyn FnMut(u64) -> Option<Stats>, filled: &mut u32, dialect: Dialect) {
             match v {
-                Json::Array(a) => a.iter_mut().for_each(|c| walk(c, get, filled)),
+                Json::Array(a) => a.iter_mut().for_each(|c| walk(c, get, filled, dialect)),
                 Json::Object(o) => {
                     let (slot, bool_) = match (marked_slot(o, PENDING_MARK), marked_slot(o, PENDING_BOOL_MARK)) {
                         (Some(s), _) => (s, false),
                         (None, Some(s)) => (s, true),
-                        (None, None) => return o.iter_mut().for_each(|(_, c)| walk(c, get, filled)),
+                        (None, None) => return o.iter_mut().for_each(|(_, c)| walk(c, get, filled, dialect)),
                     };
                     let Some(mut st) = get(slot) else { return };
                     if bool_ {
                         st = bool_stats(&st);
                     }
                     set_stats(o, &st);
-                    push_except(o, &st);
+                    push_except(o, &st, dialect);
                     *filled += 1;
                 }
                 _ => {}
@@ -452,13 +452,13 @@ impl RecordBuilder {
         if self.pending == 0 {
             return 0;
         }
-        let mut filled = 0;
+        let (mut filled, dialect) = (0, self.opts.dialect);
         for (_, v) in self.body.iter_mut() {
-            walk(v, get, &mut filled);
+            walk(v, get, &mut filled, dialect);
         }
         if let Some(s) = self.section.as_mut() {
             for f in s.stack.iter_mut() {
-                walk(&mut f.value, get, &mut filled);
+                walk(&mut f.value, get, &mut filled, dialect);
             }
         }
         self.pending = self.pending.saturating_sub(filled);
@@ -519,7 +519,7 @@ impl RecordBuilder {
                 leaf.push(("requires_grad".into(), Json::Bool(rg)));
             }
         }
-        push_except(&mut leaf, st);
+        push_except(&mut leaf, st, self.opts.dialect);
         leaf
     }
 
@@ -627,7 +627,7 @@ impl RecordBuilder {
             st.norm = Stat::Float(norm);
         }
         let mut tail = Vec::new();
-        push_except(&mut tail, &st);
+        push_except(&mut tail, &st, self.opts.dialect);
         self.push_data(&mut tail, name, t, budget);
         let leaf = self.pending_data_leaf(slot).expect("found above");
         set_stats(leaf, &st);
@@ -742,12 +742,7 @@ impl RecordBuilder {
             ("Mean".into(), stat_json(st.mean)),
             ("Norm".into(), stat_json(st.norm)),
         ]);
-        if let Some(v) = st.max_except_inf_nan {
-            leaf.push(("Max_except_inf_nan".into(), stat_json(v)));
-        }
-        if let Some(v) = st.min_except_inf_nan {
-            leaf.push(("Min_except_inf_nan".into(), stat_json(v)));
-        }
+        push_except(&mut leaf, &st, self.opts.dialect);
         self.tensors += 1;
         self.push_leaf(k, Json::Object(leaf));
         Ok(())
@@ -791,7 +786,12 @@ fn check_size(t: &TensorRef) -> Result<(), BuildError> {
     Ok(())
 }
 
-fn push_except(leaf: &mut Vec<(Text, Json)>, st: &Stats) {
+/// The `*_except_inf_nan` keys of `st`, in the PyTorch dialect only: msprobe 1.1.1's MindSpore
+/// processor never writes them (`MindsporeDataProcessor._analyze_tensor`).
+fn push_except(leaf: &mut Vec<(Text, Json)>, st: &Stats, dialect: Dialect) {
+    if dialect == Dialect::MindSpore {
+        return;
+    }
     if let Some(v) = st.max_except_inf_nan {
         leaf.push(("Max_except_inf_nan".into(), stat_json(v)));
     }

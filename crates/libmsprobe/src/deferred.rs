@@ -97,9 +97,13 @@ pub(crate) fn end(b: RecordBuilder, rec: Arc<Recorder>, t0: Instant) {
 /// device computed them, NaN/Inf included) or 6 (then also the largest and the smallest finite
 /// value, see [`stats_of`]); ends the held records that are now complete.
 pub(crate) fn resolve(first: u64, values: &[f64], width: usize) {
+    // MindSpore dumps have no `*_except_inf_nan` keys (1.1.1's MindSpore processor): nothing to
+    // derive for them, and nothing to count as missing or uncertain.
+    let except =
+        crate::session::recorder().is_none_or(|r| r.config().dialect != msprobe_core::dtype::Dialect::MindSpore);
     let mut st = lock();
     for (i, v) in values.chunks_exact(width).enumerate() {
-        st.values.insert(first + i as u64, stats_of(v));
+        st.values.insert(first + i as u64, stats_of(v, except));
     }
     drain(&mut st, false);
 }
@@ -191,11 +195,12 @@ fn drain(st: &mut State, force: bool) {
 /// largest (smallest) non-NaN one. From 4 values (no data for them) those keys are null, counted.
 /// From 6, `v[4]`/`v[5]` are the largest/smallest of the tensor with NaN/±inf replaced by
 /// −inf/+inf (NaN for a 0-d NaN): exact, except for a tensor of only NaN and ±inf with a NaN,
-/// which the six values cannot tell from an all-NaN one: NaN then, counted.
-fn stats_of(v: &[f64]) -> Stats {
+/// which the six values cannot tell from an all-NaN one: NaN then, counted. `except` false (a
+/// MindSpore dump): no such keys.
+fn stats_of(v: &[f64], except: bool) -> Stats {
     let f = Stat::Float;
     let (max, min) = (v[0], v[1]);
-    let need = (!max.is_finite(), !min.is_finite());
+    let need = (except && !max.is_finite(), except && !min.is_finite());
     let (mx, mn) = if !(need.0 || need.1) {
         (None, None)
     } else if v.len() >= 6 {

@@ -6,19 +6,16 @@ In a statistics-only session, a tensor whose ``device`` is ``Ascend:N`` and whic
 ``MSPROBE_DEVICE_STATS=1``) is not copied to the host (a whole-tensor copy). It is
 reduced as msprobe 1.1.1's MindSpore ``get_stat_info`` does: integers and float64 cast to float32
 (``astype``), then ``mint.max``, ``mint.min``, ``mint.mean`` and ``mint.norm`` (f16/bf16 results in
-their own dtype), and beside them the largest and smallest finite values (``mint.nan_to_num``
-replacing NaN/±inf by ∓inf; from them the recorder writes 1.1.1's ``*_except_inf_nan`` where
-Max/Min are NaN/Inf, as for torch), stacked into one 6-element float32 device tensor; a 0-d float
-tensor's value stands for all of them (1.1.1's ``item()``). The reductions run with the capture guard raised, so
-neither our API wrappers nor the primitive hooks record them. A batch of results is stacked on
-the device and read with one ``asnumpy()`` (24 bytes per tensor cross the link, one wait per
-batch).
+their own dtype), stacked into one 4-element float32 device tensor; a 0-d float tensor's value
+stands for all of them (1.1.1's ``item()``). 1.1.1's MindSpore dumps have no ``*_except_inf_nan``
+keys (unlike its PyTorch ones), so nothing more is reduced. The reductions run with the capture
+guard raised, so neither our API wrappers nor the primitive hooks record them. A batch of results
+is stacked on the device and read with one ``asnumpy()`` (16 bytes per tensor cross the link, one
+wait per batch).
 
 A bool tensor is reduced by ``mint.any`` and ``mint.all`` (1.1.1's Max / Min; the recorder
 writes them as booleans, no Mean/Norm). Smaller tensors, and complex, empty, 0-d integer/float64
-ones, are copied (devcopies.py) (their statistics need the data or are not all floats). A tensor
-of only NaN and ±inf holding a NaN, which six values cannot tell from an all-NaN one, gets NaN
-``*_except_inf_nan`` keys, counted in the run summary.
+ones, are copied (devcopies.py) (their statistics need the data or are not all floats).
 """
 
 from __future__ import annotations
@@ -32,7 +29,6 @@ from mindspore import mint
 from msprobe.core.devstats import DeviceStats as _Base
 
 _FLOAT_OWN = (ms.float16, ms.bfloat16, ms.float32)
-_FLOATS = (ms.float16, ms.bfloat16, ms.float32, ms.float64)
 _NOT_REDUCED = (ms.complex64, ms.complex128)
 
 
@@ -47,7 +43,7 @@ def on_device(t: Any) -> bool:
 class DeviceStats(_Base):
     """MindSpore's device reductions and batch fetch."""
 
-    width = 6  # Max, Min, Mean, Norm, then the largest and smallest finite values
+    width = 4  # Max, Min, Mean, Norm
 
     def eligible(self, t: Any) -> bool:
         if not self.enabled or self.failed or t.dtype in _NOT_REDUCED or not on_device(t):
@@ -57,30 +53,21 @@ class DeviceStats(_Base):
         return t.ndim > 0 or t.dtype in _FLOAT_OWN or t.dtype == ms.bool_
 
     def reduce(self, t: Any) -> Any:
-        """The 4 statistics as 1.1.1's get_stat_info, then the largest and smallest finite values
-        (for its ``*_except_inf_nan``), as a 6-element float32 device tensor."""
+        """The 4 statistics as 1.1.1's get_stat_info, as a 4-element float32 device tensor."""
         from ._record import State  # (_record imports this module)
 
         State.depth += 1  # our own ops: neither the API wrappers nor the primitive hooks record
         try:
             if t.ndim == 0:
-                return mint.stack([t, t, t, t, t, t]).astype(ms.float32)
+                return mint.stack([t, t, t, t]).astype(ms.float32)
             x = t
             if x.dtype == ms.bool_:  # any / all (the recorder writes booleans), no temporary
                 some, every = mint.any(x), mint.all(x)
-                return mint.stack([some, every] * 3).astype(ms.float32)
-            if x.dtype not in _FLOATS:  # integers are finite: their Max/Min
+                return mint.stack([some, every] * 2).astype(ms.float32)
+            if x.dtype not in _FLOAT_OWN:  # integers and float64: reduced as float32
                 x = x.astype(ms.float32)
-                mx, mn = mint.max(x), mint.min(x)
-                return mint.stack([mx, mn, mint.mean(x), mint.norm(x), mx, mn])
-            if x.dtype == ms.float64:
-                x = x.astype(ms.float32)
-            # NaN/±inf replaced so that they never win; reduced always (the device cannot branch)
-            inf = float("inf")
-            fmax = mint.max(mint.nan_to_num(x, nan=-inf, posinf=-inf, neginf=-inf))
-            fmin = mint.min(mint.nan_to_num(x, nan=inf, posinf=inf, neginf=inf))
-            vals = [mint.max(x), mint.min(x), mint.mean(x), mint.norm(x), fmax, fmin]
-            return mint.stack(vals).astype(ms.float32)
+            v = mint.stack([mint.max(x), mint.min(x), mint.mean(x), mint.norm(x)])
+            return v if v.dtype == ms.float32 else v.astype(ms.float32)  # f16/bf16 results
         finally:
             State.depth -= 1
 

@@ -457,7 +457,8 @@ fn device_limits(l2: &L2) -> Option<devstats::Limits> {
     } else {
         0
     };
-    Some(devstats::Limits { on_full: cfg.on_full, cap: cfg.queue_bytes, stats, device, device_min_bytes })
+    let except_keys = cfg.dialect != msprobe_core::dtype::Dialect::MindSpore;
+    Some(devstats::Limits { on_full: cfg.on_full, cap: cfg.queue_bytes, stats, device, device_min_bytes, except_keys })
 }
 
 /// A byte count from the environment; unset or empty gives `default`, anything that is not a

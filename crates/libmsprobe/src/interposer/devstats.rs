@@ -242,6 +242,9 @@ pub(crate) struct Limits {
     /// With `device`: tensors of at most this many bytes are still copied asynchronously (the
     /// hybrid); 0 = every tensor reduced on the device.
     pub device_min_bytes: u64,
+    /// The dump has `*_except_inf_nan` keys (the PyTorch dialect; 1.1.1's MindSpore dumps have
+    /// none): only then are their inputs reduced.
+    pub except_keys: bool,
 }
 
 /// Peak device scratch bytes held at once (for tests and the summary).
@@ -565,7 +568,7 @@ pub(crate) fn enqueue(t: &TensorMeta, stream: H, lim: &Limits, l: &mut Launch) -
         0
     } else {
         let cast = if matches!(dtype, DType::F32 | DType::F16 | DType::BF16) { 0 } else { n * 4 };
-        let except = if float_kind(dtype) { 2 * n * 4 } else { 0 };
+        let except = if lim.except_keys && float_kind(dtype) { 2 * n * 4 } else { 0 };
         cast + except
     };
     let slot = match take_slot(lim, scratch, l.scratch) {
@@ -586,7 +589,7 @@ pub(crate) fn enqueue(t: &TensorMeta, stream: H, lim: &Limits, l: &mut Launch) -
     let ok = if t.shape.is_empty() {
         copy_async(host, t.addr + t.offset as usize * es, es, stream).map(|_| DevLeaf::ZeroDim(slot))
     } else {
-        reduce(t, dtype, &strides, hi as i64, dev, stream, l).and_then(|leaf| {
+        reduce(t, &strides, hi as i64, dev, stream, l, lim.except_keys).and_then(|leaf| {
             copy_async(host, dev, RESULT_BYTES, stream)?;
             Some(leaf(slot))
         })
@@ -613,13 +616,14 @@ fn copy_async(dst: usize, src: usize, n: usize, stream: H) -> Option<()> {
 #[allow(clippy::type_complexity)]
 fn reduce(
     t: &TensorMeta,
-    dtype: DType,
     strides: &[i64],
     storage: i64,
     dev: usize,
     stream: H,
     l: &mut Launch,
+    except_keys: bool,
 ) -> Option<Box<dyn FnOnce(u32) -> DevLeaf>> {
+    let dtype = DType::from_acl(t.dtype)?;
     let mut o = Objs::default();
     let n = msprobe_core::layout::numel(&t.shape) as usize;
     let src = o.tensor(t.dtype, &t.shape, strides, t.offset, t.addr, storage)?;
@@ -686,7 +690,7 @@ fn reduce(
     }
     // Integers (and float64 cast to float32 from finite values... not always: a large f64
     // overflows to inf) -- the except keys are reduced for every float input.
-    let except = float_kind(dtype);
+    let except = except_keys && float_kind(dtype);
     if except {
         // One [2, n] scratch: row 0 = x with NaN/±inf → -inf, row 1 = x with NaN/±inf → +inf
         // (two aclnnNanToNum), then one aclnnAminmax over dim 1: row 0's max is the largest
