@@ -215,7 +215,6 @@ fast = native_encoder(
     special_keys=[],
     stack_skip=_PKG_DIR,
     split_lists=True,
-    keep_empty=True,
     defer=_defer if devstats.enabled or devcopies.enabled else None,
 )
 

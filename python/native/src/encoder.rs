@@ -23,8 +23,6 @@ pub struct Encoder {
     warned: Mutex<HashSet<String>>,
     /// A list output is split into items like a tuple (MindSpore).
     split_lists: bool,
-    /// A record whose sections data_mode all dropped is still written (MindSpore).
-    keep_empty: bool,
     /// The module stack of the native L0 hooks (see [`Modules`]).
     modules: Mutex<Modules>,
 }
@@ -82,11 +80,11 @@ impl Encoder {
     /// natively (None: any); `fallback(r, key, value, depth)`: the pure-Python encoder;
     /// `warn(msg)`: the layer's logger; `getline(file, line)`: linecache.getline;
     /// `special_keys`: keys whose values go to `fallback`; `stack_skip`: frames of files under
-    /// this prefix are left out of stack.json; `split_lists` / `keep_empty`: see the fields;
+    /// this prefix are left out of stack.json; `split_lists`: see the field;
     /// `mean_norm`, `defer`: see [`ValueCtx`].
     #[new]
     #[pyo3(signature = (handle, kind, tensor_types, dtype_codes, strided, fallback, warn, getline,
-                        special_keys=Vec::new(), stack_skip=None, split_lists=false, keep_empty=false,
+                        special_keys=Vec::new(), stack_skip=None, split_lists=false,
                         mean_norm=None, defer=None))]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
@@ -102,7 +100,6 @@ impl Encoder {
         special_keys: Vec<String>,
         stack_skip: Option<String>,
         split_lists: bool,
-        keep_empty: bool,
         mean_norm: Option<Py<PyAny>>,
         defer: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
@@ -130,7 +127,6 @@ impl Encoder {
             frames: FrameCache::new(getline, stack_skip, frame_type),
             warned: Mutex::new(HashSet::new()),
             split_lists,
-            keep_empty,
             modules: Mutex::new(Modules::default()),
         })
     }
@@ -191,18 +187,17 @@ impl Encoder {
         self.note(py, name, parent, pending);
     }
 
-    /// Adds the output of a call begun by [`Encoder::api_begin`] and ends the record (or drops
-    /// it when data_mode kept no section).
+    /// Adds the output of a call begun by [`Encoder::api_begin`] and ends the record (see
+    /// [`Encoder::settle`] for one whose sections data_mode all dropped).
     pub(crate) fn api_end<'py>(&self, py: Python<'py>, r: usize, kept: bool, output: &Bound<'py, PyAny>) {
         if r == 0 {
             return;
         }
         self.guarded(py, (), || {
             let w = Walker { ctx: &self.ctx, py, r: Rec(r) };
-            match self.output(&w, output) {
-                Ok(out_kept) => self.finish(w.r, kept || out_kept),
-                Err(e) => self.failed(py, w.r, &e),
-            }
+            let _ = kept;
+            let res = self.output(&w, output);
+            self.settle(py, w.r, res);
         })
     }
 
@@ -318,11 +313,10 @@ impl Encoder {
             let w = Walker { ctx: &self.ctx, py, r };
             let res = build(&w);
             let noted = !matches!(pending, Pending::No);
-            if let (true, Ok(kept), Ok(p)) = (noted, &res, parent.map(CString::new).transpose()) {
-                if *kept || self.keep_empty {
-                    self.ctx.abi.parent(r, p.as_deref());
-                    carried = true;
-                }
+            // an emptied record (data_mode) still carries its construct.json entry
+            if let (true, Ok(_), Ok(p)) = (noted, &res, parent.map(CString::new).transpose()) {
+                self.ctx.abi.parent(r, p.as_deref());
+                carried = true;
             }
             self.settle(py, r, res);
             true
@@ -462,10 +456,12 @@ impl Encoder {
         self.ctx.abi.begin(&CString::new(name).ok()?)
     }
 
-    /// Ends `r` after building it: written, dropped (no section kept) or aborted (error).
+    /// Ends `r` after building it, or aborts it (error). A record whose sections data_mode all
+    /// dropped is ended too: as msprobe 1.1.1, it has no dump.json entry (the writer leaves out an
+    /// empty record) but keeps its stack.json and construct.json entries.
     pub(crate) fn settle(&self, py: Python<'_>, r: Rec, built: PyResult<bool>) {
         match built {
-            Ok(kept) => self.finish(r, kept),
+            Ok(_) => self.ctx.abi.end(r),
             Err(e) => self.failed(py, r, &e),
         }
     }
@@ -479,14 +475,6 @@ impl Encoder {
                 self.warn_once(py, "msprobe._fastpath hit an internal error (a panic); that record was dropped".into());
                 default
             }
-        }
-    }
-
-    pub(crate) fn finish(&self, r: Rec, kept: bool) {
-        if kept || self.keep_empty {
-            self.ctx.abi.end(r);
-        } else {
-            self.ctx.abi.abort(r);
         }
     }
 

@@ -26,6 +26,8 @@ pub struct DirState {
 
 /// Depth of a record body inside dump.json (`{"data": {"name": body}}`).
 pub const RECORD_DEPTH: usize = 2;
+/// The formatted body of a record every section of which data_mode dropped.
+const EMPTY_RECORD: &str = "{}";
 
 pub fn pretty(v: &Json, depth: usize) -> String {
     let mut s = String::with_capacity(4096);
@@ -60,6 +62,12 @@ impl DirState {
     /// times).
     pub fn add_text(&mut self, name: &str, text: String) {
         self.dirty = true;
+        if text == EMPTY_RECORD {
+            // Every section dropped by data_mode: msprobe 1.1.1 writes no dump.json entry (its
+            // `handle_data` skips empty data) but keeps the record's stack.json and construct.json
+            // entries, which `add` sets beside this.
+            return;
+        }
         let merged = match self.records.get(name) {
             Some(old) => match (json::parse(old), json::parse(&text)) {
                 (Ok(Json::Object(mut old)), Ok(Json::Object(new))) => {
@@ -179,6 +187,23 @@ mod tests {
             let want = pretty(&Json::Array(frames.iter().map(|f| Json::str(f.clone())).collect()), 1);
             assert_eq!(stack_text(&frames), want);
         }
+    }
+
+    /// A record data_mode emptied has no dump.json entry, but its stack.json and construct.json
+    /// entries, as msprobe 1.1.1's (`DataCollector.forward_data_collect` writes the stack before
+    /// `handle_data` skips the empty data).
+    #[test]
+    fn an_emptied_record_keeps_its_stack_and_parent_only() {
+        let mut s = DirState::default();
+        let frames = ["File a.py, line 1, in f, \n f()".to_string()];
+        s.add("Functional.linear.0.forward", &Json::Object(vec![]), Some(&frames), Some(&Some("M".into())));
+        assert_eq!(pretty(&Json::Object(vec![]), RECORD_DEPTH), EMPTY_RECORD);
+        assert!(s.records.is_empty());
+        assert_eq!(s.stack.keys().collect::<Vec<_>>(), ["Functional.linear.0.forward"]);
+        assert_eq!(s.construct.keys().collect::<Vec<_>>(), ["Functional.linear.0.forward"]);
+        // a later record of the same name with data is written whole
+        s.add_text("Functional.linear.0.forward", pretty(&json::parse(r#"{"output": [1]}"#).unwrap(), RECORD_DEPTH));
+        assert_eq!(s.records.len(), 1);
     }
 
     #[test]
