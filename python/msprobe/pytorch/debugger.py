@@ -157,9 +157,18 @@ class PrecisionDebugger:
             self._started = True
             if torch.distributed.is_available() and torch.distributed.is_initialized():
                 lib.msprobe_set_rank(torch.distributed.get_rank())
-        if self.level in ("L0", "mix") and id(self.model) not in self._hooked:
+        if self.level in ("L0", "mix") and not self._hooked:
             self._hooked.add(id(self.model))
             self._handles += hook_model(self.model, lean=self.level == "L0")
+        elif self.level in ("L0", "mix") and id(self.model) not in self._hooked:
+            # msprobe 1.1.1 hooks the modules of the first start()'s model only (Service.start:
+            # register_hook_new on first_start); hooking another too would give its modules names
+            # that collide with the first's (both start at Module.{name}...).
+            self._hooked.add(id(self.model))
+            logger.warning(
+                "start() got another model than the first start(): as msprobe 1.1.1, only the first "
+                "model's modules are hooked; pass the model to the first start() (or wrap both in one Module)"
+            )
         if self.level in ("L1", "mix"):
             api_wrapper.install()
         if self.level == "L2":
