@@ -31,6 +31,18 @@ def add_ints(r: int, key: Optional[bytes], type_name: Optional[bytes], values: l
     lib.msprobe_record_add_ints(r, key, type_name, arr, nul, n)
 
 
+def json_key(k: Any) -> str:
+    """A dict key as msprobe 1.1.1's `json.dump` writes it: True/False/None as JSON words, floats
+    by their JSON form, anything else by `str`."""
+    if k is True or k is False:
+        return "true" if k else "false"
+    if k is None:
+        return "null"
+    if type(k) is float:
+        return "NaN" if k != k else "Infinity" if k == float("inf") else "-Infinity" if k == -float("inf") else repr(k)
+    return str(k)
+
+
 def _slice_part(p: Any) -> Optional[int]:
     if p is None:
         return None
@@ -61,45 +73,45 @@ class ValueEncoder:
         if self.special is not None and self.special(r, k, v, key):
             return
         t = type(v)
+        # Subclasses (IntEnum, str Enums) as 1.1.1: `isinstance`, the subclass's own type name.
+        tn = None if t in (bool, int, float, str) else t.__name__.encode()
         if t is bool:
             lib.msprobe_record_add_bool(r, k, None, int(v))
-        elif t is int:
+        elif isinstance(v, int):
             if _I64[0] <= v <= _I64[1]:
-                lib.msprobe_record_add_int(r, k, None, v)
+                lib.msprobe_record_add_int(r, k, tn, int(v))
             else:
-                lib.msprobe_record_add_float(r, k, b"int", float(v))
-        elif t is float:
-            lib.msprobe_record_add_float(r, k, None, v)
-        elif t is str:
-            lib.msprobe_record_add_str(r, k, None, v.encode("utf-8", "surrogatepass"), None)
+                lib.msprobe_record_add_float(r, k, tn or b"int", float(v))
+        elif isinstance(v, float):
+            lib.msprobe_record_add_float(r, k, tn, float(v))
+        elif isinstance(v, str):
+            lib.msprobe_record_add_str(r, k, tn, str.encode(v, "utf-8", "surrogatepass"), None)
         elif t is slice:
             add_ints(r, k, None, [_slice_part(v.start), _slice_part(v.stop), _slice_part(v.step)])
         elif v is Ellipsis:
             lib.msprobe_record_add_str(r, k, b"ellipsis", b"...", None)
-        elif isinstance(v, (list, tuple)):
+        elif isinstance(v, (list, tuple, dict)) or (dataclasses.is_dataclass(v) and not isinstance(v, type)):
+            # 1.1.1's order (recursive_apply_transform): namedtuple, dataclass (also one that is a
+            # dict, as transformers' ModelOutput: its fields), list/tuple, dict
             if depth >= MAX_DEPTH:
                 return self._unsupported(r, k, v, "nesting deeper than 10 levels")
-            fields = getattr(v, "_fields", None)
+            fields = getattr(v, "_fields", None) if isinstance(v, tuple) else None
             if fields is not None:  # namedtuple: keyed by field name
                 lib.msprobe_record_open(r, k, 1)
                 for f, item in zip(fields, v):
                     self.add(r, str(f), item, depth + 1)
+            elif dataclasses.is_dataclass(v):
+                lib.msprobe_record_open(r, k, 1)
+                for f in dataclasses.fields(v):
+                    self.add(r, f.name, getattr(v, f.name), depth + 1)
+            elif isinstance(v, dict):
+                lib.msprobe_record_open(r, k, 1)
+                for dk, item in v.items():
+                    self.add(r, json_key(dk), item, depth + 1)
             else:
                 lib.msprobe_record_open(r, k, 0)
                 for item in v:
                     self.add(r, None, item, depth + 1)
-            lib.msprobe_record_close(r)
-        elif isinstance(v, dict):
-            if depth >= MAX_DEPTH:
-                return self._unsupported(r, k, v, "nesting deeper than 10 levels")
-            lib.msprobe_record_open(r, k, 1)
-            for dk, item in v.items():
-                self.add(r, str(dk), item, depth + 1)
-            lib.msprobe_record_close(r)
-        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
-            lib.msprobe_record_open(r, k, 1)
-            for f in dataclasses.fields(v):
-                self.add(r, f.name, getattr(v, f.name), depth + 1)
             lib.msprobe_record_close(r)
         elif not self._numpy_scalar(r, k, v):
             self._unsupported(r, k, v, "not supported")
@@ -110,7 +122,8 @@ class ValueEncoder:
             return False
         tn = type(v).__name__.encode()
         if isinstance(v, np.bool_):
-            lib.msprobe_record_add_bool(r, k, tn, int(bool(v)))
+            # numpy 2 names it "bool"; msprobe 1.1.1 runs on numpy 1 only (np.unicode_), "bool_"
+            lib.msprobe_record_add_bool(r, k, b"bool_", int(bool(v)))
         elif isinstance(v, np.integer):
             iv = int(v)
             if _I64[0] <= iv <= _I64[1]:

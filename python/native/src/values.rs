@@ -107,11 +107,13 @@ impl<'py> Walker<'_, 'py> {
             }
             abi.close(self.r);
         } else if v.is_exact_instance_of::<PyDict>() {
-            if depth >= MAX_DEPTH {
+            let d = v.cast::<PyDict>()?;
+            // keys other than str (True, None, 1.5) are written as JSON writes them (values.py)
+            if depth >= MAX_DEPTH || d.keys().iter().any(|k| !k.is_exact_instance_of::<PyString>()) {
                 return self.fallback(key, v, depth);
             }
             abi.open(self.r, k, true);
-            self.add_keyed(v.cast::<PyDict>()?, depth + 1)?;
+            self.add_keyed(d, depth + 1)?;
             abi.close(self.r);
         } else {
             return self.fallback(key, v, depth);
