@@ -371,7 +371,7 @@ impl RecordBuilder {
         budget: &dyn ByteBudget,
     ) -> Result<(), BuildError> {
         check_size(t)?;
-        let mut st = stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data);
+        let mut st = self.stats_of(t);
         if let (Stat::Float(_), Stat::Float(_)) = (st.mean, st.norm) {
             st.mean = Stat::Float(mean_norm.0);
             st.norm = Stat::Float(mean_norm.1);
@@ -480,7 +480,7 @@ impl RecordBuilder {
             Some(st) => st,
             None => {
                 check_size(t)?;
-                stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data)
+                self.stats_of(t)
             }
         };
         let mut leaf = self.leaf_head(t, &st);
@@ -489,6 +489,18 @@ impl RecordBuilder {
         self.push_data(&mut leaf, name, t, budget);
         self.push_leaf(k, Json::Object(leaf));
         Ok(())
+    }
+
+    /// The statistics of `t` as the dump's dialect writes them: msprobe 1.1.1's MindSpore processor
+    /// also gives a complex tensor's Norm (`np.linalg.norm` of |x|), its PyTorch one does not.
+    fn stats_of(&self, t: &TensorRef) -> Stats {
+        let mut st = stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data);
+        if self.opts.dialect == Dialect::MindSpore && !t.shape.is_empty() {
+            if let Some(norm) = stats::complex_norm(t.dtype, t.data) {
+                st.norm = Stat::Float(norm);
+            }
+        }
+        st
     }
 
     /// A tensor leaf's keys up to its data: type, dtype, shape, the statistics, requires_grad
@@ -621,7 +633,7 @@ impl RecordBuilder {
         let Some(leaf) = self.pending_data_leaf(slot) else { return Ok(false) };
         check_size(t)?;
         let name = take_data_name(leaf);
-        let mut st = stats::tensor_stats(t.dtype, t.shape.is_empty(), t.data);
+        let mut st = self.stats_of(t);
         if let (Some((mean, norm)), Stat::Float(_), Stat::Float(_)) = (mean_norm, st.mean, st.norm) {
             st.mean = Stat::Float(mean);
             st.norm = Stat::Float(norm);

@@ -342,9 +342,20 @@ fn add_except(s: &mut Stats, dtype: DType, data: &[u8]) {
     }
 }
 
-/// Statistics of |x| for complex tensors, as numpy computes them (Norm is null).
-fn complex_stats(dtype: DType, data: &[u8]) -> Stats {
-    let mags: Vec<f64> = if dtype == DType::C64 {
+/// The L2 norm of |x| of a complex tensor (msprobe 1.1.1's MindSpore Norm, `np.linalg.norm`),
+/// accumulated in f64 and rounded to the magnitudes' dtype; None for other dtypes.
+pub fn complex_norm(dtype: DType, data: &[u8]) -> Option<f64> {
+    if !matches!(dtype, DType::C64 | DType::C128) {
+        return None;
+    }
+    let mags = magnitudes(dtype, data);
+    let norm = mags.iter().map(|m| m * m).sum::<f64>().sqrt();
+    Some(if dtype == DType::C64 { norm as f32 as f64 } else { norm })
+}
+
+/// |x| per element of a complex64/complex128 tensor.
+fn magnitudes(dtype: DType, data: &[u8]) -> Vec<f64> {
+    if dtype == DType::C64 {
         data.chunks_exact(8)
             .map(|c| {
                 let re = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
@@ -360,7 +371,13 @@ fn complex_stats(dtype: DType, data: &[u8]) -> Stats {
                 re.hypot(im)
             })
             .collect()
-    };
+    }
+}
+
+/// Statistics of |x| for complex tensors, as numpy computes them (Norm is null: msprobe 1.1.1's
+/// PyTorch processor; the MindSpore dialect adds it, see [`complex_norm`]).
+fn complex_stats(dtype: DType, data: &[u8]) -> Stats {
+    let mags = magnitudes(dtype, data);
     let nan = mags.iter().any(|m| m.is_nan());
     let max = mags.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let min = mags.iter().copied().fold(f64::INFINITY, f64::min);
