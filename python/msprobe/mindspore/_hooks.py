@@ -234,6 +234,7 @@ def make_api_wrapper(prefix: str, name: str, orig):
     wrapper.__name__ = getattr(orig, "__name__", name)
     wrapper.__doc__ = getattr(orig, "__doc__", None)
     wrapper.__wrapped__ = orig
+    wrapper._msprobe_api = True  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -267,10 +268,15 @@ class ApiRegistry:
                 orig = target.__dict__.get(name) if isinstance(target, type) else None
                 if orig is None:
                     orig = getattr(target, name, None)
-                if orig is None or not callable(orig) or getattr(orig, "__wrapped__", None) is not None:
+                # Ours already (another registry): skipped. MindSpore's own decorated functions (a
+                # deprecation wrapper, with `__wrapped__`: 33 of ops, 10 of comm_func) are wrapped,
+                # as 1.1.1 wraps every listed API; a staticmethod (Tensor.from_numpy) stays one.
+                func = orig.__func__ if isinstance(orig, staticmethod) else orig
+                if func is None or not callable(func) or getattr(func, "_msprobe_api", False):
                     continue
+                w = make_api_wrapper(prefix, name, func)
                 self.ori.append((target, name, orig))
-                self.hooked.append((target, name, make_api_wrapper(prefix, name, orig)))
+                self.hooked.append((target, name, staticmethod(w) if isinstance(orig, staticmethod) else w))
 
     def install(self) -> None:
         if self.installed:
