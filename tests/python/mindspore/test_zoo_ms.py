@@ -1,5 +1,5 @@
 """The MindSpore differential zoo (scripts/diff_msprobe.py --framework ms, driver scripts/zoo/zoo_ms.py):
-6 PyNative nets at L0/L1/mix x statistics/md5/tensor and a few filters, dumped by msprobe 1.1.1
+7 PyNative nets at L0/L1/mix x statistics/md5/tensor and a few filters, dumped by msprobe 1.1.1
 (cached under target/zoo-cache-ms) and by msprobe-rs with the same driver and config. Fails when a
 case diverges more than tests/data/zoo_ms_baseline.json allows (record names/order, leaves), when a
 net fails under msprobe-rs, or when a captured run's losses, gradients or parameters differ from an
