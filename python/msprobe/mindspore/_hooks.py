@@ -132,7 +132,7 @@ def _make_hook(op: _Op, idx: int, is_input: bool):
             flush_pending()
             _pending = op
             if op.parent is R._NOW:
-                op.parent = R.parent(True)
+                op.parent = R.api_parent(True)
         if is_input:
             op.ins[idx] = _first(grad)
             if len(op.ins) >= op.n_in:
@@ -224,6 +224,8 @@ def make_api_wrapper(prefix: str, name: str, orig):
 
     def wrapper(*args, **kwargs):
         if not State.enabled or State.depth:
+            if not State.depth:
+                R.next_index(key)  # outside the window too, as 1.1.1 (its HOOKCell counts every call)
             return orig(*args, **kwargs)
         State.depth += 1
         try:
@@ -324,6 +326,8 @@ def hook_primitives(model) -> None:
 
             def __call__(self, *args, _key=key, _orig=orig_call, **kwargs):
                 if not State.enabled or State.depth:
+                    if not State.depth:
+                        R.next_index(_key)  # 1.1.1 counts before its switch check
                     return _orig(self, *args, **kwargs)
                 State.depth += 1
                 try:
@@ -376,15 +380,29 @@ def _register_cell(cell, prefix: str) -> list:
 
     def pre(c, args):
         if not State.enabled:
+            # Outside the window 1.1.1's begin_hook still counts the Cell and notes its
+            # construct.json parent (written with the next record of the step); it is on the
+            # stack, unrecorded, until its forward hook.
+            name = f"{fkey}.{R.next_index(fkey)}"
+            if State.construct:
+                State.begun.append((name, State.fwd_stack[-1] if State.fwd_stack else None))
+            State.fwd_stack.append(name)
+            State.fwd_owner.append(("off", cid))
             return None
         n = R.next_index(fkey)
         R.begin_cell(f"{fkey}.{n}", False)
+        State.cell_begun = True
         R.scope_module(f"{fkey}.{n}", True)
         State.fwd_stack.append(f"{fkey}.{n}")
         State.fwd_owner.append(cid)
         return None
 
     def fwd(c, args, output):
+        off = ("off", cid)
+        if off in State.fwd_owner:  # begun outside the window (with any Cells above it left open)
+            i = len(State.fwd_owner) - 1 - State.fwd_owner[::-1].index(off)
+            del State.fwd_owner[i:], State.fwd_stack[i:]
+            return None
         if cid not in State.fwd_owner:
             return None
         # Cells above this one on the stack never got their forward hook (MindSpore runs none for
@@ -410,6 +428,7 @@ def _register_cell(cell, prefix: str) -> list:
         flush_pending()
         n = R.next_index(bkey)
         R.begin_cell(f"{bkey}.{n}", True)
+        State.cell_begun = True
         R.scope_module(f"{bkey}.{n}", True)
         State.bwd_stack.append(f"{bkey}.{n}")
         State.bwd_owner.append(cid)

@@ -54,6 +54,9 @@ class State:
     # yet: msprobe 1.1.1 adds every begun Cell to construct.json with the next record (its
     # module_node), which fixes the key order (a parent Cell right after its first child's record)
     begun: list = []
+    # a Cell's (backward) pre-hook ran since the step began: before that, msprobe 1.1.1's API
+    # parent (CellProcessor.api_parent_node, reset by step()) is "", after it the open Cell or None
+    cell_begun = False
 
 
 # msprobe's log format and MSPROBE_LOG_LEVEL handling live in msprobe.core; this child logger
@@ -70,6 +73,12 @@ def parent(backward: bool) -> Optional[str]:
     1.1.1, whose Cells share one stack for both directions."""
     s = State.bwd_stack if backward else (State.fwd_stack or State.bwd_stack)
     return s[-1] if s else None
+
+
+def api_parent(backward: bool) -> Optional[str]:
+    """The construct.json parent of an API or Primitive record now: "" until a Cell began in this
+    step (msprobe 1.1.1's initial `api_parent_node`), then `parent`."""
+    return parent(backward) if State.cell_begun else ""
 
 
 def next_index(key: str) -> int:
@@ -222,7 +231,7 @@ fast = native_encoder(
 def _construct(name: str, backward: bool, p: Any = _NOW) -> None:
     if State.construct:
         if p is _NOW:
-            p = parent(backward)
+            p = api_parent(backward)
         lib.msprobe_construct_set(name.encode(), None if p is None else p.encode())
         if State.begun:
             for n, q in State.begun:

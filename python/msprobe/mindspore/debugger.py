@@ -214,6 +214,7 @@ class PrecisionDebugger:
             return
         self._reset_stacks()
         State.enabled = False
+        State.cell_begun = False
         devstats.fetch()
         devcopies.fetch()
         lib.msprobe_step()
