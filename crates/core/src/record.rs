@@ -754,7 +754,7 @@ impl RecordBuilder {
             ("Mean".into(), stat_json(st.mean)),
             ("Norm".into(), stat_json(st.norm)),
         ]);
-        push_except(&mut leaf, &st, self.opts.dialect);
+        push_except(&mut leaf, st, self.opts.dialect);
         self.tensors += 1;
         self.push_leaf(k, Json::Object(leaf));
         Ok(())
