@@ -105,13 +105,16 @@ def test_tensor_files_load_and_match_dump_json(dumps: Path) -> None:
             assert str(t.dtype) == leaf["dtype"] and list(t.shape) == leaf["shape"]
 
 
-def test_stack_frames_without_user_side_in_dm_bwd_out(dumps: Path) -> None:
-    """Pinned difference: with data_mode ["backward", "output"] msprobe still writes stack.json
-    entries for the (empty, dropped) forward records; the recorder keeps a stack only with a
-    record, so ours has none. dump.json matches (test above)."""
+def test_stack_frames_of_emptied_records_in_dm_bwd_out(dumps: Path) -> None:
+    """With data_mode ["backward", "output"] msprobe writes stack.json entries for the forward
+    records it drops from dump.json (empty); so do we (the writer keeps an emptied record's stack
+    and construct entries). dump.json matches (test above)."""
     ours = load(out_dir(dumps, "config_variants/dm_bwd_out") / "step0/rank/stack.json")
     ref = load(SAMPLES / "config_variants/dm_bwd_out/step0/rank/stack.json")
-    assert ours == {} and all(n.endswith(".forward") for n in ref)
+    assert ref and all(n.endswith(".forward") for n in ref)
+    assert list(ours) == list(ref)
+    dump = load(out_dir(dumps, "config_variants/dm_bwd_out") / "step0/rank/dump.json")["data"]
+    assert not set(ours) & set(dump)  # the records themselves are not written
 
 
 def test_mix_list_dumps_every_record_inside_a_listed_module(dumps: Path) -> None:
