@@ -307,36 +307,31 @@ fn add_except(s: &mut Stats, dtype: DType, data: &[u8]) {
     if !(s.max.non_finite() || s.min.non_finite()) {
         return;
     }
-    let (mut fmax, mut fmin) = (f64::NEG_INFINITY, f64::INFINITY);
-    let (mut nmax, mut nmin) = (f64::NEG_INFINITY, f64::INFINITY);
+    let (mut fmax, mut fmin) = (f32::NEG_INFINITY, f32::INFINITY);
+    let (mut nmax, mut nmin) = (f32::NEG_INFINITY, f32::INFINITY);
     let (mut any_finite, mut any_non_nan) = (false, false);
-    let mut see = |x: f64| {
-        if x.is_nan() {
-            return;
+    for_each_f32_block(dtype, data, |b| {
+        for &x in b {
+            if x.is_nan() {
+                continue;
+            }
+            any_non_nan = true;
+            nmax = nmax.max(x);
+            nmin = nmin.min(x);
+            if x.is_finite() {
+                any_finite = true;
+                fmax = fmax.max(x);
+                fmin = fmin.min(x);
+            }
         }
-        any_non_nan = true;
-        nmax = nmax.max(x);
-        nmin = nmin.min(x);
-        if x.is_finite() {
-            any_finite = true;
-            fmax = fmax.max(x);
-            fmin = fmin.min(x);
-        }
-    };
-    if dtype == DType::F64 {
-        // 1.1.1 reduces Max/Min of a float64 tensor as float32 (1e300 becomes inf), but takes the
-        // except keys from the tensor itself (handle_tensor_extremum_nan_inf): 1e300.
-        data.chunks_exact(8).for_each(|c| see(f64::from_le_bytes(c.try_into().expect("8 bytes"))));
-    } else {
-        for_each_f32_block(dtype, data, |b| b.iter().for_each(|&x| see(x as f64)));
-    }
-    let pick = |finite: f64, non_nan: f64| {
+    });
+    let pick = |finite: f32, non_nan: f32| {
         if !any_non_nan {
             Stat::Float(f64::NAN)
         } else if any_finite {
-            Stat::Float(finite)
+            Stat::Float(finite as f64)
         } else {
-            Stat::Float(non_nan)
+            Stat::Float(non_nan as f64)
         }
     };
     if s.max.non_finite() {
@@ -494,12 +489,6 @@ mod tests {
         assert_eq!(s.max_except_inf_nan, Some(Stat::Float(1.0)));
         assert_eq!(s.min_except_inf_nan, None);
         // all NaN
-        // float64 beyond float32: Max/Min of the float32 cast (infinite), the except keys from
-        // the float64 values themselves, as 1.1.1's handle_tensor_extremum_nan_inf
-        let f64s: Vec<u8> = [1e300f64, -1e300, 1.0].iter().flat_map(|x| x.to_le_bytes()).collect();
-        let s = tensor_stats(DType::F64, false, &f64s);
-        assert_eq!((s.max, s.min), (Stat::Float(f64::INFINITY), Stat::Float(f64::NEG_INFINITY)));
-        assert_eq!((s.max_except_inf_nan, s.min_except_inf_nan), (Some(Stat::Float(1e300)), Some(Stat::Float(-1e300))));
         let s = tensor_stats(DType::F32, false, &f32s(&[f32::NAN, f32::NAN]));
         assert!(matches!(s.max_except_inf_nan, Some(Stat::Float(f)) if f.is_nan()));
     }
