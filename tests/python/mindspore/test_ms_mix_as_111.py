@@ -8,8 +8,6 @@ leaves no forward record in dump.json but keeps its stack.json entry. Truth: msp
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,21 +15,10 @@ import pytest
 
 pytest.importorskip("mindspore")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from recorder_testutil import LIB, REPO  # noqa: E402
-
-MS111 = REPO / "target" / "msprobe-1.1.1"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from as111 import MS111, run_both  # noqa: E402
 
 SCRIPT = r"""
-import json, os, sys
-import numpy as np
-import mindspore as ms
-from mindspore import Tensor, mint, nn, ops
-ms.set_context(mode=ms.PYNATIVE_MODE)
-ms.set_device("CPU")
-if os.environ.get("SHIM") == "1":  # msprobe 1.1.1 on MindSpore 2.10 (scripts/zoo/zoo_ms.py --shim)
-    import mindspore.common.api as _capi, mindspore.graph.api as _gapi
-    _capi._MindsporeFunctionExecutor = _gapi._JitExecutor
-    mint.norm = ops.norm
 out, data_mode = sys.argv[1], sys.argv[2]
 cfg = {"task": "statistics", "dump_path": out, "rank": [], "step": [], "level": "mix",
        "statistics": {"scope": [], "list": [], "data_mode": [data_mode], "summary_mode": "statistics"}}
@@ -79,22 +66,8 @@ def files(out: Path, step: int) -> dict:
 @pytest.mark.skipif(not (MS111 / "msprobe").exists(), reason="msprobe 1.1.1 (scripts/setup-ms.sh --msprobe) is absent")
 @pytest.mark.parametrize("data_mode", ["all", "backward"])
 def test_ms_mix_names_and_parents_equal_111s(tmp_path: Path, data_mode: str) -> None:
-    src = tmp_path / "s.py"
-    src.write_text(SCRIPT)
-    base = {k: v for k, v in os.environ.items() if not k.startswith("MSPROBE_") and k != "PYTHONPATH"}
-    base.update(GLOG_v="3", MSPROBE_LOG_LEVEL="2")
-    sides = {
-        "1.1.1": dict(base, PYTHONPATH=str(MS111), SHIM="1"),
-        "ours": dict(base, PYTHONPATH=str(REPO / "python"), MSPROBE_LIB=str(LIB)),
-    }
-    got = {}
-    for name, env in sides.items():
-        out = tmp_path / name.replace(".", "")
-        p = subprocess.run(
-            [sys.executable, str(src), str(out), data_mode], env=env, cwd=tmp_path, capture_output=True, text=True
-        )
-        assert p.returncode == 0, (name, p.stderr[-3000:])
-        got[name] = [files(out, s) for s in (0, 1)]
+    outs = run_both(tmp_path, SCRIPT, data_mode)
+    got = {n: [files(o, s) for s in (0, 1)] for n, o in outs.items()}
     want = got["1.1.1"]
     # the cases are real: a "" parent, a counter advanced outside the window
     assert "" in want[0]["construct.json"].values(), want[0]["construct.json"]

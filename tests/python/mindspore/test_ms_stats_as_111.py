@@ -8,8 +8,6 @@ shim its zoo driver uses (scripts/zoo/zoo_ms.py --shim)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,21 +15,10 @@ import pytest
 
 pytest.importorskip("mindspore")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from recorder_testutil import LIB, REPO  # noqa: E402
-
-MS111 = REPO / "target" / "msprobe-1.1.1"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from as111 import MS111, run_both  # noqa: E402
 
 SCRIPT = r"""
-import json, os, sys
-import numpy as np
-import mindspore as ms
-from mindspore import Tensor, mint, ops
-ms.set_context(mode=ms.PYNATIVE_MODE)
-ms.set_device("CPU")
-if os.environ.get("SHIM") == "1":  # msprobe 1.1.1 on MindSpore 2.10 (scripts/zoo/zoo_ms.py --shim)
-    import mindspore.common.api as _capi, mindspore.graph.api as _gapi
-    _capi._MindsporeFunctionExecutor = _gapi._JitExecutor
-    mint.norm = ops.norm
 out = sys.argv[1]
 cfg = {"task": "statistics", "dump_path": out, "rank": [], "step": [], "level": "L1",
        "statistics": {"scope": [], "list": [], "data_mode": ["all"], "summary_mode": "statistics"}}
@@ -56,20 +43,8 @@ dbg.stop()
 
 @pytest.mark.skipif(not (MS111 / "msprobe").exists(), reason="msprobe 1.1.1 (scripts/setup-ms.sh --msprobe) is absent")
 def test_ms_leaves_equal_111s(tmp_path: Path) -> None:
-    src = tmp_path / "s.py"
-    src.write_text(SCRIPT)
-    base = {k: v for k, v in os.environ.items() if not k.startswith("MSPROBE_") and k != "PYTHONPATH"}
-    base.update(GLOG_v="3", MSPROBE_LOG_LEVEL="2")
-    sides = {
-        "1.1.1": dict(base, PYTHONPATH=str(MS111), SHIM="1"),
-        "ours": dict(base, PYTHONPATH=str(REPO / "python"), MSPROBE_LIB=str(LIB)),
-    }
-    got = {}
-    for name, env in sides.items():
-        out = tmp_path / name.replace(".", "")
-        p = subprocess.run([sys.executable, str(src), str(out)], env=env, cwd=tmp_path, capture_output=True, text=True)
-        assert p.returncode == 0, (name, p.stderr[-3000:])
-        got[name] = json.loads(next(out.glob("step0/rank*/dump.json")).read_text())["data"]
+    outs = run_both(tmp_path, SCRIPT)
+    got = {n: json.loads(next(o.glob("step0/rank*/dump.json")).read_text())["data"] for n, o in outs.items()}
     want = got["1.1.1"]
     leaves = [lf for r in want.values() for lf in r["output"]]
     assert len(leaves) == 7 and any(lf["dtype"] == "Complex64" and lf["Norm"] is not None for lf in leaves), leaves
